@@ -1,0 +1,73 @@
+"""`tilewise bench SUITE`: run a suite on the GPU, print the table, write JSON rows and a plot."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+
+from tilewise.errors import InputError, require_extra
+
+
+def _suites() -> dict[str, object]:
+    import tilewise.bench.suites as pkg
+
+    out = {}
+    for info in pkgutil.iter_modules(pkg.__path__):
+        mod = importlib.import_module(f"tilewise.bench.suites.{info.name}")
+        if hasattr(mod, "NAME") and hasattr(mod, "run"):
+            out[mod.NAME] = mod
+    return out
+
+
+def _progress(iterable, total=None, desc=None):
+    try:
+        from tqdm import tqdm
+
+        return tqdm(iterable, total=total, desc=desc, file=sys.stderr, dynamic_ncols=True)
+    except ImportError:
+        return iterable
+
+
+def _run(a: argparse.Namespace) -> int:
+    require_extra("torch", "kernels")
+    require_extra("triton", "kernels")
+    import torch
+
+    if not torch.cuda.is_available():
+        raise InputError("tilewise bench needs a CUDA GPU; none is visible (torch.cuda.is_available() is False)")
+    from tilewise.bench import harness
+
+    suite = _suites()[a.suite]
+    rows = suite.run(a, _progress)
+    print(harness.format_table(rows))
+    if a.json:
+        harness.write_rows(a.json, rows, meta=harness.env_tags())
+        print(f"wrote {len(rows)} rows to {a.json}", file=sys.stderr)
+    if getattr(a, "plot", None):
+        from tilewise.bench import plot
+
+        plot.roofline_plot(rows, a.plot)
+        print(f"wrote {a.plot}", file=sys.stderr)
+    return 0
+
+
+def register(sub) -> None:
+    suites = _suites()
+    p = sub.add_parser(
+        "bench",
+        help="benchmark our kernels side by side with their peers (GPU): " + "|".join(suites),
+        description="Ours and the peer alternate in one run on the same inputs; medians of "
+        "triton.testing.do_bench with p20/p80; the model's prediction in each row.",
+        epilog="examples:\n  tilewise bench gemm --json benchmarks/results/h200/gemm.json --plot gemm.png\n"
+        "  tilewise bench sum",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ss = p.add_subparsers(dest="suite", metavar="SUITE", required=True)
+    for name, mod in suites.items():
+        sp = ss.add_parser(name, help=getattr(mod, "HELP", ""), description=getattr(mod, "HELP", ""))
+        mod.add_arguments(sp)
+        sp.add_argument("--json", metavar="FILE", help="write the rows as JSON to FILE")
+        sp.add_argument("--plot", metavar="FILE", help="draw a roofline plot of the rows to FILE")
+    p.set_defaults(func=_run)

@@ -1,0 +1,206 @@
+"""The benchmark harness every kernel of tilewise is measured with.
+
+Rules (README, "How we measure"):
+* ours and the peer run in one process, alternating round by round, on the same inputs;
+* each timing is `triton.testing.do_bench` (CUDA events), median with p20/p80 over
+  many repetitions; the row keeps the median over rounds of the per-round medians;
+* memory-bound work rotates through several copies of its inputs (`rotate`), so a
+  later repetition does not find its data in L2;
+* each row carries the model's prediction (`predicted_ms`, from `tilewise.model.roofline`
+  with the FLOP and byte counts of `tilewise.model.traffic`) beside the measurement.
+
+Only `time_pair` needs a GPU; rows and files are plain Python.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import shlex
+import statistics
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from tilewise import gpus as _gpus
+from tilewise.model import roofline
+
+ROW_KEYS = (
+    "kernel", "shape", "dtype", "peer", "ours_ms", "peer_ms", "speedup", "tflops", "tbps",
+    "predicted_ms", "roofline_fraction", "gpu", "date", "torch", "triton", "command",
+)  # fmt: skip
+
+
+def env_tags(command: str | None = None) -> dict[str, str]:
+    """GPU name, date and versions for a result row."""
+    tags = {"date": _dt.date.today().isoformat(), "command": command or " ".join(shlex.quote(a) for a in sys.argv)}
+    try:
+        import torch
+
+        tags["torch"] = torch.__version__
+        tags["gpu"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
+    except ImportError:
+        tags["torch"], tags["gpu"] = "none", "cpu"
+    try:
+        import triton
+
+        tags["triton"] = triton.__version__
+    except ImportError:
+        tags["triton"] = "none"
+    return tags
+
+
+def registry_key_for(device_name: str) -> str:
+    """The registry entry to predict with for a device name ('NVIDIA H200' -> 'h200')."""
+    n = device_name.lower()
+    for key in ("h200", "h100-pcie", "a100-sxm", "b200"):
+        if key.split("-")[0] in n and (key != "h100-pcie" or "pcie" in n):
+            return key
+    return "h100-sxm"
+
+
+def _quantiles(xs: Sequence[float]) -> tuple[float, float, float]:
+    s = sorted(xs)
+    if len(s) == 1:
+        return s[0], s[0], s[0]
+    q = statistics.quantiles(s, n=10, method="inclusive")
+    return statistics.median(s), q[1], q[7]  # median, p20, p80
+
+
+def time_pair(
+    ours: Callable[[int], Any],
+    peer: Callable[[int], Any] | None,
+    *,
+    rotate: int = 1,
+    rounds: int = 5,
+    warmup_ms: float = 25,
+    rep_ms: float = 100,
+) -> dict[str, float]:
+    """Time `ours(i)` and `peer(i)` alternating for `rounds` rounds; `i` cycles over `rotate` input sets.
+
+    Returns ours_ms / peer_ms (median of the per-round medians) with p20 / p80 over all
+    per-round quantiles.
+    """
+    from triton.testing import do_bench
+
+    def rotating(fn: Callable[[int], Any]) -> Callable[[], Any]:
+        state = {"i": 0}
+
+        def call() -> Any:
+            i = state["i"]
+            state["i"] = (i + 1) % rotate
+            return fn(i)
+
+        return call
+
+    fns = {"ours": rotating(ours)}
+    if peer is not None:
+        fns["peer"] = rotating(peer)
+    samples: dict[str, list[list[float]]] = {k: [] for k in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            q = do_bench(fn, warmup=warmup_ms, rep=rep_ms, quantiles=[0.5, 0.2, 0.8])
+            samples[name].append(list(q))
+    out: dict[str, float] = {}
+    for name, rows in samples.items():
+        out[f"{name}_ms"] = statistics.median(r[0] for r in rows)
+        out[f"{name}_p20_ms"] = min(r[1] for r in rows)
+        out[f"{name}_p80_ms"] = max(r[2] for r in rows)
+    return out
+
+
+def make_row(
+    *,
+    kernel: str,
+    shape: str,
+    dtype: str,
+    peer: str,
+    ours_ms: float,
+    peer_ms: float | None,
+    flops: float,
+    nbytes: float,
+    tags: dict[str, str],
+    gpu_key: str | None = None,
+    model_dtype: str | None = None,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """One result row. `flops` and `nbytes` must come from `tilewise.model.traffic`."""
+    key = gpu_key or registry_key_for(tags.get("gpu", ""))
+    pred = roofline.time(key, flops, nbytes, model_dtype or dtype)
+    row: dict[str, Any] = {
+        "kernel": kernel,
+        "shape": shape,
+        "dtype": dtype,
+        "peer": peer,
+        "ours_ms": ours_ms,
+        "peer_ms": peer_ms,
+        "speedup": (peer_ms / ours_ms) if (peer_ms and ours_ms) else None,
+        "tflops": flops / (ours_ms * 1e-3) / 1e12 if ours_ms else None,
+        "tbps": nbytes / (ours_ms * 1e-3) / 1e12 if ours_ms else None,
+        "peer_tflops": flops / (peer_ms * 1e-3) / 1e12 if peer_ms else None,
+        "peer_tbps": nbytes / (peer_ms * 1e-3) / 1e12 if peer_ms else None,
+        "predicted_ms": pred.time_s * 1e3,
+        "predicted_bound": pred.bound,
+        "roofline_fraction": (pred.time_s * 1e3) / ours_ms if ours_ms else None,
+        "flops": flops,
+        "bytes": nbytes,
+        "model_gpu": key,
+        **{k: tags.get(k) for k in ("gpu", "date", "torch", "triton", "command")},
+    }
+    if extra:
+        row.update(extra)
+    return row
+
+
+def write_rows(path: str, rows: list[dict[str, Any]], *, meta: dict[str, Any] | None = None) -> None:
+    """Write rows as JSON: {"meta": {...}, "rows": [...]}."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump({"meta": meta or {}, "rows": rows}, f, indent=1)
+
+
+def read_rows(path: str) -> list[dict[str, Any]]:
+    with open(path) as f:
+        return json.load(f)["rows"]
+
+
+def format_table(rows: list[dict[str, Any]], cols: Sequence[str] | None = None) -> str:
+    """A plain-text table of rows (for the terminal and the README)."""
+    cols = list(
+        cols or ("kernel", "shape", "dtype", "ours_ms", "peer_ms", "speedup", "tflops", "tbps", "roofline_fraction")
+    )
+    cells = [[_fmt(r.get(c)) for c in cols] for r in rows]
+    widths = [max(len(c), *(len(x[i]) for x in cells)) if cells else len(c) for i, c in enumerate(cols)]
+    line = " | ".join(c.ljust(w) for c, w in zip(cols, widths))
+    sep = "-|-".join("-" * w for w in widths)
+    body = [" | ".join(x.ljust(w) for x, w in zip(row, widths)) for row in cells]
+    return "\n".join([line, sep, *body])
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        if v == 0:
+            return "0"
+        if abs(v) >= 100:
+            return f"{v:.0f}"
+        if abs(v) >= 1:
+            return f"{v:.3g}"
+        return f"{v:.3g}"
+    return str(v)
+
+
+__all__ = [
+    "ROW_KEYS",
+    "env_tags",
+    "format_table",
+    "make_row",
+    "read_rows",
+    "registry_key_for",
+    "time_pair",
+    "write_rows",
+]
+
+_ = _gpus  # the registry is what make_row predicts with

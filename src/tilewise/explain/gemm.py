@@ -1,0 +1,302 @@
+"""`tilewise explain gemm`: a GEMM walked from the grid down to the Tensor Core.
+
+The default is the GEMM article's example (../shared/seeds/003): C[64, 24576] =
+A[64, 8192] x B[8192, 24576] in bf16, 64 x 128 output tiles, BLOCK_K 16, 256 threads,
+on an H100 SXM. Every figure below is computed from the problem and the GPU registry;
+tests/test_explain_gemm.py asserts the seed's numbers (192 blocks, 1.45 waves, 2 KB +
+4 KB, 512 K steps, 8 warps, 8192 FLOPs per MMA, 1/TS traffic, 295 FLOP/B, 6.25%).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from tilewise import gpus as _gpus
+from tilewise.errors import InputError, parse_size, positive_int, require
+from tilewise.explain.report import Report, fmt_bytes, fmt_flops, fmt_kib, fmt_time, pct
+from tilewise.model import decode, roofline, traffic, waves
+from tilewise.model.occupancy import occupancy
+
+DEFAULTS = dict(m=64, n=24576, k=8192, dtype="bf16", gpu="h100-sxm", tile="64x128", block_k=16, threads=256, stages=2)
+MMA_SHAPE = (16, 16, 16)  # the article's wmma fragment: m16 n16 k16
+
+
+def parse_tile(text: str) -> tuple[int, int]:
+    """'64x128' -> (64, 128)."""
+    parts = str(text).lower().replace("×", "x").split("x")
+    if len(parts) != 2:
+        raise InputError(f"tile must look like MxN (e.g. 64x128), got {text!r}")
+    try:
+        bm, bn = int(parts[0]), int(parts[1])
+    except ValueError:
+        raise InputError(f"tile must look like MxN with integers (e.g. 64x128), got {text!r}") from None
+    return positive_int("tile M", bm, maximum=256), positive_int("tile N", bn, maximum=256)
+
+
+def explain(
+    m: int = 64,
+    n: int = 24576,
+    k: int = 8192,
+    dtype: str = "bf16",
+    gpu: str = "h100-sxm",
+    tile: str | tuple[int, int] = "64x128",
+    block_k: int = 16,
+    threads: int = 256,
+    stages: int = 2,
+    registers: int = 128,
+) -> Report:
+    """Build the report for C[m, n] = A[m, k] x B[k, n] with one output tile per block."""
+    m, n, k = positive_int("m", m), positive_int("n", n), positive_int("k", k)
+    g = _gpus.get(gpu)
+    dt = _gpus.dtype_name(dtype)
+    e = _gpus.element_bytes(dtype)
+    bm, bn = (
+        parse_tile(tile)
+        if isinstance(tile, str)
+        else (positive_int("tile M", tile[0]), positive_int("tile N", tile[1]))
+    )
+    block_k = positive_int("block_k", block_k, maximum=512)
+    threads = positive_int("threads", threads, maximum=g.max_threads_per_block)
+    stages = positive_int("stages", stages, maximum=16)
+    require(threads % g.warp_size == 0, f"threads must be a multiple of {g.warp_size}, got {threads}")
+    mm, mn, mk = MMA_SHAPE
+    require(bm % mm == 0 and bn % mn == 0, f"tile must be a multiple of the {mm}x{mn} MMA fragment, got {bm}x{bn}")
+    require(block_k % mk == 0, f"block_k must be a multiple of the MMA's k = {mk}, got {block_k}")
+
+    r = Report(
+        kind="gemm",
+        title=f"GEMM C[{m}, {n}] = A[{m}, {k}] x B[{k}, {n}] ({dt}) on {g.name}",
+        gpu={"key": g.key, "name": g.name},
+        inputs=dict(
+            m=m, n=n, k=k, dtype=dt, tile=[bm, bn], block_k=block_k, threads=threads, stages=stages, registers=registers
+        ),
+    )
+
+    # 1. The work and the bytes.
+    flops = traffic.gemm_flops(m, n, k)
+    nbytes = traffic.gemm_bytes(m, n, k, dtype)
+    a_b, b_b, c_b = m * k * e, k * n * e, m * n * e
+    s = r.step("problem", "The work and the bytes", flops=flops, bytes=nbytes, a_bytes=a_b, b_bytes=b_b, c_bytes=c_b)
+    s.say(f"2 x {m} x {n} x {k} = {fmt_flops(flops)} ({flops:,} FLOPs).")
+    s.say(
+        f"Fewest bytes: A {fmt_bytes(a_b)} + B {fmt_bytes(b_b)} ({b_b / 2**20:.0f} MiB) + C {fmt_bytes(c_b)} "
+        f"= {fmt_bytes(nbytes)}, each read or written once."
+    )
+
+    # 2. Output-stationary tiling and the grid.
+    gm, gn = -(-m // bm), -(-n // bn)
+    blocks = gm * gn
+    s = r.step(
+        "tiling",
+        "Output-stationary tiling: one block per output tile",
+        grid=[gm, gn],
+        blocks=blocks,
+        tile=[bm, bn],
+        padded_tile_share=(m * n) / (gm * bm * gn * bn),
+    )
+    s.say(
+        f"C is cut into {bm} x {bn} tiles: ceil({m}/{bm}) x ceil({n}/{bn}) = {gm} x {gn} = {blocks} blocks. "
+        f"Each block owns its tile, walks all of K, and keeps the accumulator in registers: C is written once."
+    )
+    s.say(f"Each block reads A's rows [{bm}, {k}] and B's columns [{k}, {bn}]; blocks never talk to each other.")
+
+    # 3. Waves over the SMs.
+    occ = occupancy(g, threads, registers, 0, stages * (bm * block_k + block_k * bn) * e)
+    w1 = waves.grid_waves(blocks, g.sms, 1)
+    wk = waves.grid_waves(blocks, g.sms, max(occ.blocks_per_sm, 1))
+    s = r.step(
+        "waves",
+        "Waves over the SMs",
+        sms=g.sms,
+        waves=w1.waves,
+        rounds=w1.rounds,
+        tail_blocks=w1.tail_blocks,
+        tail_efficiency=w1.efficiency,
+        blocks_per_sm=occ.blocks_per_sm,
+        waves_resident=wk.waves,
+        efficiency_resident=wk.efficiency,
+    )
+    s.say(
+        f"{blocks} blocks on {g.sms} SMs = {w1.waves:.2f} waves: {w1.full_waves} full wave(s) and a tail of "
+        f"{w1.tail_blocks} blocks. One block per SM at a time, the grid uses {pct(w1.efficiency)} of the SM-rounds."
+    )
+    if occ.blocks_per_sm > 1:
+        s.say(
+            f"This configuration fits {occ.blocks_per_sm} blocks per SM ({occ.limiter} limit), so all "
+            f"{blocks} blocks can be resident at once ({wk.waves:.2f} of {wk.slots} slots); they then share "
+            "each SM's Tensor Cores, and the uneven 2-vs-1 load per SM remains."
+        )
+
+    # 4. Block level: shared-memory tiles and the K loop.
+    a_tile, b_tile = bm * block_k * e, block_k * bn * e
+    trips = -(-k // block_k)
+    warps = threads // g.warp_size
+    s = r.step(
+        "block",
+        "Inside a block: shared-memory tiles and the K loop",
+        threads=threads,
+        warps=warps,
+        a_tile_bytes=a_tile,
+        b_tile_bytes=b_tile,
+        k_steps=trips,
+        smem_bytes=stages * (a_tile + b_tile),
+        stages=stages,
+    )
+    s.say(f"{threads} threads = {warps} warps, all on one SM.")
+    s.say(
+        f"Per K step the block loads A[{bm}, {block_k}] = {fmt_kib(a_tile)} and B[{block_k}, {bn}] = "
+        f"{fmt_kib(b_tile)} into shared memory; all {warps} warps read them from there."
+    )
+    s.say(f"K loop: {k} / {block_k} = {trips} steps; {stages} buffer(s) take {fmt_kib(stages * (a_tile + b_tile))}.")
+
+    # 5. Warps and MMA instructions.
+    mma_flops = 2 * mm * mn * mk
+    mmas_per_step = (bm // mm) * (bn // mn) * (block_k // mk)
+    mmas_total = mmas_per_step * trips * blocks
+    s = r.step(
+        "mma",
+        "Warps, fragments and Tensor-Core MMAs",
+        mma_shape=list(MMA_SHAPE),
+        flops_per_mma=mma_flops,
+        mmas_per_k_step=mmas_per_step,
+        mmas_per_warp_per_k_step=mmas_per_step / warps,
+        mmas_total=mmas_total,
+    )
+    s.say(
+        f"Each MMA is {mm}x{mn}x{mk}: 2 x {mm} x {mn} x {mk} = {mma_flops} FLOPs on {mm}x{mn} fragments held in "
+        f"registers. A block issues ({bm}/{mm}) x ({bn}/{mn}) x ({block_k}/{mk}) = {mmas_per_step} MMAs per K step, "
+        f"{mmas_per_step / warps:g} per warp; {mmas_total:,} in all."
+    )
+
+    # 6. HBM traffic: naive vs tiled.
+    naive = traffic.gemm_naive_hbm_bytes(m, n, k, dtype)
+    tiled = traffic.gemm_tiled_hbm_bytes(m, n, k, bm, bn, dtype)
+    ts = min(bm, bn)
+    s = r.step(
+        "traffic",
+        "HBM traffic: naive vs tiled",
+        naive_bytes=naive,
+        tiled_bytes=tiled,
+        reduction=naive / tiled,
+        a_reads=gn,
+        b_reads=gm,
+    )
+    s.say(
+        f"Naive (one thread per C element, no reuse): each A element is read {n} times and each B element {m} "
+        f"times: {fmt_bytes(naive)}."
+    )
+    s.say(
+        f"Tiled: A is read once per column of tiles ({gn} times), B once per row of tiles ({gm} time(s)): "
+        f"{fmt_bytes(tiled)}, {naive / tiled:.0f}x less. With square TS x TS tiles the ratio is TS "
+        f"(the seed's 1/TS); here the smaller side is {ts}. L2 can serve A's repeats, so HBM sees about {fmt_bytes(nbytes)}."
+    )
+
+    # 7. Arithmetic intensity and the roofline.
+    rf = roofline.time(g, flops, nbytes, dtype)
+    s = r.step(
+        "roofline",
+        "Arithmetic intensity against the balance point",
+        intensity=rf.intensity,
+        balance=rf.balance,
+        bound=rf.bound,
+        time_s=rf.time_s,
+        compute_s=rf.compute_s,
+        memory_s=rf.memory_s,
+        peak_tflops=_gpus.peak_flops(g, dtype) / 1e12,
+        hbm_tb_s=g.hbm_bytes_per_s / 1e12,
+        tensor_utilisation=rf.compute_s / rf.time_s,
+    )
+    s.say(
+        f"Intensity = {fmt_flops(flops)} / {fmt_bytes(nbytes)} = {rf.intensity:.1f} FLOP/B. Balance = "
+        f"{_gpus.peak_flops(g, dtype) / 1e12:.1f} TFLOP/s / {g.hbm_bytes_per_s / 1e12:.2f} TB/s = {rf.balance:.0f} FLOP/B."
+    )
+    s.say(
+        f"{'Memory' if rf.bound == 'memory' else 'Compute'}-bound: compute takes {fmt_time(rf.compute_s)}, "
+        f"moving the bytes {fmt_time(rf.memory_s)}; the floor is {fmt_time(rf.time_s)}, and the Tensor Cores can be "
+        f"busy at most {pct(rf.compute_s / rf.time_s)} of it."
+    )
+
+    # 8. Fragment padding when M is small.
+    fill16 = decode.fragment_fill(m, 16)
+    fill64 = decode.fragment_fill(m, 64)
+    s = r.step(
+        "padding",
+        "Fragment padding when M is small",
+        m=m,
+        fill_m16=fill16,
+        fill_m64_wgmma=fill64,
+        fill_m1=decode.fragment_fill(1, 16),
+    )
+    s.say(
+        f"An MMA fragment has 16 rows; M = {m} fills {pct(fill16)} of them (wgmma's 64 rows: {pct(fill64)}). "
+        f"At M = 1 (decode, batch 1) only 1 of 16 rows carries data: {pct(decode.fragment_fill(1, 16))}."
+    )
+
+    # 9. Occupancy of the configuration.
+    s = r.step("occupancy", "Occupancy of this configuration", **occ.to_dict())
+    s.say(
+        f"{threads} threads, {registers} registers per thread (assumed; pass --registers with what ptxas reports), "
+        f"{fmt_kib(occ.smem_per_block)} of shared memory per block: {occ.blocks_per_sm} blocks per SM, "
+        f"{occ.warps_per_sm} of {occ.max_warps_per_sm} warps ({pct(occ.occupancy)}), limited by {occ.limiter}."
+    )
+
+    # What would help, from the numbers.
+    if rf.bound == "memory":
+        need_m = rf.balance * m / rf.intensity if rf.intensity else float("inf")
+        r.advice.append(
+            f"Memory-bound ({rf.intensity:.0f} FLOP/B against {rf.balance:.0f}): the floor is reading "
+            f"B ({fmt_bytes(b_b)}) once. Batching more rows raises intensity about linearly in M; "
+            f"compute-bound needs M around {need_m:.0f}. Note that M = 64 gives only {rf.intensity:.0f} FLOP/B, "
+            f"still below {rf.balance:.0f}: full fragments are not the same as full Tensor Cores."
+        )
+        r.advice.append(
+            "Since time is bytes / bandwidth, the goal is HBM bandwidth: wide (16-byte) loads, deep pipelining "
+            "(3-4 stages) and enough blocks or split-K to keep every SM streaming B."
+        )
+    else:
+        r.advice.append("Compute-bound: feed wgmma with 128x128+ tiles, 3-4 stages, and a persistent grid.")
+    if w1.tail_blocks and w1.efficiency < 0.9:
+        r.advice.append(
+            f"The tail wave ({w1.tail_blocks} of {w1.slots} slots) wastes {pct(1 - w1.efficiency)} of SM-rounds: "
+            f"split K (e.g. 2-way -> {2 * blocks} work units) or stream-K, or pick a tile giving a whole number of waves."
+        )
+    if fill16 < 1:
+        r.advice.append(
+            f"M = {m} pads MMA fragments to {pct(fill16)} useful rows: batch requests (continuous batching)."
+        )
+    if trips < 8:
+        r.advice.append(
+            f"The K loop is only {trips} steps: prologue and epilogue are a large share; consider a persistent kernel."
+        )
+    return r
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--m", type=int, default=DEFAULTS["m"], help="rows of A and C (default 64)")
+    p.add_argument("--n", type=int, default=DEFAULTS["n"], help="columns of B and C (default 24576)")
+    p.add_argument("--k", type=int, default=DEFAULTS["k"], help="inner dimension (default 8192)")
+    p.add_argument("--dtype", default="bf16", help="bf16, fp16, tf32 or fp8 (default bf16)")
+    p.add_argument("--gpu", default="h100-sxm", help="registry name, see `tilewise gpus` (default h100-sxm)")
+    p.add_argument("--tile", default="64x128", help="output tile MxN per block (default 64x128)")
+    p.add_argument("--block-k", type=int, default=16, help="K step per iteration (default 16)")
+    p.add_argument("--threads", type=int, default=256, help="threads per block (default 256)")
+    p.add_argument("--stages", type=int, default=2, help="shared-memory buffers (default 2)")
+    p.add_argument("--registers", type=int, default=128, help="registers per thread, for occupancy (default 128)")
+
+
+def from_args(a: argparse.Namespace) -> Report:
+    return explain(
+        m=a.m,
+        n=a.n,
+        k=a.k,
+        dtype=a.dtype,
+        gpu=a.gpu,
+        tile=a.tile,
+        block_k=a.block_k,
+        threads=a.threads,
+        stages=a.stages,
+        registers=a.registers,
+    )
+
+
+__all__ = ["DEFAULTS", "add_arguments", "explain", "from_args", "parse_size", "parse_tile"]

@@ -1,0 +1,122 @@
+"""A report: the walk from a problem to its numbers, as text for people and JSON for tools.
+
+Every explain kind builds a `Report` of `Step`s in the seeds' order. A step has a
+key (its JSON key), a title, a few lines of prose with the numbers in them, and the
+numbers themselves in `values`. `Report.to_json()` is the object `--json` prints:
+
+    {"kind": ..., "title": ..., "gpu": {...}, "inputs": {...},
+     "<step key>": {...values...}, ..., "advice": [...]}
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import textwrap
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Step:
+    key: str
+    title: str
+    lines: list[str] = field(default_factory=list)
+    values: dict = field(default_factory=dict)
+
+    def say(self, text: str) -> Step:
+        self.lines.append(text)
+        return self
+
+
+@dataclass
+class Report:
+    kind: str
+    title: str
+    gpu: dict
+    inputs: dict
+    steps: list[Step] = field(default_factory=list)
+    advice: list[str] = field(default_factory=list)
+
+    def step(self, key: str, title: str, **values) -> Step:
+        s = Step(key, title, [], dict(values))
+        self.steps.append(s)
+        return s
+
+    def __getitem__(self, key: str) -> dict:
+        for s in self.steps:
+            if s.key == key:
+                return s.values
+        raise KeyError(key)
+
+    def to_json(self) -> dict:
+        out: dict = {"kind": self.kind, "title": self.title, "gpu": self.gpu, "inputs": self.inputs}
+        for s in self.steps:
+            out[s.key] = _clean(s.values)
+        out["advice"] = list(self.advice)
+        return out
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json(), indent=2)
+
+    def render(self, width: int = 92) -> str:
+        out = [self.title, "=" * min(len(self.title), width), ""]
+        for i, s in enumerate(self.steps, 1):
+            out.append(f"{i}. {s.title}")
+            for line in s.lines:
+                wrapped = textwrap.wrap(line, width - 3, subsequent_indent="   ", break_on_hyphens=False)
+                out.extend("   " + w if j == 0 else w for j, w in enumerate(wrapped)) if wrapped else out.append("")
+            out.append("")
+        if self.advice:
+            out.append("What would help")
+            for a in self.advice:
+                wrapped = textwrap.wrap(a, width - 4, subsequent_indent="    ", break_on_hyphens=False)
+                out.append("  - " + wrapped[0])
+                out.extend(wrapped[1:])
+        return "\n".join(out).rstrip() + "\n"
+
+
+def _clean(v):
+    """JSON-safe copy: inf/nan become None, tuples lists, dataclass-likes their dicts."""
+    if isinstance(v, float):
+        return None if (math.isinf(v) or math.isnan(v)) else v
+    if isinstance(v, dict):
+        return {str(k): _clean(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_clean(x) for x in v]
+    if hasattr(v, "to_dict"):
+        return _clean(v.to_dict())
+    return v
+
+
+# Number formatting shared by all reports.
+
+
+def fmt_bytes(n: float) -> str:
+    n = float(n)
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if abs(n) >= size:
+            return f"{n / size:.4g} {unit}"
+    return f"{n:.0f} B"
+
+
+def fmt_kib(n: float) -> str:
+    """Binary kilobytes, as the seeds write shared-memory sizes (2 KB = 2048 bytes)."""
+    k = n / 1024
+    return f"{k:.0f} KB" if float(k).is_integer() else f"{k:.2f} KB"
+
+
+def fmt_time(seconds: float) -> str:
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.3g} ms"
+    return f"{seconds * 1e6:.3g} µs"
+
+
+def fmt_flops(f: float) -> str:
+    for unit, size in (("PFLOP", 1e15), ("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6)):
+        if f >= size:
+            return f"{f / size:.4g} {unit}"
+    return f"{f:.0f} FLOP"
+
+
+def pct(x: float) -> str:
+    return f"{100 * x:.3g}%"
