@@ -183,7 +183,7 @@ def bandwidth(gpu: GPU, level: str, clock_mhz: float | None = None) -> float:
     if lvl == "smem":
         clock = gpu.tensor_clock_mhz if clock_mhz is None else float(clock_mhz)
         return gpu.smem_bytes_per_cycle_per_sm * gpu.sms * clock * 1e6
-    raise InputError(f"level must be one of {list(LEVELS)}, got {level!r}")
+    raise InputError(f"level must be one of {[*LEVELS]}, got {level!r}")
 
 
 def balance(gpu: GPU, level: str = "hbm", dtype: str = "bf16", clock_mhz: float | None = None) -> float:

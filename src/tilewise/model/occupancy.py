@@ -43,8 +43,9 @@ class Occupancy:
     dynamic_smem: int
     carveout: int | None
     blocks_per_sm: int
-    limiter: str
+    limiter: str  # the binding limit (the first, if several tie)
     limits: dict[str, int]
+    limiters: tuple[str, ...]  # every limit that binds
     warps_per_block: int
     warps_per_sm: int
     max_warps_per_sm: int
@@ -64,6 +65,7 @@ class Occupancy:
             "carveout": self.carveout,
             "blocks_per_sm": self.blocks_per_sm,
             "limiter": self.limiter,
+            "limiters": list(self.limiters),
             "limits": {k: (None if v >= _UNLIMITED else v) for k, v in self.limits.items()},
             "warps_per_block": self.warps_per_block,
             "warps_per_sm": self.warps_per_sm,
@@ -206,10 +208,10 @@ def occupancy(
         "barriers": by_barriers,
     }
     blocks = min(limits.values())
-    # The binding limit; on a tie, the order of LIMIT_NAMES (the seed's "tightest wins").
-    limiter = next(
-        name for name in ("registers", "shared_memory", "warps", "blocks", "barriers") if limits[name] == blocks
-    )
+    # The binding limit(s); `limiter` names the first in this order when several tie.
+    order = ("registers", "shared_memory", "warps", "blocks", "barriers")
+    limiters = tuple(name for name in order if limits[name] == blocks)
+    limiter = limiters[0]
     warps_sm = blocks * warps_per_block
     return Occupancy(
         gpu=g.key,
@@ -221,6 +223,7 @@ def occupancy(
         blocks_per_sm=blocks,
         limiter=limiter,
         limits=limits,
+        limiters=limiters,
         warps_per_block=warps_per_block,
         warps_per_sm=warps_sm,
         max_warps_per_sm=max_warps,

@@ -23,8 +23,49 @@ import subprocess
 import sys
 import tempfile
 
-REG_CAPS = [16, 24, 32, 37, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120, 128, 136, 144, 152, 160,
-            168, 176, 184, 192, 200, 208, 216, 224, 232, 240, 248, 255]
+REG_CAPS = [
+    16,
+    24,
+    32,
+    33,
+    37,
+    40,
+    41,
+    65,
+    97,
+    129,
+    161,
+    193,
+    225,
+    253,
+    48,
+    56,
+    64,
+    72,
+    80,
+    88,
+    96,
+    104,
+    112,
+    120,
+    128,
+    136,
+    144,
+    152,
+    160,
+    168,
+    176,
+    184,
+    192,
+    200,
+    208,
+    216,
+    224,
+    232,
+    240,
+    248,
+    255,
+]
 STATIC_SMEM = [1, 100, 1024, 4096, 12345, 30000, 40960, 49152]
 STATIC_REG_CAPS = [32, 64, 128, 255]
 BARRIER_IDS = [1, 3, 5, 7, 11, 15]  # the kernel uses ids 0..n, i.e. n + 1 barriers
@@ -34,22 +75,26 @@ CARVEOUTS = [-1, 0, 10, 25, 33, 50, 75, 100]
 
 
 def kernel_source(name: str, regcap: int, static: int, barrier_id: int) -> str:
-    smem = f"__shared__ volatile char s[{static}]; s[threadIdx.x % {static}] = (char)acc[0]; acc[1] += s[(threadIdx.x + 1) % {static}];" if static else ""
+    smem = (
+        f"__shared__ volatile char s[{static}]; s[threadIdx.x % {static}] = (char)acc[0]; acc[1] += s[(threadIdx.x + 1) % {static}];"
+        if static
+        else ""
+    )
     bar = f'asm volatile("bar.sync {barrier_id}, 32;");' if barrier_id else ""
     return f"""
 extern "C" __global__ void __maxnreg__({regcap}) {name}(float* out, const float* in, int n) {{
-    float acc[96];
+    float acc[NACC];
 #pragma unroll
-    for (int i = 0; i < 96; ++i) acc[i] = in[threadIdx.x + i * 37];
+    for (int i = 0; i < NACC; ++i) acc[i] = in[threadIdx.x + i * 37];
     for (int it = 0; it < n; ++it) {{
 #pragma unroll
-        for (int i = 0; i < 96; ++i) acc[i] = acc[i] * acc[(i + 7) % 96] + acc[(i + 31) % 96];
+        for (int i = 0; i < NACC; ++i) acc[i] = acc[i] * acc[(i + 7) % NACC] + acc[(i + 31) % NACC];
     }}
     {smem}
     {bar}
     float t = 0.f;
 #pragma unroll
-    for (int i = 0; i < 96; ++i) t += acc[i];
+    for (int i = 0; i < NACC; ++i) t += acc[i];
     out[blockIdx.x * blockDim.x + threadIdx.x] = t;
 }}
 """
@@ -65,10 +110,12 @@ def build_program() -> tuple[str, list[dict]]:
     for b in BARRIER_IDS:
         for r in (32, 128):
             kernels.append(dict(name=f"k_r{r}_b{b}", regcap=r, static=0, barrier_id=b))
-    src = ["#include <cstdio>\n#include <cuda_runtime.h>\n"]
+    src = ["#include <cstdio>\n#include <cuda_runtime.h>\n#define NACC 240\n"]
     for k in kernels:
         src.append(kernel_source(k["name"], k["regcap"], k["static"], k["barrier_id"]))
-    table = ",\n".join(f'{{(const void*){k["name"]}, "{k["name"]}", {k["barrier_id"] + 1 if k["barrier_id"] else 1}}}' for k in kernels)
+    table = ",\n".join(
+        f'{{(const void*){k["name"]}, "{k["name"]}", {k["barrier_id"] + 1 if k["barrier_id"] else 1}}}' for k in kernels
+    )
     threads = ", ".join(map(str, THREADS))
     dyn = ", ".join(map(str, DYN))
     carve = ", ".join(map(str, CARVEOUTS))
@@ -136,7 +183,9 @@ def main() -> int:
     meta = {
         "rows": nrows,
         "command": "python tests/data/occupancy/make_fixture.py --out " + args.out,
-        "nvcc": subprocess.run([args.nvcc, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1],
+        "nvcc": subprocess.run([args.nvcc, "--version"], capture_output=True, text=True)
+        .stdout.strip()
+        .splitlines()[-1],
         "device_log": res.stderr.strip(),
     }
     with open(os.path.splitext(args.out)[0] + ".meta.json", "w") as f:
