@@ -110,6 +110,36 @@ def time_pair(
     return out
 
 
+def progress(iterable, total: int | None = None, desc: str | None = None, file=None):
+    """A progress bar over a sweep: tqdm when installed, else a plain one-line bar on stderr.
+
+    The device machine has no tqdm; the bar still shows item i of n, the elapsed time and an
+    estimate of what is left.
+    """
+    try:
+        from tqdm import tqdm
+
+        return tqdm(iterable, total=total, desc=desc, file=file or sys.stderr, dynamic_ncols=True)
+    except ImportError:
+        return _plain_progress(iterable, total, desc, file or sys.stderr)
+
+
+def _plain_progress(iterable, total, desc, file):
+    import time
+
+    items = list(iterable) if total is None else iterable
+    n = total if total is not None else len(items)
+    t0 = time.perf_counter()
+    for i, item in enumerate(items):
+        done = i / n if n else 1.0
+        el = time.perf_counter() - t0
+        eta = el / i * (n - i) if i else 0.0
+        bar = "#" * int(24 * done) + "." * (24 - int(24 * done))
+        print(f"\r{desc or ''} [{bar}] {i}/{n} {el:5.0f}s elapsed, ~{eta:4.0f}s left", end="", file=file, flush=True)
+        yield item
+    print(f"\r{desc or ''} [{'#' * 24}] {n}/{n} {time.perf_counter() - t0:5.0f}s", file=file, flush=True)
+
+
 def make_row(
     *,
     kernel: str,
@@ -178,6 +208,18 @@ def format_table(rows: list[dict[str, Any]], cols: Sequence[str] | None = None) 
     return "\n".join([line, sep, *body])
 
 
+def markdown_table(rows: list[dict[str, Any]], cols: Sequence[str] | None = None) -> str:
+    """The rows as a GitHub markdown table (for the README sections)."""
+    cols = list(
+        cols
+        or ("shape", "dtype", "ours_ms", "peer_ms", "speedup", "tflops", "tbps", "predicted_ms", "roofline_fraction")
+    )
+    head = "| " + " | ".join(cols) + " |"
+    sep = "|" + "|".join("---" if c in ("kernel", "shape", "dtype", "peer", "config") else "---:" for c in cols) + "|"
+    body = ["| " + " | ".join(_fmt(r.get(c)) for c in cols) + " |" for r in rows]
+    return "\n".join([head, sep, *body])
+
+
 def _fmt(v: Any) -> str:
     if v is None:
         return "-"
@@ -197,6 +239,8 @@ __all__ = [
     "env_tags",
     "format_table",
     "make_row",
+    "markdown_table",
+    "progress",
     "read_rows",
     "registry_key_for",
     "time_pair",

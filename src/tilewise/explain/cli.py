@@ -19,10 +19,13 @@ def _available() -> dict[str, tuple[str, str]]:
     out = {}
     for kind, (mod, text) in KINDS.items():
         try:
-            if importlib.util.find_spec(mod) is not None:
-                out[kind] = (mod, text)
-        except ModuleNotFoundError:
-            pass
+            if importlib.util.find_spec(mod) is None:
+                continue
+            m = importlib.import_module(mod)
+        except ImportError:
+            continue
+        if hasattr(m, "add_arguments") and hasattr(m, "from_args"):
+            out[kind] = (mod, text)
     return out
 
 

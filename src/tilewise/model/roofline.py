@@ -65,3 +65,163 @@ def time(
         balance=peak / bw,
         attainable_flops=min(peak, intensity * bw),
     )
+
+
+# ------------------------------------------------------------------ per level
+
+
+def machine_balance(gpu: str | _gpus.GPU = "h100-sxm", dtype: str = "bf16") -> dict[str, float]:
+    """FLOP per byte the Tensor Cores need from each level to stay busy: HBM ~295 on an H100 SXM.
+
+    The L2 figure rests on an order-of-magnitude bandwidth (NVIDIA publishes none).
+    """
+    g = _gpus.get(gpu)
+    return {lvl: _gpus.balance(g, lvl, dtype) for lvl in _gpus.LEVELS}
+
+
+@dataclass(frozen=True)
+class LevelRoofline:
+    levels: dict[str, Roofline]
+    binding: str  # the level (or "compute") that sets the time
+    time_s: float
+    tensor_utilisation: float  # compute time / time
+
+    def to_dict(self) -> dict:
+        return {
+            "levels": {k: v.to_dict() for k, v in self.levels.items()},
+            "binding": self.binding,
+            "time_s": self.time_s,
+            "tensor_utilisation": self.tensor_utilisation,
+        }
+
+
+def time_levels(
+    gpu: str | _gpus.GPU,
+    flops: float,
+    hbm_bytes: float,
+    l2_bytes: float | None = None,
+    smem_bytes: float | None = None,
+    dtype: str = "bf16",
+    clock_mhz: float | None = None,
+) -> LevelRoofline:
+    """Roofline at every level given: the slowest of compute and each level's bytes sets the time."""
+    levels = {"hbm": time(gpu, flops, hbm_bytes, dtype, "hbm", clock_mhz)}
+    if l2_bytes is not None:
+        levels["l2"] = time(gpu, flops, l2_bytes, dtype, "l2", clock_mhz)
+    if smem_bytes is not None:
+        levels["smem"] = time(gpu, flops, smem_bytes, dtype, "smem", clock_mhz)
+    compute_s = levels["hbm"].compute_s
+    worst = max(levels, key=lambda k: levels[k].memory_s)
+    t = max(compute_s, levels[worst].memory_s)
+    binding = "compute" if compute_s >= levels[worst].memory_s else worst
+    return LevelRoofline(levels, binding, t, compute_s / t if t else 1.0)
+
+
+# ------------------------------------------------------------------ L2 reuse
+#
+# The tips document: a KV tile is K and V, [N, d] each; a block with M rows of Q does
+# 4 x M x N x d FLOPs on its 2 x N x d x 2 bytes: each byte of KV buys M FLOPs, N cancels.
+# Against a balance of 989.4 / 3.35 = 295, M = 64 is more than 4x short if every byte comes
+# from HBM. But the Q blocks of one head all read the same K/V, so later blocks mostly hit L2:
+# HBM sees (1 - hit) of the bytes, the intensity seen by HBM is M / (1 - hit), and reaching the
+# compute roof needs hit >= 1 - M / balance: 78% at M = 64.
+
+
+def _hit(hit_rate: float) -> float:
+    from tilewise.errors import fraction
+
+    return fraction("hit_rate", hit_rate)
+
+
+def effective_hbm_bytes(requested_bytes: float, hit_rate: float) -> float:
+    """Bytes HBM serves when `hit_rate` of the requested bytes hit in L2."""
+    if requested_bytes < 0:
+        raise InputError(f"requested_bytes must be >= 0, got {requested_bytes!r}")
+    return requested_bytes * (1.0 - _hit(hit_rate))
+
+
+def hit_rate_for_compute_roof(intensity: float, gpu: str | _gpus.GPU = "h100-sxm", dtype: str = "bf16") -> float:
+    """L2 hit rate at which FLOPs / (HBM bytes) reaches the HBM balance: max(0, 1 - intensity / balance)."""
+    if not intensity > 0:
+        raise InputError(f"intensity must be > 0 FLOP/B, got {intensity!r}")
+    return max(0.0, 1.0 - intensity / _gpus.balance(_gpus.get(gpu), "hbm", dtype))
+
+
+def ideal_hit_rate(readers: int) -> float:
+    """Hit rate when `readers` blocks read the same bytes and only the first read misses: 1 - 1/readers."""
+    from tilewise.errors import positive_int
+
+    return 1.0 - 1.0 / positive_int("readers", readers)
+
+
+@dataclass(frozen=True)
+class L2Reuse:
+    intensity: float  # FLOP per requested byte (= M for attention's K/V in 16-bit types)
+    hit_rate: float
+    hbm_intensity: float  # FLOP per HBM byte: intensity / (1 - hit)
+    balance: float  # HBM balance
+    l2_balance: float  # order of magnitude
+    needed_hit_rate: float  # for the compute roof at HBM
+    bound: str  # "compute", "hbm" or "l2"
+    tensor_utilisation: float  # min over levels of intensity_at_level / balance_at_level, capped at 1
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def l2_reuse(
+    intensity: float, hit_rate: float, gpu: str | _gpus.GPU = "h100-sxm", dtype: str = "bf16", include_l2: bool = False
+) -> L2Reuse:
+    """Where a kernel that re-reads a shared operand stands at a given L2 hit rate.
+
+    Only the misses go to HBM. The seed's model stops there (the default). With `include_l2`,
+    every requested byte also counts against L2's bandwidth, an order-of-magnitude figure
+    (NVIDIA publishes none), which can bind first.
+    """
+    if not intensity > 0:
+        raise InputError(f"intensity must be > 0 FLOP/B, got {intensity!r}")
+    h = _hit(hit_rate)
+    g = _gpus.get(gpu)
+    bal = _gpus.balance(g, "hbm", dtype)
+    l2bal = _gpus.balance(g, "l2", dtype)
+    hbm_i = intensity / (1.0 - h) if h < 1 else float("inf")
+    u_hbm = min(1.0, hbm_i / bal)
+    u_l2 = min(1.0, intensity / l2bal) if include_l2 else 1.0
+    if u_hbm >= 1 and u_l2 >= 1:
+        bound = "compute"
+    else:
+        bound = "hbm" if u_hbm <= u_l2 else "l2"
+    return L2Reuse(
+        intensity=float(intensity),
+        hit_rate=h,
+        hbm_intensity=hbm_i,
+        balance=bal,
+        l2_balance=l2bal,
+        needed_hit_rate=hit_rate_for_compute_roof(intensity, g, dtype),
+        bound=bound,
+        tensor_utilisation=min(u_hbm, u_l2),
+    )
+
+
+@dataclass(frozen=True)
+class KVIntensity:
+    block_m: int
+    block_n: int
+    head_dim: int
+    flops: int  # per KV tile: 4 x M x N x d
+    kv_bytes: int  # per KV tile: 2 x N x d x element bytes
+    intensity: float  # = M for 16-bit types
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def kv_tile_intensity(block_m: int = 64, block_n: int = 128, head_dim: int = 128, dtype: str = "bf16") -> KVIntensity:
+    """FLOPs per byte of one K/V tile for a block owning block_m query rows: N and d cancel, M remains."""
+    from tilewise.errors import positive_int
+
+    m, n, d = positive_int("block_m", block_m), positive_int("block_n", block_n), positive_int("head_dim", head_dim)
+    e = _gpus.element_bytes(dtype)
+    flops = 4 * m * n * d  # S = Q K^T and O += P V, 2 FLOPs per multiply-add each
+    kv = 2 * n * d * e
+    return KVIntensity(m, n, d, flops, kv, flops / kv)

@@ -111,3 +111,184 @@ def local_tile_coords(schedule: GroupedSchedule, expert: int, local: int) -> tup
 def persistent_tiles(total_tiles: int, programs: int, program: int) -> list[int]:
     """Tiles a persistent program takes when each of `programs` strides over the tile space."""
     return list(range(program, total_tiles, programs))
+
+
+# ----------------------------------------------------------------- persistent schedules
+#
+# The tips document: "Write the grouped GEMM as a persistent kernel: launch as many blocks as
+# SMs, keep each block resident, and let it loop, pulling tiles from a scheduler. That saves
+# the repeated launches and pipeline setups." And: prologue and epilogue are negligible when
+# the K loop is long and show when it is short; MoE is the classic case.
+
+
+@dataclass(frozen=True)
+class PersistentSchedule:
+    tiles: int
+    programs: int  # min(tiles, SMs x blocks per SM)
+    max_tiles_per_program: int
+    min_tiles_per_program: int
+    efficiency: float  # tiles / (programs x max tiles per program)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def persistent_schedule(total_tiles: int, sms: int, blocks_per_sm: int = 1) -> PersistentSchedule:
+    """A persistent grid over `total_tiles`: each program strides by the number of programs."""
+    total_tiles = positive_int("total_tiles", total_tiles)
+    slots = positive_int("sms", sms) * positive_int("blocks_per_sm", blocks_per_sm)
+    programs = min(total_tiles, slots)
+    hi = -(-total_tiles // programs)
+    lo = total_tiles // programs
+    return PersistentSchedule(total_tiles, programs, hi, lo, total_tiles / (programs * hi))
+
+
+# Model figures (order of magnitude): cycles from a TMA load's issue to its data in shared
+# memory, and of setting up a block's pipeline (barrier init, descriptor prefetch).
+LOAD_LATENCY_CYCLES = 600
+SETUP_CYCLES = 200
+
+
+@dataclass(frozen=True)
+class TileCost:
+    block_m: int
+    block_n: int
+    block_k: int
+    k: int
+    k_steps: int  # the main loop's length: ceil(k / block_k)
+    step_cycles: float  # max(MMA cycles, load cycles at one SM's share of HBM)
+    step_bound: str  # "compute" or "memory"
+    mainloop_cycles: float
+    prologue_cycles: float  # setup + the first tile's load latency and transfer
+    epilogue_cycles: float  # writing the C tile at one SM's share of HBM
+    share: float  # (prologue + epilogue) / (prologue + main loop + epilogue)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def tile_cost(
+    block_m: int,
+    block_n: int,
+    k: int,
+    block_k: int = 64,
+    dtype: str = "bf16",
+    gpu: str = "h100-sxm",
+    load_latency: float = LOAD_LATENCY_CYCLES,
+    setup: float = SETUP_CYCLES,
+    b_hit_rate: float = 0.0,
+) -> TileCost:
+    """Cycles of one output tile: prologue, main loop over K, epilogue; and their share.
+
+    Per K step the block multiplies [block_m, block_k] x [block_k, block_n]; the step takes the
+    longer of its MMA cycles (2 bm bn bk / FLOPs per cycle per SM) and loading its B tile at one
+    SM's share of HBM bandwidth (every SM streaming at once; A, re-read by every N tile, is
+    taken to hit in L2; `b_hit_rate` of B hits too). Prologue: setup + load latency + the first step's load. Epilogue: the
+    C tile written at the same share. Latency and setup are order-of-magnitude model figures.
+    """
+    from tilewise import gpus as _gpus
+
+    bm, bn = positive_int("block_m", block_m), positive_int("block_n", block_n)
+    k, bk = positive_int("k", k), positive_int("block_k", block_k)
+    g = _gpus.get(gpu)
+    e = _gpus.element_bytes(dtype)
+    per_cycle = _gpus.tensor_flops_per_cycle_per_sm(g, dtype)
+    bw = g.hbm_bytes_per_s / g.sms / (g.tensor_clock_mhz * 1e6)
+    steps = -(-k // bk)
+    mma = 2 * bm * bn * bk / per_cycle
+    from tilewise.errors import fraction
+
+    hit = fraction("b_hit_rate", b_hit_rate)
+    # B (weights) streams from HBM, less what L2 serves; A, re-read by every N tile, is taken to hit L2.
+    ld = bn * bk * e * (1 - hit) / bw
+    step = max(mma, ld)
+    main = steps * step
+    pro = setup + load_latency + ld
+    epi = bm * bn * e / bw
+    return TileCost(
+        block_m=bm,
+        block_n=bn,
+        block_k=bk,
+        k=k,
+        k_steps=steps,
+        step_cycles=step,
+        step_bound="compute" if mma >= ld else "memory",
+        mainloop_cycles=main,
+        prologue_cycles=pro,
+        epilogue_cycles=epi,
+        share=(pro + epi) / (pro + main + epi),
+    )
+
+
+@dataclass(frozen=True)
+class GroupedGemmCost:
+    schedule: GroupedSchedule
+    tile: TileCost
+    rows: int
+    padded_rows: int  # sum of m_tiles x block_m
+    m_fill: float  # rows / padded rows: how much of each M tile carries data
+    wgmma_fill: float  # rows / rows rounded up to wgmma's 64, per expert
+    persistent: PersistentSchedule
+    waves: Waves  # the same tiles as a plain grid, one block per SM
+    cycles_persistent: float  # one prologue per program, then main loop + epilogue per tile
+    cycles_per_launch: float  # every tile pays prologue + main loop + epilogue, in waves
+    overhead_share_persistent: float
+    overhead_share_per_launch: float
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        return d
+
+
+def grouped_gemm_cost(
+    rows_per_expert,
+    k: int,
+    n: int,
+    block_m: int = 64,
+    block_n: int = 128,
+    block_k: int = 64,
+    dtype: str = "bf16",
+    gpu: str = "h100-sxm",
+) -> GroupedGemmCost:
+    """A grouped GEMM's tiles (via `grouped_schedule`), their fill, and the prologue/epilogue share.
+
+    The longest program sets the time: persistent = prologue + max tiles per program x (main
+    loop + epilogue); one block per tile = rounds x (prologue + main loop + epilogue).
+    """
+    from tilewise import gpus as _gpus
+
+    g = _gpus.get(gpu)
+    sched = grouped_schedule(rows_per_expert, block_m, n, block_n)
+    if sched.total_tiles == 0:
+        from tilewise.errors import InputError
+
+        raise InputError(f"rows_per_expert must route at least one row, got {list(rows_per_expert)[:8]}")
+    used = sum(1 for t in sched.m_tiles if t)
+    # The schedule walks an expert's M tiles first (local_tile_coords), so each [K, block_n] slice of
+    # its weight comes from HBM once and from L2 for the expert's other M tiles.
+    b_hit = 1 - used / sum(sched.m_tiles)
+    tc = tile_cost(block_m, block_n, k, block_k, dtype, gpu, b_hit_rate=b_hit)
+    rows = sum(sched.rows_per_expert)
+    padded = sum(sched.m_tiles) * block_m
+    wg = sum(-(-r // 64) * 64 for r in sched.rows_per_expert)
+    ps = persistent_schedule(sched.total_tiles, g.sms)
+    w = grid_waves(sched.total_tiles, g.sms)
+    per_tile = tc.prologue_cycles + tc.mainloop_cycles + tc.epilogue_cycles
+    cyc_p = tc.prologue_cycles + ps.max_tiles_per_program * (tc.mainloop_cycles + tc.epilogue_cycles)
+    cyc_l = w.rounds * per_tile
+    main_p = ps.max_tiles_per_program * tc.mainloop_cycles
+    main_l = w.rounds * tc.mainloop_cycles
+    return GroupedGemmCost(
+        schedule=sched,
+        tile=tc,
+        rows=rows,
+        padded_rows=padded,
+        m_fill=rows / padded,
+        wgmma_fill=rows / wg,
+        persistent=ps,
+        waves=w,
+        cycles_persistent=cyc_p,
+        cycles_per_launch=cyc_l,
+        overhead_share_persistent=1 - main_p / cyc_p,
+        overhead_share_per_launch=1 - main_l / cyc_l,
+    )

@@ -1,0 +1,154 @@
+"""GPU round 2/3 for area `gemm`: sweeps that decide the heuristic's remaining choices, side by side with cuBLAS.
+
+Run from the repo root with PYTHONPATH=src after the benchmark suites; writes $OUT_AREA/sweeps.json.
+"""
+
+import json
+import os
+import sys
+import time
+
+import torch
+from triton.testing import do_bench
+
+from tilewise.kernels.matmul import Config as C
+from tilewise.kernels.matmul import choose_config, matmul
+
+T0 = time.time()
+BUDGET = float(os.environ.get("BUDGET_S", "60"))
+OUT = os.environ.get("OUT_AREA", "/tmp/out")
+NAME = os.environ.get("SWEEP_NAME", "sweeps")
+res = {}
+
+
+def left():
+    return BUDGET - (time.time() - T0)
+
+
+def ms(fn, rep=50):
+    return do_bench(fn, warmup=10, rep=rep, return_mode="median")
+
+
+def check(m, n, k, trans_a=False, trans_b=False):
+    a = (
+        torch.randn(k, m, device="cuda", dtype=torch.bfloat16).t()
+        if trans_a
+        else torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    )
+    b = (
+        torch.randn(n, k, device="cuda", dtype=torch.bfloat16).t()
+        if trans_b
+        else torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
+    )
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+    matmul(a, b, out=c)
+    ref = a.float() @ b.float()
+    err = ((c.float() - ref).norm() / ref.norm()).item()
+    ok = err < 1e-2 and not torch.isnan(c).any()
+    print(
+        f"check {m}x{n}x{k} tA={trans_a} tB={trans_b} {choose_config(m, n, k, 'bf16', a.device).tag()} err={err:.1e} {'OK' if ok else 'FAIL'}",
+        flush=True,
+    )
+    res.setdefault("checks", {})[f"{m}x{n}x{k}/{trans_a}/{trans_b}"] = dict(err=err, ok=bool(ok))
+
+
+def sweep(m, n, k, cfgs):
+    key = f"{m}x{n}x{k}"
+    a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
+    flops, nbytes = 2 * m * n * k, (m * k + k * n + m * n) * 2
+    row = {}
+    default = choose_config(m, n, k, "bf16", a.device)
+    print(f"== {key} (default {default.tag()})", flush=True)
+    for cfg in [default, *cfgs]:
+        if left() < 6:
+            print("  (time budget: skipping rest)", flush=True)
+            break
+        try:
+            t1 = ms(lambda cfg=cfg: matmul(a, b, config=cfg))
+            tc = ms(lambda: a @ b)
+            t2 = ms(lambda cfg=cfg: matmul(a, b, config=cfg))
+            t = min(t1, t2)
+            row[cfg.tag()] = dict(ms=t, cublas_ms=tc, speedup=tc / t, tflops=flops / t / 1e9, tbps=nbytes / t / 1e9)
+            print(
+                f"  {cfg.tag():34s} {t * 1e3:8.1f} us {flops / t / 1e9:5.0f} TF/s {nbytes / t / 1e9:5.2f} TB/s  cuBLAS {tc * 1e3:8.1f} us  x{tc / t:.3f}",
+                flush=True,
+            )
+        except Exception as e:
+            row[cfg.tag()] = dict(error=str(e)[:200])
+            print(f"  {cfg.tag():34s} ERROR {str(e)[:160]}", flush=True)
+    ok = {kk: v for kk, v in row.items() if "ms" in v}
+    if ok:
+        best = max(ok, key=lambda kk: ok[kk]["speedup"])
+        print(f"  BEST {key}: {best} x{ok[best]['speedup']:.3f}", flush=True)
+    res[key] = row
+    json.dump(res, open(os.path.join(OUT, f"{NAME}.json"), "w"), indent=1)
+
+
+if "--checks" in sys.argv:
+    for shape in [(333, 7777, 2049), (3000, 5000, 700), (1000, 1000, 1000), (4000, 4000, 64), (48, 11008, 4096)]:
+        check(*shape)
+    check(1111, 2222, 3333, True, True)
+    json.dump(res, open(os.path.join(OUT, f"{NAME}.json"), "w"), indent=1)
+
+PLAN = {
+    (64, 24576, 8192): [
+        C(64, 256, 64, 8, 1, 8, 5),
+        C(64, 256, 32, 8, 1, 8, 8),
+        C(64, 256, 64, 8, 1, 4, 4),
+        C(64, 128, 64, 8, 1, 4, 4),
+        C(64, 128, 64, 8, 1, 4, 3),
+        C(64, 256, 64, 8, 1, 8, 4, stream_b=True),
+        C(64, 512, 64, 8, 1, 8, 3),
+        C(64, 256, 64, 8, 1, 8, 5, True),
+    ],
+    (1, 24576, 8192): [
+        C(16, 256, 128, 8, 1, 4, 4),
+        C(16, 128, 128, 8, 1, 4, 8),
+        C(16, 256, 64, 8, 1, 4, 8),
+        C(16, 256, 128, 8, 1, 8, 4),
+        C(16, 512, 64, 8, 1, 8, 4),
+    ],
+    (16, 24576, 8192): [
+        C(16, 256, 128, 8, 1, 4, 4),
+        C(16, 128, 128, 8, 1, 4, 8),
+        C(16, 256, 64, 8, 1, 4, 8),
+        C(16, 64, 512, 8, 1, 4, 3),
+    ],
+    (128, 24576, 8192): [
+        C(128, 128, 64, 8, 1, 8, 3),
+        C(64, 256, 64, 8, 1, 8, 4),
+        C(128, 256, 64, 8, 1, 8, 4),
+        C(128, 128, 64, 8, 1, 4, 4),
+        C(128, 256, 64, 8, 1, 8, 4, True),
+        C(128, 128, 128, 8, 1, 8, 3),
+    ],
+    (256, 24576, 8192): [
+        C(128, 128, 64, 8, 1, 8, 3),
+        C(128, 128, 64, 8, 1, 8, 3, True),
+        C(128, 256, 64, 8, 1, 8, 4),
+        C(128, 256, 64, 8, 1, 8, 4, True),
+    ],
+    (1024, 24576, 8192): [
+        C(128, 256, 64, 8, 1, 8, 3, True),
+        C(128, 256, 64, 8, 1, 8, 4, True),
+        C(128, 256, 64, 8, 1, 8, 3),
+    ],
+    (8192, 8192, 8192): [
+        C(128, 256, 64, 8, 1, 8, 3, True),
+        C(128, 256, 64, 8, 1, 8, 3, True, "", True),
+        C(128, 256, 64, 8, 1, 4, 3, True, "", True),
+    ],
+    (48, 11008, 4096): [
+        C(64, 128, 64, 8, 1, 4, 4),
+        C(64, 64, 128, 8, 1, 4, 4),
+        C(64, 128, 128, 8, 2, 4, 4),
+        C(64, 256, 64, 8, 2, 8, 4),
+    ],
+    (1000, 1000, 1000): [C(64, 64, 64, 8, 1, 4, 4), C(128, 128, 64, 8, 1, 8, 3), C(64, 128, 64, 8, 1, 4, 3)],
+}
+for shape, cfgs in PLAN.items():
+    if left() < 8 or "--no-sweeps" in sys.argv:
+        break
+    sweep(*shape, cfgs)
+print(f"sweeps done in {time.time() - T0:.0f}s", flush=True)

@@ -1,0 +1,134 @@
+"""`tilewise bench attention`: tilewise.kernels.attention vs SDPA's flash backend, side by side.
+
+FLOPs and bytes come from `tilewise.model.traffic` (`attention_flops` with SDPA's causal
+convention, half of Sq x Sk pairs, so TFLOP/s compare with the published peers; and
+`attention_bytes`). The headline shapes are the issue's; the sweep adds shapes across batch,
+heads, sequence length, head dim, causal and GQA.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from tilewise.errors import InputError
+
+NAME = "attention"
+HELP = "FlashAttention forward (bf16/fp16) vs SDPA flash: the issue's headline shapes and a sweep of 12+"
+
+# (B, H, Hkv, S, D, causal)
+HEADLINE = [
+    (4, 32, 32, 4096, 128, False),
+    (4, 32, 32, 4096, 128, True),
+    (4, 32, 32, 4096, 64, True),
+    (2, 32, 32, 16384, 128, True),
+    (16, 16, 16, 1024, 128, True),
+]
+SWEEP = [
+    (8, 32, 32, 2048, 64, False),
+    (4, 32, 32, 4096, 64, False),
+    (1, 32, 32, 8192, 128, False),
+    (1, 32, 32, 8192, 128, True),
+    (32, 16, 16, 512, 128, False),
+    (32, 16, 16, 512, 128, True),
+    (8, 16, 16, 2048, 128, False),
+    (4, 32, 32, 1024, 64, True),
+    (1, 16, 16, 32768, 128, True),
+    (4, 32, 8, 4096, 128, True),  # GQA 4
+    (2, 64, 8, 8192, 128, True),  # GQA 8
+    (2, 16, 16, 4096, 256, True),  # D = 256
+]
+
+
+def shape_name(b: int, h: int, hk: int, s: int, d: int, causal: bool) -> str:
+    heads = f"H{h}" if hk == h else f"H{h}/{hk}"
+    return f"B{b} {heads} S{s} D{d} {'causal' if causal else 'non-causal'}"
+
+
+def parse_shapes(text: str) -> list[tuple[int, int, int, int, int, bool]]:
+    """'headline', 'sweep', 'all' or a list 'B,H,Hkv,S,D,c;...' (c = 0/1)."""
+    t = str(text).strip()
+    if t == "headline":
+        return list(HEADLINE)
+    if t == "sweep":
+        return list(SWEEP)
+    if t == "all":
+        return HEADLINE + SWEEP
+    out = []
+    for part in t.split(";"):
+        if not part.strip():
+            continue
+        try:
+            b, h, hk, s, d, c = (int(x) for x in part.split(","))
+        except ValueError:
+            raise InputError(
+                f"--shapes: expected 'headline', 'sweep', 'all' or 'B,H,Hkv,S,D,causal;...', got {part!r}"
+            ) from None
+        out.append((b, h, hk, s, d, bool(c)))
+    if not out:
+        raise InputError(f"--shapes: no shape in {text!r}")
+    return out
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--shapes", default="all", help="headline | sweep | all | 'B,H,Hkv,S,D,causal;...' (default all)")
+    p.add_argument("--dtype", default="bf16", choices=["bf16", "fp16"])
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--rep-ms", type=float, default=50)
+    p.add_argument("--no-check", action="store_true", help="skip the correctness check against SDPA")
+
+
+def run(args: argparse.Namespace, progress) -> list[dict]:
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    from tilewise.bench import harness
+    from tilewise.kernels.attention import _forward_config, attention
+    from tilewise.model import traffic
+
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype]
+    shapes = parse_shapes(args.shapes)
+    tags = harness.env_tags()
+    rows: list[dict] = []
+    for b, h, hk, s, d, causal in progress(shapes, total=len(shapes), desc="attention"):
+        q = torch.randn(b, h, s, d, device="cuda", dtype=dtype)
+        k = torch.randn(b, hk, s, d, device="cuda", dtype=dtype)
+        v = torch.randn(b, hk, s, d, device="cuda", dtype=dtype)
+
+        def ours(_i, q=q, k=k, v=v, causal=causal):
+            return attention(q, k, v, causal=causal)
+
+        def peer(_i, q=q, k=k, v=v, causal=causal, gqa=hk != h):
+            with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+                return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa)
+
+        err = None
+        if not args.no_check:
+            o, _ = ours(0)
+            err = (o[:1].float() - peer(0)[:1].float()).abs().max().item()
+        t = harness.time_pair(ours, peer, rounds=args.rounds, rep_ms=args.rep_ms, warmup_ms=10)
+        cfg = _forward_config(d, causal, dtype, s)
+        row = harness.make_row(
+            kernel="attention",
+            shape=shape_name(b, h, hk, s, d, causal),
+            dtype=args.dtype,
+            peer="sdpa(flash)",
+            ours_ms=t["ours_ms"],
+            peer_ms=t["peer_ms"],
+            flops=traffic.attention_flops(b, h, s, s, d, causal=causal, exact_causal=False),
+            nbytes=traffic.attention_bytes(b, h, hk, s, s, d, args.dtype),
+            tags=tags,
+            extra={
+                "headline": (b, h, hk, s, d, causal) in HEADLINE,
+                "max_abs_err_vs_sdpa": err,
+                "config": f"BLOCK_M={cfg.block_m} BLOCK_N={cfg.block_n} warps={cfg.num_warps} "
+                f"stages={cfg.num_stages} tma={cfg.use_desc}",
+                **{k_: v_ for k_, v_ in t.items() if k_.endswith(("p20_ms", "p80_ms"))},
+            },
+        )
+        rows.append(row)
+        if getattr(args, "json", None):  # written after every row: a timeout loses nothing
+            harness.write_rows(args.json, rows, meta=tags)
+        del q, k, v
+        torch.cuda.empty_cache()
+    return rows

@@ -1,0 +1,117 @@
+"""`tilewise bench decode`: split-KV decode attention vs SDPA (`enable_gqa=True`), side by side.
+
+Bytes from `tilewise.model.traffic.decode_bytes` (each sequence's K/V read once, plus q and o);
+the copy bandwidth is measured in the same run (1 GiB device-to-device copy, read + write) and
+every row carries `copy_fraction` = our TB/s over it (the issue's 90% target). The variable-length
+batch gives SDPA the cache padded to the longest sequence with a boolean mask, which is what a
+user of SDPA does; ours reads each sequence's own keys only.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+NAME = "decode"
+HELP = "decode attention (one new token, GQA, split-KV) vs SDPA enable_gqa: the issue's shapes + varlen batch"
+
+VARLEN = [1024 + round(i * (65536 - 1024) / 31) for i in range(32)]  # 32 sequences, 1k .. 64k, evenly spaced
+# (name, Hq, Hkv, lengths)
+SHAPES = [
+    ("B1 Hq32 Hkv8 L128k", 32, 8, [131072]),
+    ("B8 Hq32 Hkv8 L32k", 32, 8, [32768] * 8),
+    ("B64 Hq32 Hkv8 L4k", 32, 8, [4096] * 64),
+    ("B1 Hq64 Hkv8 L64k", 64, 8, [65536]),
+    ("B32 Hq32 Hkv8 varlen 1k-64k", 32, 8, VARLEN),
+    ("B1 Hq32 Hkv32 L32k", 32, 32, [32768]),
+    ("B16 Hq32 Hkv8 L8k", 32, 8, [8192] * 16),
+]
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--shapes", default="all", help=f"all, or comma list of row numbers 0..{len(SHAPES) - 1}")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--rep-ms", type=float, default=50)
+    p.add_argument("--head-dim", type=int, default=128)
+
+
+def _copy_tbps(torch, do_bench) -> float:
+    """Device-to-device copy of 1 GiB, read + write bytes over the median time."""
+    src = torch.empty(1 << 29, device="cuda", dtype=torch.bfloat16)
+    dst = torch.empty_like(src)
+    ms = do_bench(lambda: dst.copy_(src), warmup=10, rep=50, return_mode="median")
+    return 2 * src.numel() * src.element_size() / (ms * 1e-3) / 1e12
+
+
+def run(args: argparse.Namespace, progress) -> list[dict]:
+    import torch
+    import torch.nn.functional as F
+    from triton.testing import do_bench
+
+    from tilewise.bench import harness
+    from tilewise.errors import InputError
+    from tilewise.kernels.decode import _DECODE_TILE, choose_splits, decode_attention
+    from tilewise.model import traffic
+
+    if args.shapes == "all":
+        shapes = list(SHAPES)
+    else:
+        try:
+            shapes = [SHAPES[int(i)] for i in args.shapes.split(",")]
+        except (ValueError, IndexError):
+            raise InputError(
+                f"--shapes: expected 'all' or row numbers 0..{len(SHAPES) - 1}, got {args.shapes!r}"
+            ) from None
+    d = args.head_dim
+    dt = torch.bfloat16
+    tags = harness.env_tags()
+    copy_tbps = _copy_tbps(torch, do_bench)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    rows: list[dict] = []
+    for name, hq, hk, lens in progress(shapes, total=len(shapes), desc="decode"):
+        b, lmax = len(lens), max(lens)
+        q = torch.randn(b, hq, 1, d, device="cuda", dtype=dt)
+        k = torch.randn(b, hk, lmax, d, device="cuda", dtype=dt)
+        v = torch.randn_like(k)
+        lens_t = torch.tensor(lens, device="cuda", dtype=torch.int32)
+        uniform = len(set(lens)) == 1
+        mask = None if uniform else (torch.arange(lmax, device="cuda")[None, :] < lens_t[:, None]).view(b, 1, 1, lmax)
+
+        def ours(_i, q=q, k=k, v=v, lens_t=lens_t):
+            return decode_attention(q, k, v, lens_t)
+
+        def peer(_i, q=q, k=k, v=v, mask=mask):
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+
+        o, _ = ours(0)
+        err = (o.float() - peer(0).float()).abs().max().item()
+        t = harness.time_pair(ours, peer, rounds=args.rounds, rep_ms=args.rep_ms, warmup_ms=10)
+        nbytes = traffic.decode_bytes(lens, hq, hk, d, "bf16")
+        splits, chunk = choose_splits(b, hk, lmax, sms, _DECODE_TILE[0])
+        row = harness.make_row(
+            kernel="decode_attention",
+            shape=name,
+            dtype="bf16",
+            peer="sdpa(enable_gqa=True)" + ("" if uniform else ", padded to the longest + mask"),
+            ours_ms=t["ours_ms"],
+            peer_ms=t["peer_ms"],
+            flops=traffic.decode_flops(lens, hq, d),
+            nbytes=nbytes,
+            tags=tags,
+            extra={
+                "copy_tbps": copy_tbps,
+                "copy_fraction": nbytes / (t["ours_ms"] * 1e-3) / 1e12 / copy_tbps,
+                "peer_copy_fraction": nbytes / (t["peer_ms"] * 1e-3) / 1e12 / copy_tbps,
+                "splits": splits,
+                "chunk_keys": chunk,
+                "tile": f"BLOCK_N={_DECODE_TILE[0]} warps={_DECODE_TILE[1]} stages={_DECODE_TILE[2]}",
+                "max_abs_err_vs_sdpa": err,
+                "total_keys": sum(lens),
+                **{k_: v_ for k_, v_ in t.items() if k_.endswith(("p20_ms", "p80_ms"))},
+            },
+        )
+        rows.append(row)
+        if getattr(args, "json", None):
+            harness.write_rows(args.json, rows, meta=tags)
+        del q, k, v, mask
+        torch.cuda.empty_cache()
+    return rows

@@ -1,0 +1,302 @@
+"""`tilewise bench ffn`: FlashFFN against the unfused multi-head layer and a dense SwiGLU; MH-MoE.
+
+Per (T, I, d_h), H heads, bf16:
+* `flash_ffn_fwd` vs the unfused layer (bmm per head + elementwise, input [H, T, d_h] as the peer
+  script ../shared/measurements/measure_peers2.py lays it out): time, and peak memory of an
+  inference call;
+* `flash_ffn_fwdbwd` vs the same layer: forward + backward time, the extra memory of a training
+  step (peak over the step minus what was allocated before it) and the activation memory saved for
+  the backward;
+* beside each, a dense SwiGLU FFN with the same parameters and FLOPs (d_model = H d_h, intermediate
+  I, cuBLAS through F.linear): `dense_ms`, `speedup_vs_dense`.
+* `mhmoe_fwd` (with --part moe or all): MultiHeadMoE's per-(token, head) expert FFN on our grouped
+  GEMM vs the same routing run with torch._grouped_mm.
+
+FLOPs and bytes: tilewise.model.traffic (mhffn_*), backward counts from tilewise.explain.ffn.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+NAME = "ffn"
+DEVICE = "cuda"  # the benchmark runs on the GPU; a dry run on the CPU may set it to "cpu"
+HELP = "FlashFFN (fused multi-head SwiGLU, fwd and fwd+bwd) vs unfused bmm and dense cuBLAS SwiGLU; MH-MoE"
+
+
+def _ints(text: str) -> list[int]:
+    from tilewise.errors import positive_int
+
+    return [positive_int("size", int(x)) for x in str(text).split(",") if x.strip()]
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tokens", default="4096,16384,65536", help="token counts T (default 4096,16384,65536)")
+    p.add_argument(
+        "--intermediate", default="256,512,1024", help="per-head intermediate sizes I (default 256,512,1024)"
+    )
+    p.add_argument("--head-dims", default="64,128", help="head dims d_h (default 64,128)")
+    p.add_argument("--heads", type=int, default=16, help="heads H (default 16)")
+    p.add_argument("--dtype", default="bf16", help="bf16 or fp16 (default bf16)")
+    p.add_argument("--part", default="ffn", choices=("ffn", "moe", "all"), help="what to run (default ffn)")
+    p.add_argument("--rounds", type=int, default=3, help="alternating rounds per pair (default 3)")
+    p.add_argument("--rep-ms", type=float, default=60, help="do_bench repetition time per round (default 60)")
+    p.add_argument("--no-dense", action="store_true", help="skip the dense SwiGLU comparison")
+    p.add_argument("--moe-tokens", default="4096,16384", help="MH-MoE token counts (default 4096,16384)")
+    p.add_argument("--moe-experts", type=int, default=8, help="MH-MoE experts per head (default 8)")
+    p.add_argument("--moe-width", type=int, default=256, help="MH-MoE expert width (default 256)")
+    p.add_argument("--moe-topk", type=int, default=2, help="MH-MoE top-k per (token, head) (default 2)")
+
+
+# ------------------------------------------------------------------------------ peers
+
+
+def unfused_heads_first(x, wg, wu, wd):
+    """The peer exactly as measured in measure_peers2.py: x [H, T, d_h] -> [H, T, d_h]."""
+    import torch
+    import torch.nn.functional as F
+
+    return torch.bmm(F.silu(torch.bmm(x, wg)) * torch.bmm(x, wu), wd)
+
+
+def dense_swiglu(x, w_gate_up, w_down):
+    """x [T, d]; w_gate_up [2 I, d] (F.linear layout); w_down [d, I]."""
+    import torch.nn.functional as F
+
+    gu = F.linear(x, w_gate_up)
+    g, u = gu.chunk(2, dim=-1)
+    return F.linear(F.silu(g) * u, w_down)
+
+
+def train_memory(fn, inputs, grad) -> tuple[float, float]:
+    """(peak extra MiB of one forward + backward, MiB allocated for the backward after the forward).
+
+    Extra = above what was allocated before the step (inputs, weights); the output's own bytes
+    are not subtracted (both layers have the same output).
+    """
+    import torch
+
+    for t in inputs:
+        t.grad = None
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    y = fn()
+    saved = torch.cuda.memory_allocated() - base
+    y.backward(grad)
+    torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated() - base
+    del y
+    for t in inputs:
+        t.grad = None
+    return peak / 2**20, saved / 2**20
+
+
+def infer_memory(fn) -> float:
+    import torch
+
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    with torch.no_grad():
+        y = fn()
+    torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated() - base
+    del y
+    return peak / 2**20
+
+
+# ------------------------------------------------------------------------------ suite
+
+
+def ffn_rows(
+    tokens, inters, head_dims, heads, dtype_name, rounds, rep_ms, dense=True, progress=None, tags=None, log=None
+) -> list[dict[str, Any]]:
+    import torch
+
+    from tilewise.bench import harness
+    from tilewise.explain import ffn as xffn
+    from tilewise.kernels.flash_ffn import flash_ffn
+    from tilewise.model import traffic
+
+    dt = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
+    tags = tags or harness.env_tags()
+    H = heads
+    rows: list[dict[str, Any]] = []
+    cases = [(T, I, d) for d in head_dims for I in inters for T in tokens]
+    it = progress(cases, total=len(cases), desc="ffn") if progress else cases
+    for T, I, d in it:
+        dev = DEVICE
+        gen = torch.Generator(device=dev).manual_seed(T + I + d)
+        z = torch.randn(T, H, d, device=dev, dtype=dt, generator=gen)
+        wg = torch.randn(H, d, I, device=dev, dtype=dt, generator=gen) / d**0.5
+        wu = torch.randn(H, d, I, device=dev, dtype=dt, generator=gen) / d**0.5
+        wd = torch.randn(H, I, d, device=dev, dtype=dt, generator=gen) / I**0.5
+        zh = z.transpose(0, 1).contiguous()  # the peer's layout [H, T, d]
+        shape = f"T{T}_H{H}_dh{d}_I{I}"
+        fl = traffic.mhffn_flops(T, H, d, I)
+        nb = traffic.mhffn_bytes(T, H, d, I, dtype_name)
+
+        # ---- inference
+        with torch.no_grad():
+            tp = harness.time_pair(
+                lambda i: flash_ffn(z, wg, wu, wd),
+                lambda i: unfused_heads_first(zh, wg, wu, wd),
+                rounds=rounds,
+                rep_ms=rep_ms,
+            )
+        mem_ours = infer_memory(lambda: flash_ffn(z, wg, wu, wd))
+        mem_peer = infer_memory(lambda: unfused_heads_first(zh, wg, wu, wd))
+        extra: dict[str, Any] = dict(
+            ours_p20_ms=tp["ours_p20_ms"],
+            ours_p80_ms=tp["ours_p80_ms"],
+            peer_p20_ms=tp["peer_p20_ms"],
+            peer_p80_ms=tp["peer_p80_ms"],
+            infer_peak_MiB=mem_ours,
+            peer_infer_peak_MiB=mem_peer,
+            intermediate_MiB=T * H * I * 2 / 2**20,
+            tokens=T,
+            heads=H,
+            head_dim=d,
+            intermediate=I,
+        )
+        # dense SwiGLU of equal parameters and FLOPs
+        dm = H * d
+        if dense:
+            x = torch.randn(T, dm, device=dev, dtype=dt, generator=gen)
+            wgu = torch.randn(2 * I, dm, device=dev, dtype=dt, generator=gen) / dm**0.5
+            wdn = torch.randn(dm, I, device=dev, dtype=dt, generator=gen) / I**0.5
+            with torch.no_grad():
+                td = harness.time_pair(lambda i: dense_swiglu(x, wgu, wdn), None, rounds=rounds, rep_ms=rep_ms)
+            extra.update(dense_ms=td["ours_ms"], speedup_vs_dense=td["ours_ms"] / tp["ours_ms"])
+        rows.append(
+            harness.make_row(
+                kernel="flash_ffn_fwd", shape=shape, dtype=dtype_name, peer="unfused_bmm_torch",
+                ours_ms=tp["ours_ms"], peer_ms=tp["peer_ms"], flops=fl, nbytes=nb, tags=tags, extra=extra,
+            )
+        )  # fmt: skip
+        if log:
+            log(harness.format_table(rows[-1:]))
+
+        # ---- training step
+        zr = z.detach().clone().requires_grad_()
+        zhr = zh.detach().clone().requires_grad_()
+        ws = [w.detach().clone().requires_grad_() for w in (wg, wu, wd)]
+        gy = torch.randn_like(z)
+        gyh = gy.transpose(0, 1).contiguous()
+
+        def ours_step(i=0):
+            flash_ffn(zr, *ws).backward(gy)
+
+        def peer_step(i=0):
+            unfused_heads_first(zhr, *ws).backward(gyh)
+
+        tp2 = harness.time_pair(ours_step, peer_step, rounds=rounds, rep_ms=rep_ms)
+        peak_o, saved_o = train_memory(lambda: flash_ffn(zr, *ws), [zr, *ws], gy)
+        peak_p, saved_p = train_memory(lambda: unfused_heads_first(zhr, *ws), [zhr, *ws], gyh)
+        extra2: dict[str, Any] = dict(
+            ours_p20_ms=tp2["ours_p20_ms"],
+            ours_p80_ms=tp2["ours_p80_ms"],
+            peer_p20_ms=tp2["peer_p20_ms"],
+            peer_p80_ms=tp2["peer_p80_ms"],
+            train_peak_extra_MiB=peak_o,
+            peer_train_peak_extra_MiB=peak_p,
+            memory_ratio=peak_p / peak_o if peak_o else None,
+            saved_for_backward_MiB=saved_o,
+            peer_saved_for_backward_MiB=saved_p,
+            executed_flops=fl + xffn.mhffn_backward_flops(T, H, d, I, "split"),
+            tokens=T,
+            heads=H,
+            head_dim=d,
+            intermediate=I,
+        )
+        if dense:
+            xr = x.detach().clone().requires_grad_()
+            wd2 = [wgu.detach().clone().requires_grad_(), wdn.detach().clone().requires_grad_()]
+            gx = torch.randn_like(x)
+
+            def dense_step(i=0):
+                dense_swiglu(xr, *wd2).backward(gx)
+
+            td2 = harness.time_pair(dense_step, None, rounds=rounds, rep_ms=rep_ms)
+            peak_d, _ = train_memory(lambda: dense_swiglu(xr, *wd2), [xr, *wd2], gx)
+            extra2.update(
+                dense_ms=td2["ours_ms"], speedup_vs_dense=td2["ours_ms"] / tp2["ours_ms"], dense_train_peak_MiB=peak_d
+            )
+            del xr, wd2, gx, x, wgu, wdn
+        rows.append(
+            harness.make_row(
+                kernel="flash_ffn_fwdbwd", shape=shape, dtype=dtype_name, peer="unfused_bmm_torch",
+                ours_ms=tp2["ours_ms"], peer_ms=tp2["peer_ms"],
+                flops=fl + xffn.mhffn_backward_flops(T, H, d, I, "useful"),
+                nbytes=nb + xffn.mhffn_backward_bytes(T, H, d, I, dtype_name), tags=tags, extra=extra2,
+            )
+        )  # fmt: skip
+        if log:
+            log(harness.format_table(rows[-1:]))
+        del z, wg, wu, wd, zh, zr, zhr, ws, gy, gyh
+        torch.cuda.empty_cache()
+    return rows
+
+
+def moe_rows(tokens, heads, head_dim, experts, width, top_k, dtype_name, rounds, rep_ms, tags=None, log=None):
+    import torch
+
+    from tilewise.bench import harness
+    from tilewise.kernels import mhmoe
+    from tilewise.model import traffic
+
+    dt = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
+    tags = tags or harness.env_tags()
+    rows = []
+    for T in tokens:
+        layer = mhmoe.MultiHeadMoE(
+            heads * head_dim, heads, head_dim, experts, width, top_k, device=DEVICE, dtype=dt
+        ).eval()
+        x = torch.randn(T, heads * head_dim, device=DEVICE, dtype=dt)
+        with torch.no_grad():
+            z, weights, experts_idx = layer.route(x)
+            plan = mhmoe.plan(weights, experts_idx, heads * experts)
+            tp = harness.time_pair(
+                lambda i: layer.experts_forward(z, plan),
+                lambda i: mhmoe.experts_forward_torch(z, plan, layer.w_gate_up, layer.w_down),
+                rounds=rounds,
+                rep_ms=rep_ms,
+            )
+        slots = T * heads * top_k
+        per_expert = [slots // (heads * experts)] * (heads * experts)
+        fl = traffic.moe_layer_flops(T * heads, top_k, head_dim, width)
+        nb = traffic.moe_layer_bytes(T * heads, top_k, head_dim, width, heads * experts, dtype_name)
+        rows.append(
+            harness.make_row(
+                kernel="mhmoe_fwd", shape=f"T{T}_H{heads}_dh{head_dim}_E{experts}_f{width}_k{top_k}",
+                dtype=dtype_name, peer="torch._grouped_mm", ours_ms=tp["ours_ms"], peer_ms=tp["peer_ms"],
+                flops=fl, nbytes=nb, tags=tags,
+                extra=dict(
+                    ours_p20_ms=tp["ours_p20_ms"], ours_p80_ms=tp["ours_p80_ms"], peer_p20_ms=tp["peer_p20_ms"],
+                    peer_p80_ms=tp["peer_p80_ms"], rows_per_expert_mean=per_expert[0], tokens=T, heads=heads,
+                    head_dim=head_dim, experts_per_head=experts, expert_width=width, top_k=top_k,
+                ),
+            )
+        )  # fmt: skip
+        if log:
+            log(harness.format_table(rows[-1:]))
+        del layer, x, z
+        torch.cuda.empty_cache()
+    return rows
+
+
+def run(args: argparse.Namespace, progress) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    if args.part in ("ffn", "all"):
+        rows += ffn_rows(
+            _ints(args.tokens), _ints(args.intermediate), _ints(args.head_dims), args.heads, args.dtype,
+            args.rounds, args.rep_ms, dense=not args.no_dense, progress=progress,
+        )  # fmt: skip
+    if args.part in ("moe", "all"):
+        rows += moe_rows(
+            _ints(args.moe_tokens), args.heads, 128, args.moe_experts, args.moe_width, args.moe_topk, args.dtype,
+            args.rounds, args.rep_ms,
+        )  # fmt: skip
+    return rows

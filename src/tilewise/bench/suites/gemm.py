@@ -1,0 +1,160 @@
+"""`tilewise bench gemm`: tilewise.kernels.matmul against torch.matmul (cuBLAS), side by side.
+
+Rows carry the model's FLOPs and bytes (`tilewise.model.traffic.gemm_flops` / `gemm_bytes`)
+and its roofline time. Shapes whose operands fit in a few L2s are rotated through enough
+copies that a repetition never finds its inputs in L2.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from tilewise.errors import InputError, positive_int
+
+NAME = "gemm"
+HELP = "matmul (bf16/fp16/tf32) vs torch.matmul (cuBLAS): the GEMM article's shapes and a sweep of odd ones"
+
+# The issue's targets: the square case, the article's skinny M = 64 and the decode-to-prefill family.
+TARGETS = [
+    (8192, 8192, 8192),
+    (64, 24576, 8192),
+    (1, 24576, 8192),
+    (16, 24576, 8192),
+    (128, 24576, 8192),
+    (256, 24576, 8192),
+    (1024, 24576, 8192),
+]
+# Odd and everyday shapes: LLM projections (4096 / 11008 / 14336), non-multiples of every
+# block size, short K, tall-skinny and wide-flat.
+SWEEP = [
+    (3000, 5000, 700),
+    (48, 11008, 4096),
+    (4096, 4096, 4096),
+    (2048, 2048, 2048),
+    (1024, 1024, 1024),
+    (512, 4096, 11008),
+    (2048, 14336, 4096),
+    (4096, 11008, 4096),
+    (8, 4096, 4096),
+    (32, 4096, 14336),
+    (1000, 1000, 1000),
+    (333, 7777, 2049),
+    (16384, 1024, 1024),
+    (4096, 4096, 256),
+    (1, 4096, 4096),
+    (96, 12288, 4096),
+    (8192, 8192, 1024),
+    (2000, 3000, 4000),
+    (5000, 5000, 5000),
+    (3072, 3072, 3072),
+    (768, 3072, 768),
+    (4096, 1024, 8192),
+    (257, 513, 1025),
+    (6144, 6144, 6144),
+    (12288, 4096, 4096),
+    (4000, 4000, 64),
+    (200, 8192, 8192),
+    (8192, 2048, 8192),
+]
+PRESETS = {"targets": TARGETS, "sweep": SWEEP, "all": TARGETS + SWEEP}
+
+
+def parse_shapes(text: str) -> list[tuple[int, int, int]]:
+    """'targets', 'sweep', 'all' or a comma list of MxNxK ('64x24576x8192,3000x5000x700')."""
+    text = str(text).strip().lower()
+    if text in PRESETS:
+        return list(PRESETS[text])
+    shapes = []
+    for part in text.replace("×", "x").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        dims = part.split("x")
+        if len(dims) != 3:
+            raise InputError(f"--shapes: each shape must look like MxNxK (e.g. 64x24576x8192), got {part!r}")
+        try:
+            m, n, k = (int(d) for d in dims)
+        except ValueError:
+            raise InputError(f"--shapes: MxNxK must be integers, got {part!r}") from None
+        shapes.append((positive_int("M", m), positive_int("N", n), positive_int("K", k)))
+    if not shapes:
+        raise InputError(f"--shapes: expected {', '.join(PRESETS)} or MxNxK[,MxNxK...], got {text!r}")
+    return shapes
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--shapes", default="all", help="targets | sweep | all | MxNxK[,MxNxK...] (default: all, %(default)s)"
+    )
+    p.add_argument("--dtype", default="bf16", choices=["bf16", "fp16", "fp32"], help="fp32 runs as TF32 on both sides")
+    p.add_argument("--rounds", type=int, default=3, help="alternating rounds of ours / peer (default 3)")
+    p.add_argument("--rep-ms", type=float, default=60, help="do_bench repetition time per round (default 60)")
+
+
+def rotation(nbytes: int, l2_bytes: int, limit: int = 64) -> int:
+    """Copies of the inputs to cycle through so that the working set is >= 3 L2s."""
+    if nbytes >= 3 * l2_bytes:
+        return 1
+    return min(limit, -(-3 * l2_bytes // max(nbytes, 1)))
+
+
+def run(args: argparse.Namespace, progress) -> list[dict]:
+    import importlib.util
+
+    import torch
+
+    from tilewise import gpus as _gpus
+    from tilewise.bench import harness
+    from tilewise.kernels.matmul import choose_config, matmul
+    from tilewise.model import traffic
+
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[args.dtype]
+    prev_tf32 = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = True  # the peer multiplies fp32 as TF32 too, like ours
+    if importlib.util.find_spec("tqdm") is None:  # the CLI's bar is a no-op without tqdm
+        progress = harness.progress
+    tags = harness.env_tags()
+    gpu_key = harness.registry_key_for(tags["gpu"])
+    l2 = _gpus.get(gpu_key).l2_bytes
+    rows = []
+    shapes = parse_shapes(args.shapes)
+    try:
+        for m, n, k in progress(shapes, total=len(shapes), desc="gemm"):
+            nbytes = traffic.gemm_bytes(m, n, k, args.dtype)
+            rot = rotation(nbytes, l2)
+            a = [torch.randn(m, k, device="cuda", dtype=dtype) for _ in range(rot)]
+            b = [torch.randn(k, n, device="cuda", dtype=dtype) for _ in range(rot)]
+            cfg = choose_config(m, n, k, args.dtype, a[0].device)
+            t = harness.time_pair(
+                lambda i, a=a, b=b, cfg=cfg: matmul(a[i], b[i], config=cfg),
+                lambda i, a=a, b=b: torch.matmul(a[i], b[i]),
+                rotate=rot,
+                rounds=args.rounds,
+                rep_ms=args.rep_ms,
+            )
+            rows.append(
+                harness.make_row(
+                    kernel="matmul",
+                    shape=f"{m}x{n}x{k}",
+                    dtype=args.dtype,
+                    peer="torch.matmul (cuBLAS)",
+                    ours_ms=t["ours_ms"],
+                    peer_ms=t["peer_ms"],
+                    flops=traffic.gemm_flops(m, n, k),
+                    nbytes=nbytes,
+                    tags=tags,
+                    gpu_key=gpu_key,
+                    model_dtype="tf32" if args.dtype == "fp32" else args.dtype,
+                    extra={
+                        "config": cfg.tag(),
+                        "reason": cfg.reason,
+                        "rotate": rot,
+                        **{q: t[q] for q in ("ours_p20_ms", "ours_p80_ms", "peer_p20_ms", "peer_p80_ms")},
+                    },
+                )
+            )
+            a.clear()  # free this shape's inputs before the next one
+            b.clear()
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = prev_tf32
+    return rows

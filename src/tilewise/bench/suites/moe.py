@@ -1,0 +1,114 @@
+"""`tilewise bench moe`: the fused MoE layer vs a torch implementation built on torch._grouped_mm.
+
+Both sides route the same way (`tilewise.kernels.moe.route` and `permute`); the torch side
+then gathers x into expert order, runs torch._grouped_mm for gate/up, SiLU * mul, torch._grouped_mm
+for down, scales by the routing weights and sums each token's k slots. Ours fuses the gather
+into the gate/up GEMM's loads, SiLU * mul into its epilogue, and the weights and the
+scatter back to token-slot order into the down GEMM's epilogue.
+"""
+
+from __future__ import annotations
+
+DEVICE = "cuda"  # the suites run on the GPU (a CPU smoke test may change it)
+NAME = "moe"
+HELP = "fused MoE layer (forward) vs a torch implementation on torch._grouped_mm"
+
+# name: (tokens, d_model, d_ff per expert, experts, top_k, gate)
+CONFIGS: dict[str, tuple[int, int, int, int, int, str]] = {
+    "qwen3_t4096": (4096, 2048, 768, 128, 8, "softmax"),  # Qwen3-30B-A3B-like
+    "qwen3_t512": (512, 2048, 768, 128, 8, "softmax"),  # the same at 32 rows per expert
+    "dsv3_t4096": (4096, 7168, 2048, 256, 8, "sigmoid"),  # DeepSeek-V3-like (routed experts only)
+    "dsv3_t512": (512, 7168, 2048, 256, 8, "sigmoid"),  # the same at 16 rows per expert
+}
+
+
+def moe_torch(x, router_logits, w_gate_up, w_down, top_k, gate="softmax"):
+    """The peer: routing as ours, then torch._grouped_mm twice with unfused glue around it."""
+    import torch
+    import torch.nn.functional as F
+
+    from tilewise.kernels.moe import permute, route
+
+    T, d = x.shape
+    E, _, f2 = w_gate_up.shape
+    f = f2 // 2
+    weights, experts = route(router_logits, top_k, gate)
+    order, offsets = permute(experts, E)
+    xs = x[torch.div(order, top_k, rounding_mode="floor")]  # [T k, d] in expert order
+    h = torch._grouped_mm(xs, w_gate_up, offs=offsets)  # [T k, 2 f]
+    h = F.silu(h[:, :f]) * h[:, f:]
+    y = torch._grouped_mm(h, w_down, offs=offsets)  # [T k, d]
+    y = y * weights.reshape(-1)[order].to(y.dtype)[:, None]
+    out = torch.empty_like(y)
+    out[order] = y  # back to token-slot order
+    return out.view(T, top_k, d).sum(dim=1)
+
+
+def make_inputs(name: str, dtype, device=None, seed: int = 0):
+    import torch
+
+    T, d, f, E, k, gate = CONFIGS[name]
+    device = device or DEVICE
+    g = torch.Generator(device=device).manual_seed(seed)
+    x = torch.randn(T, d, device=device, dtype=dtype, generator=g)
+    logits = torch.randn(T, E, device=device, dtype=torch.float32, generator=g)
+    wgu = torch.randn(E, d, 2 * f, device=device, dtype=dtype, generator=g) / d**0.5
+    wd = torch.randn(E, f, d, device=device, dtype=dtype, generator=g) / f**0.5
+    return x, logits, wgu, wd, k, gate
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated: " + ",".join(CONFIGS))
+    p.add_argument("--dtype", default="bf16", choices=["bf16", "fp16"])
+    p.add_argument("--rounds", type=int, default=3)
+
+
+def bench_config(name: str, dtype_name: str, rounds: int, tags: dict, configs=None) -> dict:
+    import torch
+
+    from tilewise.bench import harness
+    from tilewise.bench.suites.grouped import model_columns
+    from tilewise.kernels.moe import moe, moe_configs, route
+    from tilewise.model import traffic
+
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
+    x, logits, wgu, wd, k, gate = make_inputs(name, dtype)
+    T, d = x.shape
+    E, _, f2 = wgu.shape
+    f = f2 // 2
+    counts = torch.bincount(route(logits, k, gate)[1].reshape(-1), minlength=E).tolist()
+    used = sum(1 for c in counts if c > 0)
+    flops = traffic.moe_layer_flops(T, k, d, f)
+    nbytes = traffic.moe_layer_bytes(T, k, d, f, used, dtype_name)
+    t = harness.time_pair(
+        lambda i: moe(x, logits, wgu, wd, k, gate=gate, configs=configs),
+        lambda i: moe_torch(x, logits, wgu, wd, k, gate),
+        rounds=rounds,
+    )
+    extra = {k2: v for k2, v in t.items() if "p20" in k2 or "p80" in k2}
+    extra.update(rows_per_expert=T * k / E, experts_used=used, gate=gate, top_k=k)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    cfg_up, cfg_down = configs or moe_configs(T, k, E, d, f, dtype, True)
+    for prefix, cfg, (K, N) in (("up_", cfg_up, (d, f)), ("down_", cfg_down, (f, d))):
+        extra.update(
+            {prefix + key: v for key, v in model_columns(counts, K, N, cfg, sms).items() if key != "weight_tbps"}
+        )
+    row = harness.make_row(
+        kernel="moe", shape=f"{name}: T{T} d{d} d_ff{f} E{E} top{k} {gate}", dtype=dtype_name,
+        peer="torch (torch._grouped_mm x2 + glue)", ours_ms=t["ours_ms"], peer_ms=t["peer_ms"],
+        flops=flops, nbytes=nbytes, tags=tags, extra=extra,
+    )  # fmt: skip
+    torch.cuda.empty_cache()
+    return row
+
+
+def run(args, progress) -> list[dict]:
+    from tilewise.bench import harness
+    from tilewise.errors import InputError
+
+    names = [s.strip() for s in args.configs.split(",") if s.strip()]
+    for n in names:
+        if n not in CONFIGS:
+            raise InputError(f"--configs must name configs of {list(CONFIGS)}, got {n!r}")
+    tags = harness.env_tags()
+    return [bench_config(n, args.dtype, args.rounds, tags) for n in progress(names, total=len(names), desc="moe")]

@@ -1,0 +1,113 @@
+"""`tilewise bench sum`: tilewise.kernels.sum against torch.sum, side by side.
+
+Bytes come from `tilewise.model.traffic.sum_bytes`: the input read once. Inputs smaller than
+three L2s are rotated through several copies so that L2 does not flatter either side.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from tilewise.bench.suites.gemm import rotation
+from tilewise.errors import InputError, parse_size
+
+NAME = "sum"
+HELP = "sum (fp32 / fp16 / bf16) vs torch.sum: 1 GiB and smaller inputs, full and per-dimension"
+
+# (bytes, dim): the issue's 1 GiB fp32 target, sizes below and around the 60 MB L2, and
+# per-dimension reductions of a [rows, cols] matrix.
+DEFAULT = "1G,256M,64M,16M,1M,1G:rows,1G:cols"
+
+
+def parse_cases(text: str) -> list[tuple[int, str | None]]:
+    """'1G,64M,1G:rows' -> [(bytes, None), (bytes, None), (bytes, 'rows')]."""
+    out = []
+    for part in str(text).split(","):
+        part = part.strip()
+        if not part:
+            continue
+        size, _, dim = part.partition(":")
+        if dim not in ("", "rows", "cols"):
+            raise InputError(f"--sizes: the part after ':' must be 'rows' or 'cols', got {part!r}")
+        out.append((parse_size("--sizes", size), dim or None))
+    if not out:
+        raise InputError(f"--sizes: expected sizes such as 1G,64M or 1G:rows, got {text!r}")
+    return out
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--sizes",
+        "--shapes",
+        dest="sizes",
+        default=DEFAULT,
+        help="comma list of byte sizes; SIZE:rows sums each row of a [n/8192, 8192] matrix, "
+        "SIZE:cols each column (default %(default)s)",
+    )
+    p.add_argument("--dtype", default="fp32", choices=["fp32", "fp16", "bf16"])
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--rep-ms", type=float, default=60)
+
+
+def run(args: argparse.Namespace, progress) -> list[dict]:
+    import importlib.util
+
+    import torch
+
+    from tilewise import gpus as _gpus
+    from tilewise.bench import harness
+    from tilewise.kernels.reduce import sum as tw_sum
+    from tilewise.model import traffic
+
+    dtype = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[args.dtype]
+    esize = torch.empty((), dtype=dtype).element_size()
+    if importlib.util.find_spec("tqdm") is None:  # the CLI's bar is a no-op without tqdm
+        progress = harness.progress
+    tags = harness.env_tags()
+    gpu_key = harness.registry_key_for(tags["gpu"])
+    l2 = _gpus.get(gpu_key).l2_bytes
+    rows = []
+    cases = parse_cases(args.sizes)
+    for nbytes, dim in progress(cases, total=len(cases), desc="sum"):
+        numel = max(1, nbytes // esize)
+        cols = 8192
+        if dim is None:
+            shape = (numel,)
+            d = None
+        else:
+            shape = (max(1, numel // cols), cols)
+            d = 1 if dim == "rows" else 0
+        numel = shape[0] * (shape[1] if len(shape) == 2 else 1)
+        outputs = 1 if d is None else shape[1 - d]
+        mbytes = traffic.sum_bytes(numel, args.dtype, outputs=outputs)
+        rot = rotation(mbytes, l2)
+        xs = [torch.randn(shape, device="cuda", dtype=dtype) for _ in range(rot)]
+        t = harness.time_pair(
+            lambda i, xs=xs, d=d: tw_sum(xs[i], d),
+            lambda i, xs=xs, d=d: torch.sum(xs[i]) if d is None else torch.sum(xs[i], d),
+            rotate=rot,
+            rounds=args.rounds,
+            rep_ms=args.rep_ms,
+        )
+        label = "x".join(str(s) for s in shape) + ("" if d is None else f" dim={d}")
+        rows.append(
+            harness.make_row(
+                kernel="sum",
+                shape=label,
+                dtype=args.dtype,
+                peer="torch.sum",
+                ours_ms=t["ours_ms"],
+                peer_ms=t["peer_ms"],
+                flops=traffic.sum_flops(numel),
+                nbytes=mbytes,
+                tags=tags,
+                gpu_key=gpu_key,
+                model_dtype="fp32",
+                extra={
+                    "rotate": rot,
+                    **{q: t[q] for q in ("ours_p20_ms", "ours_p80_ms", "peer_p20_ms", "peer_p80_ms")},
+                },
+            )
+        )
+        xs.clear()
+    return rows

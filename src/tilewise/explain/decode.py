@@ -1,0 +1,211 @@
+"""`tilewise explain decode`: decode attention is memory-bound; make HBM busy instead.
+
+One new token per sequence: each query head brings one row, so the only M a cached K/V byte
+can serve is the GQA group (query heads per K/V head). The tips document: "Decode attention
+is memory-bound no matter what"; the goal changes from Tensor-Core utilisation to saturating
+HBM, e.g. by splitting the KV sequence so more SMs read it (split-KV). The GEMM article's
+decode GEMM gets its correction here too: at batch 64 a bf16 GEMM reaches only ~64 FLOP/B,
+still memory-bound. tests/test_explain_decode.py asserts the numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from tilewise import gpus as _gpus
+from tilewise.errors import positive_int, require
+from tilewise.explain.report import Report, fmt_bytes, fmt_flops, fmt_time, pct
+from tilewise.model import decode, latency
+
+DEFAULTS = dict(batch=8, heads=32, kv_heads=8, seq_len=8192, head_dim=128, dtype="bf16", gpu="h100-sxm", block_n=64)
+
+
+def explain(
+    batch: int = 8,
+    heads: int = 32,
+    kv_heads: int = 8,
+    seq_len: int = 8192,
+    head_dim: int = 128,
+    dtype: str = "bf16",
+    gpu: str = "h100-sxm",
+    block_n: int = 64,
+    gemm_k: int = 8192,
+    gemm_n: int = 24576,
+) -> Report:
+    """Report for one decode step of attention over a [batch, kv_heads, seq_len, head_dim] K/V cache."""
+    batch, heads, kv_heads = (
+        positive_int("batch", batch),
+        positive_int("heads", heads),
+        positive_int("kv_heads", kv_heads),
+    )
+    require(
+        heads % kv_heads == 0, f"heads must be a multiple of kv_heads (GQA), got heads={heads}, kv_heads={kv_heads}"
+    )
+    seq_len, head_dim = positive_int("seq_len", seq_len), positive_int("head_dim", head_dim, maximum=512)
+    block_n = positive_int("block_n", block_n, maximum=1024)
+    g = _gpus.get(gpu)
+    dt = _gpus.dtype_name(dtype)
+    e = _gpus.element_bytes(dt)
+    da = decode.decode_attention(batch, heads, kv_heads, seq_len, head_dim, dt, g)
+    r = Report(
+        kind="decode",
+        title=f"Decode attention [{batch} seqs x {seq_len} cached, {heads} heads ({kv_heads} KV), d={head_dim}] ({dt}) on {g.name}",
+        gpu={"key": g.key, "name": g.name},
+        inputs=dict(
+            batch=batch,
+            heads=heads,
+            kv_heads=kv_heads,
+            seq_len=seq_len,
+            head_dim=head_dim,
+            dtype=dt,
+            block_n=block_n,
+            gemm_k=gemm_k,
+            gemm_n=gemm_n,
+        ),
+    )
+
+    # 1. Work and bytes.
+    s = r.step("problem", "The work and the bytes", flops=da.flops, bytes=da.bytes, kv_bytes=da.kv_bytes)
+    s.say(
+        f"Each sequence adds one query per head: 4 x {head_dim} FLOPs per (query head, cached key) = "
+        f"{fmt_flops(da.flops)}. The K/V cache, 2 x {batch} x {kv_heads} x {seq_len} x {head_dim} x {e} B = "
+        f"{fmt_bytes(da.kv_bytes)}, is read once ({fmt_bytes(da.bytes)} with q and o)."
+    )
+
+    # 2. GQA: the group is the M.
+    s = r.step(
+        "gqa",
+        "GQA: the group size is the M",
+        group=da.group,
+        intensity=da.intensity,
+        balance=da.balance,
+        fill_mma=da.fill_mma,
+        fill_wgmma=da.fill_wgmma,
+    )
+    s.say(
+        f"{heads} query heads over {kv_heads} K/V heads: groups of {da.group}. Packing a group's queries into one "
+        f"tile makes each K/V byte serve {da.group} rows: M = {da.group}, {da.intensity:.2f} FLOP/B against a balance "
+        f"of {da.balance:.0f}. A 16-row mma.sync fragment is {pct(da.fill_mma)} full, wgmma's 64 rows "
+        f"{pct(da.fill_wgmma)}."
+    )
+    s.say("Memory-bound no matter what: the target is HBM bandwidth, not Tensor-Core utilisation.")
+
+    # 3. Split-KV by wave efficiency.
+    plan = decode.split_plan(batch, kv_heads, seq_len, g.sms, block_n)
+    one = plan.candidates[0]
+    chosen = plan.candidates[plan.splits - 1]
+    merge = 2 * plan.splits * batch * heads * (head_dim + 1) * 4 if plan.splits > 1 else 0
+    shown = sorted({1, 2, 4, 8, 16, 32, 64, plan.splits} & set(range(1, plan.max_splits + 1)))
+    s = r.step(
+        "split_kv",
+        "Split-KV, chosen by wave efficiency",
+        work_items_unsplit=one.work_items,
+        efficiency_unsplit=one.efficiency,
+        splits=plan.splits,
+        work_items=chosen.work_items,
+        blocks_per_split=chosen.blocks_per_split,
+        rounds=chosen.rounds,
+        efficiency=plan.efficiency,
+        kv_blocks=plan.kv_blocks,
+        merge_bytes=merge,
+        rule=plan.rule,
+        candidates=[c.to_dict() for c in plan.candidates if c.splits in shown],
+    )
+    s.say(
+        f"Without splitting there are {batch} x {kv_heads} = {one.work_items} work items for {g.sms} SMs: "
+        f"{pct(one.efficiency)} of the SM-time streams K/V."
+    )
+    s.say(
+        f"Rule: {plan.rule}. Chosen: {plan.splits} split(s) -> {chosen.work_items} items of "
+        f"<= {chosen.blocks_per_split} blocks x {block_n} keys, {chosen.rounds} round(s), {pct(plan.efficiency)}."
+    )
+    s.say(
+        "  splits: "
+        + ", ".join(f"{c.splits} -> {pct(c.efficiency)}" for c in plan.candidates if c.splits in shown)
+        + (f". Merging the partial outputs moves {fmt_bytes(merge)}." if merge else ".")
+    )
+
+    # 4. Time.
+    t = (da.bytes + merge) / g.hbm_bytes_per_s / plan.efficiency
+    lh = latency.warps_to_hide_memory(gpu=g)
+    s = r.step(
+        "time",
+        "Bandwidth-bound time",
+        bandwidth_time_s=da.bandwidth_time_s,
+        time_s=t,
+        effective_tb_s=da.bytes / t / 1e12,
+        tensor_utilisation=da.flops / _gpus.peak_flops(g, dt) / t,
+        bytes_in_flight_per_sm=lh.in_flight_needed,
+        warps_needed_16b_loads=lh.warps_needed,
+    )
+    s.say(
+        f"{fmt_bytes(da.bytes)} / {g.hbm_bytes_per_s / 1e12:.2f} TB/s = {fmt_time(da.bandwidth_time_s)} at full "
+        f"bandwidth; with the merge and {pct(plan.efficiency)} of SM-time streaming: ~{fmt_time(t)} "
+        f"({da.bytes / t / 1e12:.2f} TB/s). The Tensor Cores are busy {pct(da.flops / _gpus.peak_flops(g, dt) / t)}."
+    )
+    s.say(
+        f"To stream at that rate each SM needs ~{lh.in_flight_needed / 1024:.1f} KB in flight (Little's law, "
+        f"~{lh.latency_cycles:.0f} cycles of latency, a model figure): {lh.warps_needed} warps of 16-byte loads, "
+        "or a few K/V blocks prefetched asynchronously."
+    )
+
+    # 5. The decode GEMM's roofline vs batch (the GEMM article, corrected).
+    pts = decode.decode_gemm_roofline(gemm_k, gemm_n, (1, 16, 64, 128, 256, 512), dt, g)
+    need = decode.batch_for_compute_bound(gemm_k, gemm_n, dt, g)
+    p64 = next(p for p in pts if p.batch == 64)
+    s = r.step(
+        "gemm",
+        "The decode GEMM: batch vs roofline",
+        k=gemm_k,
+        n=gemm_n,
+        points=[p.to_dict() for p in pts],
+        intensity_at_64=p64.intensity,
+        bound_at_64=p64.bound,
+        batch_for_compute_bound=need,
+    )
+    s.say(
+        f"[batch, {gemm_k}] x [{gemm_k}, {gemm_n}]: intensity ~ batch. Batch 1 is {pts[0].intensity:.2f} FLOP/B "
+        f"(fragment {pct(pts[0].fill_mma)} full); batch 64 fills the fragments ({pct(p64.fill_mma)}) but reaches only "
+        f"{p64.intensity:.1f} FLOP/B against {p64.balance:.0f}: still {p64.bound}-bound, Tensor Cores at most "
+        f"{pct(p64.tensor_utilisation)} busy. Compute-bound from batch ~{need}."
+    )
+    s.say("  " + ", ".join(f"batch {p.batch}: {p.intensity:.0f} FLOP/B, {pct(p.tensor_utilisation)}" for p in pts))
+
+    if plan.splits > 1:
+        r.advice.append(
+            f"Split the K/V sequence {plan.splits} ways: {pct(one.efficiency)} -> {pct(plan.efficiency)} of SM-time "
+            "streaming K/V."
+        )
+    if da.group > 1:
+        r.advice.append(f"Pack each GQA group's {da.group} query heads into one tile so K/V is read once per group.")
+    r.advice.append(
+        "Use 16-byte loads and several K/V blocks in flight per SM: bytes in flight, not warps, set the pace."
+    )
+    return r
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--batch", type=int, default=8, help="sequences (default 8)")
+    p.add_argument("--heads", type=int, default=32, help="query heads (default 32)")
+    p.add_argument("--kv-heads", type=int, default=8, help="K/V heads (default 8)")
+    p.add_argument("--seq-len", type=int, default=8192, help="cached tokens per sequence (default 8192)")
+    p.add_argument("--head-dim", type=int, default=128, help="head dimension (default 128)")
+    p.add_argument("--dtype", default="bf16", help="K/V cache dtype (default bf16)")
+    p.add_argument("--gpu", default="h100-sxm", help="registry name (default h100-sxm)")
+    p.add_argument("--block-n", type=int, default=64, help="keys per K/V block (default 64)")
+
+
+def from_args(a: argparse.Namespace) -> Report:
+    return explain(
+        batch=a.batch,
+        heads=a.heads,
+        kv_heads=a.kv_heads,
+        seq_len=a.seq_len,
+        head_dim=a.head_dim,
+        dtype=a.dtype,
+        gpu=a.gpu,
+        block_n=a.block_n,
+    )
+
+
+__all__ = ["DEFAULTS", "add_arguments", "explain", "from_args"]

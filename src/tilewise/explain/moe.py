@@ -1,0 +1,232 @@
+"""`tilewise explain moe`: an MoE layer as a grouped GEMM, and what per-head routing costs.
+
+The tips document: with short main loops the prologue and epilogue show; "MoE is the classic
+case: each expert gets few tokens, so its matrices are small, sometimes with fewer tiles than
+SMs". The fix is a persistent grouped GEMM whose tiles are found by a prefix sum and a binary
+search (`tilewise.model.waves`). And for FlashFFN extended to MoE: "Routing moves from per
+token to per (token, head), so the rows each expert receives are cut into 1/16 of what they
+were. Matrices get smaller, M can hardly reach wgmma's 64, the main loop is short, and
+prologue and epilogue overhead takes a large share."
+
+The accounting used for `--heads H` (the seed's): the same tokens x top_k routed rows, now
+(token, head) slices d_model / H wide, are spread over H x E isolated head-experts (E per
+head, each [d_model / H, d_ff]: the same parameters in all), so each expert sees 1/H of the
+rows and the gate/up GEMM's K is d_model / H. Routing is taken as balanced. In this accounting
+the FLOPs fall to 1/H as well, so compare the two by share of peak, not by time.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from tilewise import gpus as _gpus
+from tilewise.errors import positive_int, require
+from tilewise.explain.report import Report, fmt_flops, fmt_time, pct
+from tilewise.model import traffic, waves
+from tilewise.model.tensorcore import WGMMA_M
+
+DEFAULTS = dict(
+    experts=64, tokens=4096, top_k=8, d_model=2048, d_ff=1024, heads=None, block_m=64, block_n=128, block_k=64
+)
+
+
+def balanced_rows(routed: int, experts: int) -> list[int]:
+    """`routed` rows over `experts` as evenly as possible."""
+    q, rem = divmod(routed, experts)
+    return [q + (1 if i < rem else 0) for i in range(experts)]
+
+
+def _gemms(rows, d_in, d_ff, d_out, bm, bn, bk, dt, g):
+    up = waves.grouped_gemm_cost(rows, d_in, 2 * d_ff, bm, bn, bk, dt, g)
+    down = waves.grouped_gemm_cost(rows, d_ff, d_out, bm, bn, bk, dt, g)
+    return up, down
+
+
+def explain(
+    experts: int = 64,
+    tokens: int = 4096,
+    top_k: int = 8,
+    d_model: int = 2048,
+    d_ff: int = 1024,
+    heads: int | None = None,
+    block_m: int = 64,
+    block_n: int = 128,
+    block_k: int = 64,
+    dtype: str = "bf16",
+    gpu: str = "h100-sxm",
+) -> Report:
+    """Report for an MoE layer (gate/up [d_model, 2 d_ff] and down [d_ff, d_model] per expert)."""
+    experts, tokens = positive_int("experts", experts), positive_int("tokens", tokens)
+    top_k = positive_int("top_k", top_k, maximum=experts)
+    d_model, d_ff = positive_int("d_model", d_model), positive_int("d_ff", d_ff)
+    bm, bn, bk = positive_int("block_m", block_m), positive_int("block_n", block_n), positive_int("block_k", block_k)
+    h = 1 if heads is None else positive_int("heads", heads)
+    require(d_model % h == 0, f"d_model must be a multiple of heads, got d_model={d_model}, heads={h}")
+    g = _gpus.get(gpu)
+    dt = _gpus.dtype_name(dtype)
+    routed = tokens * top_k
+    r = Report(
+        kind="moe",
+        title=(
+            f"MoE layer: {tokens} tokens, top-{top_k} of {experts} experts, d_model {d_model}, d_ff {d_ff}"
+            f"{f', per-(token, head) routing over {h} heads' if heads else ''} ({dt}) on {g.name}"
+        ),
+        gpu={"key": g.key, "name": g.name},
+        inputs=dict(
+            experts=experts,
+            tokens=tokens,
+            top_k=top_k,
+            d_model=d_model,
+            d_ff=d_ff,
+            heads=heads,
+            block_m=bm,
+            block_n=bn,
+            block_k=bk,
+            dtype=dt,
+        ),
+    )
+
+    # 1. Routing: rows per expert.
+    rows_tok = balanced_rows(routed, experts)
+    rows_head = balanced_rows(routed, experts * h)
+    per_tok = routed / experts
+    per_head = routed / (experts * h)
+    s = r.step(
+        "routing",
+        "Routing: rows per expert",
+        routed_rows=routed,
+        rows_per_expert_per_token=per_tok,
+        rows_per_expert=per_head,
+        ratio=per_head / per_tok,
+        experts_total=experts * h,
+        wgmma_m=WGMMA_M,
+    )
+    s.say(
+        f"{tokens} tokens x top-{top_k} = {routed:,} routed rows over {experts} experts: {per_tok:g} rows per expert "
+        f"(balanced routing; real routers are uneven, which only makes the small experts smaller)."
+    )
+    if heads:
+        s.say(
+            f"Per-(token, head) routing with {h} heads: the same {routed:,} rows, now {d_model // h}-wide slices, go to "
+            f"{h} x {experts} = {experts * h} isolated head-experts: {per_head:g} rows each, 1/{h} of before "
+            f"({pct(per_head / per_tok)}). wgmma's M is {WGMMA_M}: {per_head:g} rows fill "
+            f"{pct(min(1.0, per_head / (-(-per_head // WGMMA_M) * WGMMA_M)))} of it."
+        )
+    else:
+        s.say(f"wgmma's M is {WGMMA_M}: {per_tok:g} rows per expert is {per_tok / WGMMA_M:.3g} x 64.")
+
+    # 2. The grouped GEMMs, per token and (if asked) per head.
+    base_up, base_down = _gemms(rows_tok, d_model, d_ff, d_model, bm, bn, bk, dt, g)
+    cases = {"per_token": (base_up, base_down, rows_tok, d_model)}
+    if heads:
+        hu, hd = _gemms(rows_head, d_model // h, d_ff, d_model // h, bm, bn, bk, dt, g)
+        cases["per_head"] = (hu, hd, rows_head, d_model // h)
+    clock = g.tensor_clock_mhz * 1e6
+    for name, (up, down, rows, d_in) in cases.items():
+        label = "per token" if name == "per_token" else f"per (token, head), {h} heads"
+        flops = traffic.grouped_gemm_flops(rows, d_in, 2 * d_ff) + traffic.grouped_gemm_flops(rows, d_ff, d_in)
+        t_p = (up.cycles_persistent + down.cycles_persistent) / clock
+        t_l = (up.cycles_per_launch + down.cycles_per_launch) / clock
+        s = r.step(
+            name,
+            f"The grouped GEMMs, {label}",
+            flops=flops,
+            gate_up={
+                "m": max(rows),
+                "k": d_in,
+                "n": 2 * d_ff,
+                "tiles": up.schedule.total_tiles,
+                "k_steps": up.tile.k_steps,
+                "m_fill": up.m_fill,
+                "wgmma_fill": up.wgmma_fill,
+                "waves": up.waves.waves,
+                "prologue_epilogue_share": up.tile.share,
+                "overhead_share_persistent": up.overhead_share_persistent,
+                "overhead_share_per_launch": up.overhead_share_per_launch,
+                "step_bound": up.tile.step_bound,
+            },
+            down={
+                "m": max(rows),
+                "k": d_ff,
+                "n": d_in,
+                "tiles": down.schedule.total_tiles,
+                "k_steps": down.tile.k_steps,
+                "m_fill": down.m_fill,
+                "wgmma_fill": down.wgmma_fill,
+                "waves": down.waves.waves,
+                "prologue_epilogue_share": down.tile.share,
+                "overhead_share_persistent": down.overhead_share_persistent,
+                "overhead_share_per_launch": down.overhead_share_per_launch,
+                "step_bound": down.tile.step_bound,
+            },
+            prefix_head=list(up.schedule.prefix[:5]),
+            time_persistent_s=t_p,
+            time_per_launch_s=t_l,
+            tflops_persistent=flops / t_p / 1e12,
+            peak_share_persistent=flops / t_p / _gpus.peak_flops(g, dt),
+        )
+        for gname, c, k_in, n_out in (("gate/up", up, d_in, 2 * d_ff), ("down", down, d_ff, d_in)):
+            s.say(
+                f"{gname}: [{max(rows)}, {k_in}] x [{k_in}, {n_out}] per expert; {bm} x {bn} tiles: "
+                f"{c.schedule.m_tiles[0]} x {c.schedule.n_tiles} per expert, {c.schedule.total_tiles:,} in all "
+                f"({c.waves.waves:.2f} waves on {g.sms} SMs); M tiles {pct(c.m_fill)} full (wgmma {pct(c.wgmma_fill)}). "
+                f"Main loop {k_in} / {bk} = {c.tile.k_steps} step(s) ({c.tile.step_bound}-bound); prologue + "
+                f"epilogue are {pct(c.tile.share)} of a tile; of the whole GEMM {pct(c.overhead_share_per_launch)} "
+                f"with a block per tile, {pct(c.overhead_share_persistent)} persistent."
+            )
+        s.say(
+            f"{fmt_flops(flops)}; modelled time {fmt_time(t_p)} persistent vs {fmt_time(t_l)} with a block per tile: "
+            f"{flops / t_p / 1e12:.0f} TFLOP/s, {pct(flops / t_p / _gpus.peak_flops(g, dt))} of peak. "
+            f"A tile finds its expert by binary search in the prefix sum {list(up.schedule.prefix[:4])}..."
+        )
+
+    # Advice.
+    last = cases["per_head" if heads else "per_token"]
+    up = last[0]
+    if up.wgmma_fill < 1:
+        r.advice.append(
+            f"M per expert ({max(last[2])}) does not fill wgmma's 64 rows ({pct(up.wgmma_fill)}): group more "
+            "tokens per expert (larger batches, fewer experts per routing pool) or accept the padding."
+        )
+    if up.tile.share > 0.15:
+        r.advice.append(
+            f"The gate/up main loop is {up.tile.k_steps} step(s): prologue/epilogue take {pct(up.tile.share)} of each "
+            "tile. Use a persistent grouped GEMM so the pipeline is set up once per SM, and overlap each tile's "
+            "epilogue with the next tile's loads."
+        )
+    if up.schedule.total_tiles < g.sms:
+        r.advice.append(f"Only {up.schedule.total_tiles} tiles for {g.sms} SMs: split K or use smaller tiles.")
+    return r
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--experts", type=int, default=64, help="experts (per head with --heads) (default 64)")
+    p.add_argument("--tokens", type=int, default=4096, help="tokens in the batch (default 4096)")
+    p.add_argument("--top-k", type=int, default=8, help="experts per token (default 8)")
+    p.add_argument("--d-model", type=int, default=2048, help="model width (default 2048)")
+    p.add_argument("--d-ff", type=int, default=1024, help="expert intermediate width (default 1024)")
+    p.add_argument("--heads", type=int, default=None, help="route per (token, head) over H heads (FlashFFN-MoE)")
+    p.add_argument("--block-m", type=int, default=64, help="tile M (default 64)")
+    p.add_argument("--block-n", type=int, default=128, help="tile N (default 128)")
+    p.add_argument("--block-k", type=int, default=64, help="K step (default 64)")
+    p.add_argument("--dtype", default="bf16", help="bf16 or fp16 (default bf16)")
+    p.add_argument("--gpu", default="h100-sxm", help="registry name (default h100-sxm)")
+
+
+def from_args(a: argparse.Namespace) -> Report:
+    return explain(
+        experts=a.experts,
+        tokens=a.tokens,
+        top_k=a.top_k,
+        d_model=a.d_model,
+        d_ff=a.d_ff,
+        heads=a.heads,
+        block_m=a.block_m,
+        block_n=a.block_n,
+        block_k=a.block_k,
+        dtype=a.dtype,
+        gpu=a.gpu,
+    )
+
+
+__all__ = ["DEFAULTS", "add_arguments", "balanced_rows", "explain", "from_args"]

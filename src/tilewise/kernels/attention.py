@@ -1,0 +1,399 @@
+"""FlashAttention forward in Triton: online softmax, S = Q K^T never leaves registers.
+
+    out, lse = attention(q, k, v, causal=True)     # q [B, H, S, D], k/v [B, Hkv, Sk, D]
+
+The tips document derives the tile sizes; this file follows it:
+
+* S = Q K^T of one (BLOCK_M, BLOCK_N) tile lives in registers, is exponentiated there (P)
+  and multiplied into the output accumulator O (BLOCK_M x D, fp32) without a round trip
+  through shared or global memory. Only Q (once), K and V (streamed) and O (once) move.
+* N (BLOCK_N) is bounded below by the shared-memory feed of wgmma (0.5 N >= 16 + 0.25 N,
+  N >= 64) and above by registers (S costs N/2 fp32 registers per thread of a warpgroup,
+  O another D/2; 255 is the cap): `_forward_config` says which, with the numbers.
+* M (BLOCK_M) sets the HBM intensity (each K/V byte buys BLOCK_M FLOPs); the programs of
+  one head run next to each other (program id 0 walks the query tiles of one head), so
+  K/V is re-read from L2, not HBM.
+* Causal masking is split into two loops: key tiles entirely below the diagonal run
+  without any mask; only the one or two tiles that the diagonal crosses are masked, and
+  tiles entirely above it are never loaded. The causal mask is aligned at the bottom
+  right (query i sees keys 0 .. i + Sk - Sq), FlashAttention's convention and the one
+  `tilewise.model.traffic.causal_pairs` counts; for Sq == Sk it is SDPA's `is_causal`.
+* GQA: query head h reads K/V head h // (H // Hkv), as SDPA with `enable_gqa=True`.
+
+Returns the output (q's dtype, [B, H, Sq, D]) and the log-sum-exp of each query row in
+natural log (fp32, [B, H, Sq]); rows that see no key get out 0 and lse -inf.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import triton
+import triton.language as tl
+
+from tilewise.errors import InputError, require
+
+try:  # host-side TMA descriptors (triton >= 3.4); the interpreter understands them too
+    from triton.tools.tensor_descriptor import TensorDescriptor
+except ImportError:  # pragma: no cover - older triton
+    TensorDescriptor = None
+
+LOG2E = 1.4426950408889634
+_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+
+
+# ------------------------------------------------------------------------------ helpers
+
+
+def _interpreting() -> bool:
+    import os
+
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def _dtype_key(dtype: torch.dtype) -> str:
+    return {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}[dtype]
+
+
+# ------------------------------------------------------------------------ config choice
+
+
+@dataclass(frozen=True)
+class ForwardConfig:
+    block_m: int
+    block_n: int
+    num_warps: int
+    num_stages: int
+    use_desc: bool = True  # TMA descriptors for the unmasked K/V loads
+    warp_specialize: bool = False  # triton's automatic producer/consumer split of the unmasked loop
+    reason: str = ""
+
+
+def _budget(head_dim: int, block_m: int, block_n: int, num_warps: int, stages: int, dtype: str) -> dict:
+    """Registers per thread and shared memory of one tile, from `tilewise.model.tensorcore`.
+
+    Triton gives each warpgroup (4 warps) BLOCK_M / (num_warps / 4) rows of the tile; with 8 warps
+    that is two consumer warpgroups of 64 rows sharing every K/V stage, FA3's arrangement.
+    """
+    from tilewise.model.tensorcore import attention_tile_budget
+
+    groups = max(1, num_warps // 4)
+    return attention_tile_budget(
+        head_dim, block_n, block_m=block_m // groups, dtype=dtype, stages=stages, gpu="h100-sxm", consumers=groups
+    )
+
+
+# Candidates per head dim in order of preference, (BLOCK_M, BLOCK_N, warps, stages); the first
+# that the model's register and shared-memory budgets accept is taken. The order is the
+# measurement: H200 sweep of round 1 (benchmarks/gpu/queue/attn_sweep.py, docs/readme/attention.md).
+_CANDIDATES: dict[int, list[tuple[int, int, int, int]]] = {
+    16: [(64, 64, 4, 2)],
+    32: [(64, 64, 4, 2)],
+    64: [(128, 128, 8, 3), (128, 64, 4, 3)],
+    128: [(128, 128, 8, 3), (128, 64, 8, 3)],
+    256: [(64, 64, 4, 2), (64, 32, 4, 2)],
+}
+
+
+def _forward_config(head_dim: int, causal: bool, dtype: torch.dtype, seq_q: int) -> ForwardConfig:
+    """Tile sizes for the forward kernel, with the reason in numbers (the tips document's derivation).
+
+    * BLOCK_N >= 64: wgmma is m64 nN k16; per k16 slice the Tensor Cores take 0.5 N cycles
+      while shared memory feeds A (64 x 16 x 2 B = 2 KB, 16 cycles at 128 B/cycle) and B
+      (0.25 N cycles): 0.5 N >= 16 + 0.25 N gives N >= 64; compute/feed is 1.00 at 64, 1.33 at 128.
+    * BLOCK_N <= 128 from registers: with 8 warps (two warpgroups of 64 rows) S costs N/2 and O
+      D/2 fp32 registers per thread: 64 + 64 at N = D = 128, plus P (bf16, 32), statistics and
+      addresses: 188 of 255 (model); N = 256 would need 128 for S alone and spill.
+    * D = 256: O alone is 128 registers per thread for 64 rows per warpgroup, so BLOCK_N = 64.
+    * shared memory: Q (BLOCK_M x D) + stages x K/V tiles (2 x BLOCK_N x D) under 227 KB:
+      128 x 128 tiles at D = 128: 32 KB + 3 x 64 KB = 224 KB, so at most 3 stages.
+    * BLOCK_M = 128 makes each K/V byte from HBM buy 128 FLOPs; the rest of the machine
+      balance (989.4 / 4.8 = 206 FLOP/B on the H200) comes from L2 hits of the other query
+      tiles of the same head, which the grid order runs next to each other.
+    """
+    dt = _dtype_key(dtype) if dtype != torch.float32 else "fp16"
+    if _interpreting():
+        # the interpreter runs whole tiles in numpy; 32 x 32 tiles keep small test shapes cheap
+        return ForwardConfig(32, 32, 4, 1, True, False, "interpreter: 32 x 32 tiles")
+    cands = _CANDIDATES.get(head_dim, [(64, 64, 4, 2)])
+    notes = []
+    for bm, bn, w, st in cands:
+        b = _budget(head_dim, bm, bn, w, st, dt)
+        r, sm = b["registers"], b["smem"]
+        note = (
+            f"BLOCK_M={bm} BLOCK_N={bn} warps={w} stages={st}: registers S {r['s']:.0f} + P {r['p']:.0f} + "
+            f"O {r['o']:.0f} + stats/addresses {r['stats'] + r['addresses']:.0f} = {r['total']:.0f} of {r['limit']}; "
+            f"shared memory {sm['total_bytes'] // 1024} KB of {sm['limit_bytes'] // 1024} KB; "
+            f"wgmma feed 0.5N/(16+0.25N) = {0.5 * bn / (16 + 0.25 * bn):.2f}"
+        )
+        if b["fits"]:
+            return ForwardConfig(bm, bn, w, st, True, False, note + ("; " + " | ".join(notes) if notes else ""))
+        notes.append("rejected " + note)
+    bm, bn, w, st = cands[-1]
+    return ForwardConfig(bm, bn, w, st, True, False, "no candidate fits the model's budget; " + " | ".join(notes))
+
+
+# ------------------------------------------------------------------------------ kernel
+
+
+@triton.jit
+def _attn_tile_loop(
+    acc,
+    l_i,
+    m_i,
+    q,
+    k_ptrs,
+    v_ptrs,
+    k_desc,
+    v_desc,
+    kv_row0,
+    stride_kn,
+    stride_vn,
+    offs_m,
+    offs_n0,
+    lo,
+    hi,
+    seq_k,
+    causal_shift,
+    qk_scale,
+    BLOCK_N: tl.constexpr,
+    MASKED: tl.constexpr,
+    CAUSAL: tl.constexpr,
+    USE_DESC: tl.constexpr,
+    DOT_PRECISION: tl.constexpr,
+    WS: tl.constexpr,
+):
+    """Online softmax over the key tiles [lo, hi); MASKED tiles check bounds and the diagonal."""
+    for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WS and not MASKED):
+        offs_n = start_n + offs_n0
+        if MASKED:
+            k = tl.load(k_ptrs + start_n * stride_kn, mask=(offs_n < seq_k)[:, None], other=0.0)
+        elif USE_DESC:
+            k = k_desc.load([kv_row0 + start_n, 0])
+        else:
+            k = tl.load(k_ptrs + start_n * stride_kn)
+        s = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION)  # [BM, BN] fp32, in registers
+        if MASKED:
+            s = s * qk_scale  # log2 domain
+            valid = (offs_n < seq_k)[None, :]
+            if CAUSAL:
+                valid = valid & (offs_n[None, :] <= offs_m[:, None] + causal_shift)
+            s = tl.where(valid, s, float("-inf"))
+            m_new = tl.maximum(m_i, tl.max(s, 1))
+            m_use = tl.where(m_new == float("-inf"), 0.0, m_new)  # rows with no key yet stay at 0
+            p = tl.math.exp2(s - m_use[:, None])
+        else:
+            m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
+            m_use = m_new
+            p = tl.math.exp2(s * qk_scale - m_use[:, None])  # one FMA per element
+        alpha = tl.math.exp2(m_i - m_use)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None]
+        if MASKED:
+            v = tl.load(v_ptrs + start_n * stride_vn, mask=(offs_n < seq_k)[:, None], other=0.0)
+        elif USE_DESC:
+            v = v_desc.load([kv_row0 + start_n, 0])
+        else:
+            v = tl.load(v_ptrs + start_n * stride_vn)
+        acc = tl.dot(p.to(v.dtype), v, acc, input_precision=DOT_PRECISION)
+        m_i = m_new
+    return acc, l_i, m_i
+
+
+@triton.jit
+def _attn_fwd_kernel(
+    # pointers (and TMA descriptors over the [B*Hkv*Sk, D] views of K and V)
+    Q,
+    K,
+    V,
+    O,
+    LSE,
+    k_desc,
+    v_desc,
+    # sizes
+    num_heads,
+    num_kv_heads,
+    seq_q,
+    seq_k,
+    qk_scale,
+    # strides
+    stride_qb,
+    stride_qh,
+    stride_qm,
+    stride_kb,
+    stride_kh,
+    stride_kn,
+    stride_vb,
+    stride_vh,
+    stride_vn,
+    stride_ob,
+    stride_oh,
+    stride_om,
+    # meta-parameters
+    HEAD_DIM: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    CAUSAL: tl.constexpr,
+    USE_DESC: tl.constexpr,
+    DOT_PRECISION: tl.constexpr,
+    WS: tl.constexpr,
+):
+    tl.static_assert(BLOCK_N >= 16)
+    num_m = tl.cdiv(seq_q, BLOCK_M)
+    pid_m = tl.program_id(0)
+    if CAUSAL:
+        pid_m = num_m - 1 - pid_m  # the longest rows (most keys) start first: a shorter tail
+    bh = tl.program_id(1)
+    b = bh // num_heads
+    h = bh % num_heads
+    hk = h // (num_heads // num_kv_heads)
+
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n0 = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+    q_base = Q + b.to(tl.int64) * stride_qb + h.to(tl.int64) * stride_qh
+    q = tl.load(q_base + offs_m[:, None] * stride_qm + offs_d[None, :], mask=(offs_m < seq_q)[:, None], other=0.0)
+    k_ptrs = K + b.to(tl.int64) * stride_kb + hk.to(tl.int64) * stride_kh
+    k_ptrs = k_ptrs + offs_n0[:, None] * stride_kn + offs_d[None, :]
+    v_ptrs = V + b.to(tl.int64) * stride_vb + hk.to(tl.int64) * stride_vh
+    v_ptrs = v_ptrs + offs_n0[:, None] * stride_vn + offs_d[None, :]
+    kv_row0 = (b * num_kv_heads + hk) * seq_k  # first row of this head in the descriptors' 2-D view
+
+    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+
+    full_end = (seq_k // BLOCK_N) * BLOCK_N  # key tiles with no key past the end
+    hi = seq_k
+    causal_shift = seq_k - seq_q  # query i sees keys j <= i + causal_shift
+    if CAUSAL:
+        m0 = pid_m * BLOCK_M
+        # every row of this tile sees keys <= m0 + shift: those tiles need no mask
+        below = tl.maximum(m0 + causal_shift + 1, 0)
+        full_end = tl.minimum((below // BLOCK_N) * BLOCK_N, full_end)
+        hi = tl.minimum(tl.maximum(m0 + BLOCK_M + causal_shift, 0), seq_k)  # past it: never loaded
+    acc, l_i, m_i = _attn_tile_loop(
+        acc, l_i, m_i, q, k_ptrs, v_ptrs, k_desc, v_desc, kv_row0, stride_kn, stride_vn, offs_m, offs_n0,
+        0, full_end, seq_k, causal_shift, qk_scale,
+        BLOCK_N, False, CAUSAL, USE_DESC, DOT_PRECISION, WS,
+    )  # fmt: skip
+    acc, l_i, m_i = _attn_tile_loop(
+        acc, l_i, m_i, q, k_ptrs, v_ptrs, k_desc, v_desc, kv_row0, stride_kn, stride_vn, offs_m, offs_n0,
+        full_end, hi, seq_k, causal_shift, qk_scale,
+        BLOCK_N, True, CAUSAL, USE_DESC, DOT_PRECISION, WS,
+    )  # fmt: skip
+
+    has_key = l_i > 0.0
+    out = acc / tl.where(has_key, l_i, 1.0)[:, None]
+    lse = tl.where(has_key, (m_i + tl.math.log2(tl.where(has_key, l_i, 1.0))) * 0.6931471805599453, float("-inf"))
+    o_base = O + b.to(tl.int64) * stride_ob + h.to(tl.int64) * stride_oh
+    row_ok = offs_m < seq_q
+    tl.store(o_base + offs_m[:, None] * stride_om + offs_d[None, :], out.to(O.dtype.element_ty), mask=row_ok[:, None])
+    tl.store(LSE + bh.to(tl.int64) * seq_q + offs_m, lse, mask=row_ok)
+
+
+# ---------------------------------------------------------------------------- launcher
+
+
+def _check(q, k, v, scale) -> None:
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        require(isinstance(t, torch.Tensor), f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        require(t.dim() == 4, f"{name} must have shape [batch, heads, seq, head_dim], got {list(t.shape)}")
+    require(
+        q.dtype in _DTYPES, f"q must be float16, bfloat16 or float32, got {q.dtype}"
+    )  # fmt: skip
+    require(
+        k.dtype == q.dtype and v.dtype == q.dtype,
+        f"q, k and v must share one dtype, got q {q.dtype}, k {k.dtype}, v {v.dtype}",
+    )
+    require(
+        q.device == k.device == v.device,
+        f"q, k and v must be on one device, got q {q.device}, k {k.device}, v {v.device}",
+    )
+    B, H, _Sq, D = q.shape
+    require(
+        k.shape == v.shape, f"k and v must have the same shape, got k {list(k.shape)} and v {list(v.shape)}"
+    )  # fmt: skip
+    Bk, Hk, Sk, Dk = k.shape
+    require(Bk == B, f"k must have batch {B} like q, got {Bk} (k shape {list(k.shape)})")
+    require(Dk == D, f"k must have head_dim {D} like q, got {Dk} (q {list(q.shape)}, k {list(k.shape)})")
+    require(
+        D in (16, 32, 64, 128, 256), f"head_dim must be one of 16, 32, 64, 128, 256, got {D} (q shape {list(q.shape)})"
+    )
+    require(
+        Hk >= 1 and H % Hk == 0,
+        f"q heads must be a multiple of k/v heads (GQA), got q {H} heads and k/v {Hk} heads",
+    )
+    require(Sk >= 1, f"k must have at least one key, got sequence length {Sk}")
+    if scale is not None:
+        require(
+            isinstance(scale, (int, float)) and math.isfinite(scale),
+            f"scale must be a finite number or None, got {scale!r}",
+        )
+
+
+def attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    causal: bool = False,
+    scale: float | None = None,
+    config: ForwardConfig | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """softmax(scale * Q K^T [+ causal mask]) V for q [B, H, Sq, D], k/v [B, Hkv, Sk, D].
+
+    fp16, bf16 (and fp32, slow) inputs; D in {16, 32, 64, 128, 256}; H a multiple of Hkv (GQA).
+    Returns (out [B, H, Sq, D] in q's dtype, lse [B, H, Sq] fp32, natural log).
+    `config` overrides the tile choice (benchmark sweeps).
+    """
+    _check(q, k, v, scale)
+    B, H, Sq, D = q.shape
+    Hk, Sk = k.shape[1], k.shape[2]
+    out = torch.empty_like(q, memory_format=torch.contiguous_format)
+    lse = torch.empty((B, H, Sq), device=q.device, dtype=torch.float32)
+    if Sq == 0 or B == 0 or H == 0:
+        return out, lse
+    # the kernel reads rows with unit stride along head_dim
+    q = q if q.stride(-1) == 1 else q.contiguous()
+    k = k if k.stride(-1) == 1 else k.contiguous()
+    v = v if v.stride(-1) == 1 else v.contiguous()
+    cfg = config or _forward_config(D, causal, q.dtype, Sq)
+    sm_scale = (1.0 / math.sqrt(D)) if scale is None else float(scale)
+    use_desc = cfg.use_desc and TensorDescriptor is not None and _flat_rows(k) and _flat_rows(v)
+    if use_desc:
+        k_desc = _desc(k, cfg.block_n)
+        v_desc = _desc(v, cfg.block_n)
+    else:
+        k_desc, v_desc = k, v
+    grid = (triton.cdiv(Sq, cfg.block_m), B * H)
+    _attn_fwd_kernel[grid](
+        q, k, v, out, lse, k_desc, v_desc,
+        H, Hk, Sq, Sk, sm_scale * LOG2E,
+        q.stride(0), q.stride(1), q.stride(2),
+        k.stride(0), k.stride(1), k.stride(2),
+        v.stride(0), v.stride(1), v.stride(2),
+        out.stride(0), out.stride(1), out.stride(2),
+        HEAD_DIM=D, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, CAUSAL=bool(causal), USE_DESC=use_desc,
+        DOT_PRECISION="ieee" if q.dtype == torch.float32 else "tf32", WS=bool(cfg.warp_specialize),
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+    )  # fmt: skip
+    return out, lse
+
+
+def _flat_rows(t: torch.Tensor) -> bool:
+    """True when [B, H, S, D] is a plain [B*H*S, D] row-major matrix (what a 2-D TMA descriptor needs)."""
+    B, H, S, D = t.shape
+    return t.stride(3) == 1 and t.stride(2) == D and t.stride(1) == S * D and (t.stride(0) == H * S * D or B == 1)
+
+
+def _desc(t: torch.Tensor, block_rows: int):
+    B, H, S, D = t.shape
+    return TensorDescriptor(t, [B * H * S, D], [D, 1], [block_rows, D])
+
+
+__all__ = ["ForwardConfig", "attention"]
+
+_ = InputError  # raised through `require`

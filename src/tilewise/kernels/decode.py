@@ -1,0 +1,477 @@
+"""Split-KV decode attention in Triton: one new token per sequence, GQA packed into M.
+
+    out, lse = decode_attention(q, k_cache, v_cache, seq_lens)
+    # q [B, Hq, D] (or [B, Hq, 1, D]); k_cache/v_cache [B, Hkv, L_cache, D]; seq_lens [B] ints
+
+The tips document: decode attention is memory-bound no matter what, so the goal changes
+from Tensor-Core utilisation to saturating HBM. This file does three things for that:
+
+* GQA sharing: the Hq / Hkv query heads of one group are the rows (M) of one tile, so
+  every K/V byte loaded serves the whole group (SDPA with `enable_gqa=True` does the same;
+  expanding K/V per query head would read it Hq / Hkv times).
+* Split-KV: the keys of each (sequence, KV head) are cut into `num_splits` chunks, one
+  program each, so that small batches still put every SM to work. The count comes from the
+  model's wave-efficiency rule (`tilewise.model.decode.choose_num_splits`) with a cap on the
+  keys one program streams (`_MAX_CHUNK`), so that the last programs to finish are short.
+  A second kernel merges the partial results by their log-sum-exp.
+* Variable lengths without padding traffic: a program reads keys [start, min(start +
+  chunk, len)) of its sequence only; chunks past the end exit without loading anything.
+
+Paged caches: pass `block_table` [B, max_pages] (int32, page ids) and k/v caches shaped
+[num_pages, Hkv, page_size, D]; page_size must be a multiple of the key tile.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+import triton
+import triton.language as tl
+
+from tilewise.errors import InputError, require
+
+LOG2E = 1.4426950408889634
+LN2 = 0.6931471805599453
+_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+
+# Keys one program streams at most. 4096 keys x 512 B (K + V, D = 128, bf16) = 2 MB, ~64 us at
+# one SM's share (4.28 TB/s / 132) of the copy bandwidth: the tail the last program adds.
+# Sweep on the H200 (docs/readme/attention.md) decides between 2048 / 4096 / 8192.
+_MAX_CHUNK = 4096
+# (BLOCK_N, warps, stages) for the split kernel; replaced by the H200 sweep's winner.
+_DECODE_TILE = (64, 4, 3)
+_MAX_SPLITS = 64
+
+
+# ------------------------------------------------------------------------------ helpers
+
+
+def _interpreting() -> bool:
+    import os
+
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _sm_count(device: torch.device) -> int:
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).multi_processor_count
+    return 132  # H100/H200 SXM: the plan on the CPU (interpreter) mirrors the GPU's
+
+
+def _local_choose_num_splits(batch: int, kv_heads: int, seq_len: int, sms: int, block_n: int, max_splits: int) -> int:
+    """Wave-efficiency rule (stand-in until tilewise.model.decode.choose_num_splits exists).
+
+    Programs = batch x kv_heads x splits; efficiency = programs / (ceil(programs / sms) x sms).
+    Take the smallest split count within 2% of the best efficiency, no chunk under one key tile.
+    """
+    most = max(1, min(max_splits, _cdiv(max(seq_len, 1), block_n)))
+    work = batch * kv_heads
+
+    def eff(s: int) -> float:
+        p = work * s
+        return p / (_cdiv(p, sms) * sms)
+
+    best = max(eff(s) for s in range(1, most + 1))
+    return next(s for s in range(1, most + 1) if eff(s) >= 0.98 * best)
+
+
+def choose_splits(batch: int, kv_heads: int, max_len: int, sms: int, block_n: int) -> tuple[int, int]:
+    """(num_splits, chunk): the model's wave rule, then chunks capped at _MAX_CHUNK keys.
+
+    chunk is a multiple of block_n; num_splits = ceil(max_len / chunk).
+    """
+    try:
+        from tilewise.model.decode import choose_num_splits
+    except ImportError:
+        choose_num_splits = None
+    if choose_num_splits is not None:
+        splits = choose_num_splits(batch, kv_heads, max(max_len, 1), sms, block_n=block_n, max_splits=_MAX_SPLITS)
+    else:
+        splits = _local_choose_num_splits(batch, kv_heads, max_len, sms, block_n, _MAX_SPLITS)
+    splits = max(int(splits), _cdiv(max_len, _MAX_CHUNK), 1)
+    chunk = _cdiv(_cdiv(max(max_len, 1), splits), block_n) * block_n
+    return _cdiv(max(max_len, 1), chunk), chunk
+
+
+# ------------------------------------------------------------------------------ kernels
+
+
+@triton.jit
+def _decode_tile_loop(
+    acc,
+    l_i,
+    m_i,
+    q,
+    k_ptrs,
+    v_ptrs,
+    table_row,
+    lo,
+    hi,
+    seq_len,
+    qk_scale,
+    stride_kn,
+    stride_vn,
+    stride_kpage,
+    stride_vpage,
+    offs_n0,
+    BLOCK_N: tl.constexpr,
+    PAGE: tl.constexpr,
+    PAGED: tl.constexpr,
+    MASKED: tl.constexpr,
+):
+    for start_n in range(lo, hi, BLOCK_N):
+        if PAGED:
+            page = tl.load(table_row + start_n // PAGE).to(tl.int64)
+            k_cur = k_ptrs + page * stride_kpage + (start_n % PAGE) * stride_kn
+            v_cur = v_ptrs + page * stride_vpage + (start_n % PAGE) * stride_vn
+        else:  # k_ptrs / v_ptrs walk the keys; 64-bit pointers, no int32 offset can overflow
+            k_cur = k_ptrs
+            v_cur = v_ptrs
+            k_ptrs += BLOCK_N * stride_kn
+            v_ptrs += BLOCK_N * stride_vn
+        if MASKED:
+            kmask = (start_n + offs_n0 < seq_len)[:, None]
+            k = tl.load(k_cur, mask=kmask, other=0.0)
+            v = tl.load(v_cur, mask=kmask, other=0.0)
+        else:
+            k = tl.load(k_cur)
+            v = tl.load(v_cur)
+        s = tl.dot(q, tl.trans(k)) * qk_scale  # [BLOCK_G, BLOCK_N], log2 domain
+        if MASKED:
+            s = tl.where((start_n + offs_n0 < seq_len)[None, :], s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        p = tl.math.exp2(s - m_new[:, None])
+        alpha = tl.math.exp2(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])
+        m_i = m_new
+    return acc, l_i, m_i, k_ptrs, v_ptrs
+
+
+@triton.jit
+def _decode_split_kernel(
+    # pointers
+    Q,
+    K,
+    V,
+    LENS,
+    TABLE,
+    O,
+    LSE,
+    O_PART,
+    LSE_PART,
+    # sizes
+    num_kv_heads,
+    num_splits,
+    chunk,
+    qk_scale,
+    # strides
+    stride_qb,
+    stride_qh,
+    stride_kb,
+    stride_kh,
+    stride_kn,
+    stride_vb,
+    stride_vh,
+    stride_vn,
+    stride_tb,
+    stride_ob,
+    stride_oh,
+    # meta-parameters
+    GROUP: tl.constexpr,
+    BLOCK_G: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    HEAD_DIM: tl.constexpr,
+    SINGLE: tl.constexpr,
+    PAGE: tl.constexpr,
+    PAGED: tl.constexpr,
+):
+    split = tl.program_id(0)
+    bh = tl.program_id(1)
+    b = bh // num_kv_heads
+    hk = bh % num_kv_heads
+    seq_len = tl.load(LENS + b)
+    lo = split * chunk
+    hi = tl.minimum(lo + chunk, seq_len)
+    offs_g = tl.arange(0, BLOCK_G)
+    offs_n0 = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+    g_ok = offs_g < GROUP
+    if (lo < seq_len) | (split == 0):  # chunks past the end read and write nothing
+        heads = hk * GROUP + offs_g  # the group's query heads are the rows of the tile
+        q_ptrs = Q + b.to(tl.int64) * stride_qb + heads[:, None] * stride_qh + offs_d[None, :]
+        q = tl.load(q_ptrs, mask=g_ok[:, None], other=0.0)
+        if PAGED:
+            kv_b = b * 0  # pages carry the batch: the table row gives them
+            table_row = TABLE + b.to(tl.int64) * stride_tb
+        else:
+            kv_b = b
+            table_row = TABLE
+        k_ptrs = K + kv_b.to(tl.int64) * stride_kb + hk.to(tl.int64) * stride_kh
+        k_ptrs = k_ptrs + offs_n0[:, None] * stride_kn + offs_d[None, :]
+        v_ptrs = V + kv_b.to(tl.int64) * stride_vb + hk.to(tl.int64) * stride_vh
+        v_ptrs = v_ptrs + offs_n0[:, None] * stride_vn + offs_d[None, :]
+
+        m_i = tl.full([BLOCK_G], float("-inf"), tl.float32)
+        l_i = tl.zeros([BLOCK_G], tl.float32)
+        acc = tl.zeros([BLOCK_G, HEAD_DIM], tl.float32)
+        full_hi = lo + tl.maximum(hi - lo, 0) // BLOCK_N * BLOCK_N
+        if not PAGED:
+            k_ptrs += lo.to(tl.int64) * stride_kn
+            v_ptrs += lo.to(tl.int64) * stride_vn
+        acc, l_i, m_i, k_ptrs, v_ptrs = _decode_tile_loop(
+            acc, l_i, m_i, q, k_ptrs, v_ptrs, table_row, lo, full_hi, seq_len, qk_scale,
+            stride_kn, stride_vn, stride_kb, stride_vb, offs_n0, BLOCK_N, PAGE, PAGED, False,
+        )  # fmt: skip
+        acc, l_i, m_i, k_ptrs, v_ptrs = _decode_tile_loop(
+            acc, l_i, m_i, q, k_ptrs, v_ptrs, table_row, full_hi, hi, seq_len, qk_scale,
+            stride_kn, stride_vn, stride_kb, stride_vb, offs_n0, BLOCK_N, PAGE, PAGED, True,
+        )  # fmt: skip
+        has_key = l_i > 0.0
+        l_safe = tl.where(has_key, l_i, 1.0)
+        out = acc / l_safe[:, None]
+        lse2 = tl.where(has_key, m_i + tl.math.log2(l_safe), float("-inf"))  # log2 domain
+        if SINGLE:
+            o_ptrs = O + b.to(tl.int64) * stride_ob + heads[:, None] * stride_oh + offs_d[None, :]
+            tl.store(o_ptrs, out.to(O.dtype.element_ty), mask=g_ok[:, None])
+            tl.store(LSE + b * (num_kv_heads * GROUP) + heads, lse2 * LN2, mask=g_ok)
+        else:
+            # partials: [B * Hkv, NUM_SPLITS, GROUP, D] and [B * Hkv, NUM_SPLITS, GROUP]
+            row = (bh.to(tl.int64) * num_splits + split) * GROUP + offs_g
+            tl.store(O_PART + row[:, None] * HEAD_DIM + offs_d[None, :], out, mask=g_ok[:, None])
+            tl.store(LSE_PART + row, lse2, mask=g_ok)
+
+
+@triton.jit
+def _decode_merge_kernel(
+    O_PART,
+    LSE_PART,
+    LENS,
+    O,
+    LSE,
+    num_heads,
+    num_splits,
+    chunk,
+    stride_ob,
+    stride_oh,
+    GROUP: tl.constexpr,
+    HEAD_DIM: tl.constexpr,
+    SPLITS_P2: tl.constexpr,
+):
+    """One program per (sequence, query head): out = sum_s w_s o_s / sum_s w_s, w_s = 2^(lse_s - max)."""
+    pid = tl.program_id(0)
+    b = pid // num_heads
+    h = pid % num_heads
+    bh_kv = b * (num_heads // GROUP) + h // GROUP
+    g = h % GROUP
+    seq_len = tl.load(LENS + b)
+    n_valid = (seq_len + chunk - 1) // chunk  # splits that saw keys; the others wrote nothing
+    offs_s = tl.arange(0, SPLITS_P2)
+    offs_d = tl.arange(0, HEAD_DIM)
+    ok = offs_s < n_valid
+    row = (bh_kv.to(tl.int64) * num_splits + offs_s) * GROUP + g
+    lse_s = tl.load(LSE_PART + row, mask=ok, other=float("-inf"))
+    m = tl.max(lse_s, 0)
+    m_use = tl.where(m == float("-inf"), 0.0, m)
+    w = tl.math.exp2(lse_s - m_use)  # 0 for splits without keys
+    o_s = tl.load(O_PART + row[:, None] * HEAD_DIM + offs_d[None, :], mask=ok[:, None], other=0.0)
+    denom = tl.sum(w, 0)
+    has_key = denom > 0.0
+    out = tl.sum(o_s * w[:, None], 0) / tl.where(has_key, denom, 1.0)
+    lse = tl.where(has_key, (m_use + tl.math.log2(tl.where(has_key, denom, 1.0))) * LN2, float("-inf"))
+    tl.store(O + b.to(tl.int64) * stride_ob + h * stride_oh + offs_d, out.to(O.dtype.element_ty))
+    tl.store(LSE + pid, lse)
+
+
+# ---------------------------------------------------------------------------- launcher
+
+
+def _as_lens(seq_lens, batch: int, device: torch.device) -> tuple[torch.Tensor, int | None, list[int] | None]:
+    """seq_lens as an int32 tensor on `device`, and its maximum when known without a device sync."""
+    if isinstance(seq_lens, torch.Tensor):
+        require(
+            seq_lens.dim() == 1 and seq_lens.shape[0] == batch,
+            f"seq_lens must have shape [{batch}] (one length per sequence), got {list(seq_lens.shape)}",
+        )
+        require(
+            not seq_lens.is_floating_point() and not seq_lens.is_complex() and seq_lens.dtype != torch.bool,
+            f"seq_lens must hold integers, got {seq_lens.dtype}",
+        )
+        if seq_lens.device.type == "cpu":
+            host = [int(x) for x in seq_lens.tolist()]
+            return torch.tensor(host, dtype=torch.int32, device=device), (max(host) if host else 0), host
+        require(
+            seq_lens.device == device,
+            f"seq_lens must be on the cache's device {device} (or the CPU), got {seq_lens.device}",
+        )
+        return seq_lens.to(torch.int32), None, None
+    require(
+        isinstance(seq_lens, Sequence), f"seq_lens must be a tensor or a list of ints, got {type(seq_lens).__name__}"
+    )
+    require(len(seq_lens) == batch, f"seq_lens must have {batch} entries (one per sequence), got {len(seq_lens)}")
+    host = []
+    for i, x in enumerate(seq_lens):
+        require(
+            isinstance(x, int) or (hasattr(x, "__index__") and not isinstance(x, bool)),
+            f"seq_lens[{i}] must be an integer, got {x!r}",
+        )
+        host.append(int(x))
+    return torch.tensor(host, dtype=torch.int32, device=device), (max(host) if host else 0), host
+
+
+def _check(q, k_cache, v_cache, block_table, scale):
+    for name, t in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache)):
+        require(isinstance(t, torch.Tensor), f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    require(
+        q.dim() in (3, 4),
+        f"q must have shape [batch, heads, head_dim] or [batch, heads, 1, head_dim], got {list(q.shape)}",
+    )
+    if q.dim() == 4:
+        require(q.shape[2] == 1, f"q must hold one new token per sequence (dim 2 of size 1), got {list(q.shape)}")
+    for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
+        require(t.dim() == 4, f"{name} must have shape [batch, kv_heads, cache_len, head_dim], got {list(t.shape)}")
+    require(q.dtype in _DTYPES, f"q must be float16, bfloat16 or float32, got {q.dtype}")
+    require(
+        k_cache.dtype == q.dtype and v_cache.dtype == q.dtype,
+        f"q, k_cache and v_cache must share one dtype, got q {q.dtype}, k_cache {k_cache.dtype}, v_cache {v_cache.dtype}",
+    )
+    require(
+        q.device == k_cache.device == v_cache.device,
+        f"q, k_cache and v_cache must be on one device, got q {q.device}, k_cache {k_cache.device}, "
+        f"v_cache {v_cache.device}",
+    )
+    require(
+        k_cache.shape == v_cache.shape,
+        f"k_cache and v_cache must have the same shape, got {list(k_cache.shape)} and {list(v_cache.shape)}",
+    )
+    B, Hq, D = q.shape[0], q.shape[1], q.shape[-1]
+    NB, Hk, _L, Dk = k_cache.shape
+    require(Dk == D, f"k_cache must have head_dim {D} like q, got {Dk}")
+    require(D in (16, 32, 64, 128, 256), f"head_dim must be one of 16, 32, 64, 128, 256, got {D}")
+    require(Hq % Hk == 0, f"q heads must be a multiple of the cache's kv heads (GQA), got q {Hq} and cache {Hk}")
+    if block_table is None:
+        require(NB == B, f"k_cache must have batch {B} like q, got {NB}")
+    else:
+        require(isinstance(block_table, torch.Tensor), "block_table must be a torch.Tensor of page ids")
+        require(
+            block_table.dim() == 2 and block_table.shape[0] == B,
+            f"block_table must have shape [{B}, max_pages], got {list(block_table.shape)}",
+        )
+        require(
+            block_table.dtype in (torch.int32, torch.int64),
+            f"block_table must be int32 or int64, got {block_table.dtype}",
+        )
+        require(block_table.device == q.device, f"block_table must be on {q.device}, got {block_table.device}")
+    if scale is not None:
+        require(
+            isinstance(scale, (int, float)) and math.isfinite(scale),
+            f"scale must be a finite number or None, got {scale!r}",
+        )
+
+
+def decode_attention(
+    q: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    seq_lens,
+    *,
+    scale: float | None = None,
+    block_table: torch.Tensor | None = None,
+    num_splits: int | None = None,
+    max_seq_len: int | None = None,
+    tile: tuple[int, int, int] | None = None,
+    max_chunk: int | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Attention of one new query per sequence over its first seq_lens[b] cached keys.
+
+    q: [B, Hq, D] or [B, Hq, 1, D]; k_cache, v_cache: [B, Hkv, L_cache, D] (or, with
+    `block_table` [B, max_pages], [num_pages, Hkv, page_size, D]); seq_lens: [B] ints, a list
+    or a tensor (CPU or the cache's device; on the device, the plan uses L_cache or
+    `max_seq_len` so nothing waits for the GPU). Length 0 gives out 0 and lse -inf.
+    Returns (out shaped like q in q's dtype, lse [B, Hq] fp32, natural log).
+    `num_splits`, `tile` (BLOCK_N, warps, stages) and `max_chunk` override the plan (sweeps).
+    """
+    _check(q, k_cache, v_cache, block_table, scale)
+    B, Hq, D = q.shape[0], q.shape[1], q.shape[-1]
+    Hk = k_cache.shape[1]
+    lens, host_max, _host = _as_lens(seq_lens, B, q.device)
+    block_n, warps, stages = tile or _DECODE_TILE
+    if _interpreting():
+        warps, stages = 4, 1
+    if block_table is None:
+        capacity = k_cache.shape[2]
+        page = block_n
+    else:
+        page = k_cache.shape[2]
+        capacity = block_table.shape[1] * page
+        require(page % block_n == 0, f"page_size must be a multiple of the key tile {block_n}, got {page}")
+        block_table = block_table.to(torch.int32)
+    if host_max is not None:
+        require(
+            all(0 <= x <= capacity for x in _host),
+            f"seq_lens must lie in [0, {capacity}] (the cache holds {capacity} keys), got {_host}"
+            if B <= 16
+            else f"seq_lens must lie in [0, {capacity}] (the cache holds {capacity} keys), got min {min(_host)} "
+            f"max {max(_host)}",
+        )
+    max_len = host_max if host_max is not None else min(max_seq_len or capacity, capacity)
+    out = torch.empty(q.shape, device=q.device, dtype=q.dtype)
+    lse = torch.empty((B, Hq), device=q.device, dtype=torch.float32)
+    if B == 0:
+        return out, lse
+    group = Hq // Hk
+    block_g = max(16, triton.next_power_of_2(group))
+    if num_splits is None:
+        global _MAX_CHUNK
+        saved = _MAX_CHUNK
+        if max_chunk is not None:
+            _MAX_CHUNK = max_chunk
+        try:
+            splits, chunk = choose_splits(B, Hk, max(max_len, 1), _sm_count(q.device), block_n)
+        finally:
+            _MAX_CHUNK = saved
+    else:
+        splits = int(num_splits)
+        require(splits >= 1, f"num_splits must be >= 1, got {num_splits}")
+        chunk = _cdiv(_cdiv(max(max_len, 1), splits), block_n) * block_n
+    sm_scale = (1.0 / math.sqrt(D)) if scale is None else float(scale)
+    q3 = q.reshape(B, Hq, D) if q.dim() == 4 else q
+    q3 = q3 if q3.stride(-1) == 1 else q3.contiguous()
+    out3 = out.view(B, Hq, D)
+    k = k_cache if k_cache.stride(-1) == 1 else k_cache.contiguous()
+    v = v_cache if v_cache.stride(-1) == 1 else v_cache.contiguous()
+    if splits > 1:
+        o_part = torch.empty((B * Hk, splits, group, D), device=q.device, dtype=torch.float32)
+        lse_part = torch.empty((B * Hk, splits, group), device=q.device, dtype=torch.float32)
+    else:
+        o_part = lse_part = lse  # unused
+    table = block_table if block_table is not None else lens
+    _decode_split_kernel[(splits, B * Hk)](
+        q3, k, v, lens, table, out3, lse, o_part, lse_part,
+        Hk, splits, chunk, sm_scale * LOG2E,
+        q3.stride(0), q3.stride(1),
+        k.stride(0), k.stride(1), k.stride(2),
+        v.stride(0), v.stride(1), v.stride(2),
+        table.stride(0), out3.stride(0), out3.stride(1),
+        GROUP=group, BLOCK_G=block_g, BLOCK_N=block_n, HEAD_DIM=D, SINGLE=splits == 1,
+        PAGE=page, PAGED=block_table is not None,
+        num_warps=warps, num_stages=stages,
+    )  # fmt: skip
+    if splits > 1:
+        _decode_merge_kernel[(B * Hq,)](
+            o_part, lse_part, lens, out3, lse, Hq, splits, chunk, out3.stride(0), out3.stride(1),
+            GROUP=group, HEAD_DIM=D, SPLITS_P2=max(2, triton.next_power_of_2(splits)),
+            num_warps=4,
+        )  # fmt: skip
+    return out, lse
+
+
+__all__ = ["choose_splits", "decode_attention"]
+
+_ = InputError  # raised through `require`

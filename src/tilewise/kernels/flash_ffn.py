@@ -1,0 +1,529 @@
+"""FlashFFN: the fused multi-head SwiGLU FFN, forward and backward (the tips document's last part).
+
+The layer (README, "FlashFFN"): x [T, D] -> z = x W_in viewed as [T, H, d_h]; per head h
+
+    y_h = (silu(z_h Wg_h) * (z_h Wu_h)) Wd_h        Wg_h, Wu_h [d_h, I], Wd_h [I, d_h]
+
+and out = concat_h(y_h) W_out. `flash_ffn` computes z -> y tiled like FlashAttention's forward:
+one program owns BLOCK_M token rows of one head (z tile [BLOCK_M, d_h] and the fp32 accumulator
+[BLOCK_M, d_h] stay on chip) and walks the intermediate dimension I in chunks of BLOCK_N: two
+up-projections ([BLOCK_M, BLOCK_N] each, fp32 in registers), SiLU * mul in registers, then the
+down-projection accumulated into y. The [T, H, I] intermediate never reaches HBM.
+
+The mapping onto the attention forward of the tips document: z is Q, Wg/Wu are K^T (two of them),
+Wd is V, the chunk BLOCK_N is the KV tile's N (it sets the register cost of the [64, N] fp32
+up-projections, exactly like S), BLOCK_M is the M that sets the HBM intensity against the weights,
+and every token block of a head reads the same weights, so L2 reuse decides the HBM traffic.
+
+The backward recomputes the intermediate chunk by chunk (as FlashAttention recomputes S) instead
+of storing it:
+
+* `_bwd_dz_kernel` (row-stationary like the forward): dz = dg Wg^T + du Wu^T, walking I;
+* `_bwd_dw_kernel` (column-stationary, one I chunk of one head, walking the token blocks of a
+  T split): dWg = z^T dg, dWu = z^T du, dWd = a^T dy; optionally it also adds its chunk's share
+  of dz with fp32 atomics (`mode="atomic"`, 8 GEMMs of recompute-and-gradient instead of 11).
+
+Shapes: z [T, H, d_h]; w_gate, w_up [H, d_h, I]; w_down [H, I, d_h]; bf16, fp16 (fp32 is accepted
+too and runs its dots as tf32 on the GPU). d_h in {64, 128}; any T and I.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import triton
+import triton.language as tl
+
+from tilewise.errors import InputError, positive_int
+
+HEAD_DIMS = (64, 128)
+DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+MODES = ("split", "atomic")
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _num_sms(device: torch.device) -> int:
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).multi_processor_count
+    return 132  # the interpreter: pretend an H100/H200 so the split logic is exercised the same way
+
+
+# ---------------------------------------------------------------------- config choice
+
+
+@dataclass(frozen=True)
+class Config:
+    """Tile sizes and launch parameters of one kernel."""
+
+    block_m: int
+    block_n: int
+    num_warps: int
+    num_stages: int
+
+    def kwargs(self) -> dict:
+        return dict(BLOCK_M=self.block_m, BLOCK_N=self.block_n, num_warps=self.num_warps, num_stages=self.num_stages)
+
+
+# Forward / dz: BLOCK_M = 128 token rows per program (two consumer warpgroups' worth of M = 64, the
+# tips document's wgmma shape), BLOCK_N = 64: the two [128, 64] fp32 up-projections cost 64
+# registers per thread at 8 warps, beside the [128, d_h] accumulator (64 at d_h = 128): the
+# tips document's register budget with N = 64, the shared-memory feed's break-even point.
+# Placeholders until the H200 sweep (benchmarks/gpu/queue/ffn.sh) replaces them with measured ones.
+_FWD = {64: Config(128, 64, 4, 3), 128: Config(128, 64, 8, 3)}
+_BWD_DZ = {64: Config(128, 64, 4, 2), 128: Config(128, 64, 8, 2)}
+# dW: three [d_h, BLOCK_N] fp32 accumulators stay in registers for the whole token walk.
+_BWD_DW = {64: Config(64, 64, 4, 2), 128: Config(64, 64, 8, 2)}
+_MODE = "split"
+
+
+def fwd_config(head_dim: int) -> Config:
+    return _FWD[head_dim]
+
+
+def bwd_configs(head_dim: int) -> tuple[Config, Config]:
+    return _BWD_DZ[head_dim], _BWD_DW[head_dim]
+
+
+def dw_splits(tokens: int, heads: int, intermediate: int, cfg: Config, sms: int) -> int:
+    """How many token splits the dW kernel needs so its grid covers about two waves of the SMs.
+
+    The dW grid is ceil(I / BLOCK_N) x H programs: 8 x 16 = 128 at I = 512, fewer than the 132 SMs
+    of an H100/H200. Each split adds one fp32 partial of the three weight gradients.
+    """
+    tiles = _cdiv(intermediate, cfg.block_n) * heads
+    blocks = _cdiv(tokens, cfg.block_m)
+    return max(1, min(blocks, _cdiv(2 * sms, tiles)))
+
+
+# ---------------------------------------------------------------------------- kernels
+
+
+@triton.jit
+def _fwd_kernel(
+    # pointers
+    Z,
+    WG,
+    WU,
+    WD,
+    Y,
+    # sizes
+    T,
+    I,
+    # strides (the last dimension of z and y is contiguous; weights are contiguous)
+    stride_zt,
+    stride_zh,
+    stride_yt,
+    stride_yh,
+    # meta-parameters
+    D: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    EVEN_M: tl.constexpr,
+    EVEN_N: tl.constexpr,
+):
+    pid_m = tl.program_id(0)
+    h = tl.program_id(1).to(tl.int64)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, D)
+    offs_n = tl.arange(0, BLOCK_N)
+    rows = offs_m.to(tl.int64)
+
+    z_ptrs = Z + rows[:, None] * stride_zt + h * stride_zh + offs_d[None, :]
+    if EVEN_M:
+        z = tl.load(z_ptrs)  # [BLOCK_M, D]: stays on chip for the whole walk over I
+    else:
+        z = tl.load(z_ptrs, mask=offs_m[:, None] < T, other=0.0)
+
+    wg_ptrs = WG + h * D * I + offs_d[:, None] * I + offs_n[None, :]  # [D, BLOCK_N]
+    wu_ptrs = WU + h * D * I + offs_d[:, None] * I + offs_n[None, :]  # [D, BLOCK_N]
+    wd_ptrs = WD + h * I * D + offs_n[:, None] * D + offs_d[None, :]  # [BLOCK_N, D]
+    acc = tl.zeros([BLOCK_M, D], dtype=tl.float32)
+    for n0 in range(0, I, BLOCK_N):
+        if EVEN_N:
+            wg = tl.load(wg_ptrs)
+            wu = tl.load(wu_ptrs)
+            wd = tl.load(wd_ptrs)
+        else:
+            nmask = (n0 + offs_n) < I  # zero columns give g = u = 0, hence a = 0
+            wg = tl.load(wg_ptrs, mask=nmask[None, :], other=0.0)
+            wu = tl.load(wu_ptrs, mask=nmask[None, :], other=0.0)
+            wd = tl.load(wd_ptrs, mask=nmask[:, None], other=0.0)
+        g = tl.dot(z, wg)  # [BLOCK_M, BLOCK_N] fp32, registers only
+        u = tl.dot(z, wu)
+        a = g * tl.sigmoid(g) * u  # silu(g) * u
+        acc = tl.dot(a.to(wd.dtype), wd, acc)  # down-projection accumulated on chip
+        wg_ptrs += BLOCK_N
+        wu_ptrs += BLOCK_N
+        wd_ptrs += BLOCK_N * D
+
+    y_ptrs = Y + rows[:, None] * stride_yt + h * stride_yh + offs_d[None, :]
+    if EVEN_M:
+        tl.store(y_ptrs, acc.to(Y.dtype.element_ty))
+    else:
+        tl.store(y_ptrs, acc.to(Y.dtype.element_ty), mask=offs_m[:, None] < T)
+
+
+@triton.jit
+def _bwd_dz_kernel(
+    # pointers
+    Z,
+    DY,
+    WG,
+    WU,
+    WD,
+    DZ,
+    # sizes
+    T,
+    I,
+    # strides
+    stride_zt,
+    stride_zh,
+    stride_dyt,
+    stride_dyh,
+    stride_dzt,
+    stride_dzh,
+    # meta-parameters
+    D: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    EVEN_M: tl.constexpr,
+    EVEN_N: tl.constexpr,
+):
+    """dz for BLOCK_M token rows of one head, recomputing g and u chunk by chunk (5 GEMMs per chunk)."""
+    pid_m = tl.program_id(0)
+    h = tl.program_id(1).to(tl.int64)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, D)
+    offs_n = tl.arange(0, BLOCK_N)
+    rows = offs_m.to(tl.int64)
+    z_ptrs = Z + rows[:, None] * stride_zt + h * stride_zh + offs_d[None, :]
+    dy_ptrs = DY + rows[:, None] * stride_dyt + h * stride_dyh + offs_d[None, :]
+    if EVEN_M:
+        z = tl.load(z_ptrs)
+        dy = tl.load(dy_ptrs)
+    else:
+        z = tl.load(z_ptrs, mask=offs_m[:, None] < T, other=0.0)
+        dy = tl.load(dy_ptrs, mask=offs_m[:, None] < T, other=0.0)
+
+    wg_ptrs = WG + h * D * I + offs_d[:, None] * I + offs_n[None, :]  # [D, BLOCK_N]
+    wu_ptrs = WU + h * D * I + offs_d[:, None] * I + offs_n[None, :]
+    wdt_ptrs = WD + h * I * D + offs_n[None, :] * D + offs_d[:, None]  # Wd^T chunk [D, BLOCK_N]
+    acc = tl.zeros([BLOCK_M, D], dtype=tl.float32)
+    for n0 in range(0, I, BLOCK_N):
+        if EVEN_N:
+            wg = tl.load(wg_ptrs)
+            wu = tl.load(wu_ptrs)
+            wdt = tl.load(wdt_ptrs)
+        else:
+            nmask = (n0 + offs_n) < I
+            wg = tl.load(wg_ptrs, mask=nmask[None, :], other=0.0)
+            wu = tl.load(wu_ptrs, mask=nmask[None, :], other=0.0)
+            wdt = tl.load(wdt_ptrs, mask=nmask[None, :], other=0.0)
+        g = tl.dot(z, wg)
+        u = tl.dot(z, wu)
+        da = tl.dot(dy, wdt)  # d(silu(g) * u)
+        sig = tl.sigmoid(g)
+        du = da * g * sig
+        dg = da * u * sig * (1.0 + g * (1.0 - sig))  # silu'(g) = sig (1 + g (1 - sig))
+        acc = tl.dot(dg.to(wg.dtype), tl.trans(wg), acc)
+        acc = tl.dot(du.to(wu.dtype), tl.trans(wu), acc)
+        wg_ptrs += BLOCK_N
+        wu_ptrs += BLOCK_N
+        wdt_ptrs += BLOCK_N * D
+
+    dz_ptrs = DZ + rows[:, None] * stride_dzt + h * stride_dzh + offs_d[None, :]
+    if EVEN_M:
+        tl.store(dz_ptrs, acc.to(DZ.dtype.element_ty))
+    else:
+        tl.store(dz_ptrs, acc.to(DZ.dtype.element_ty), mask=offs_m[:, None] < T)
+
+
+@triton.jit
+def _bwd_dw_kernel(
+    # pointers
+    Z,
+    DY,
+    WG,
+    WU,
+    WD,
+    DWP,  # fp32 partials [S, 3, H, D, I]: dWg, dWu, dWd^T
+    DZ32,  # fp32 dz accumulator [T, H, D] (only with ATOMIC_DZ)
+    # sizes
+    T,
+    I,
+    H,
+    blocks_per_split,
+    # strides
+    stride_zt,
+    stride_zh,
+    stride_dyt,
+    stride_dyh,
+    # meta-parameters
+    D: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    EVEN_N: tl.constexpr,
+    ATOMIC_DZ: tl.constexpr,
+):
+    """Weight gradients of one I chunk of one head over one token split (column-stationary)."""
+    pid_n = tl.program_id(0)
+    h = tl.program_id(1).to(tl.int64)
+    s = tl.program_id(2)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, D)
+    nmask = offs_n < I
+    wg_ptrs = WG + h * D * I + offs_d[:, None] * I + offs_n[None, :]
+    wu_ptrs = WU + h * D * I + offs_d[:, None] * I + offs_n[None, :]
+    wdt_ptrs = WD + h * I * D + offs_n[None, :] * D + offs_d[:, None]
+    if EVEN_N:
+        wg = tl.load(wg_ptrs)
+        wu = tl.load(wu_ptrs)
+        wdt = tl.load(wdt_ptrs)
+    else:
+        wg = tl.load(wg_ptrs, mask=nmask[None, :], other=0.0)
+        wu = tl.load(wu_ptrs, mask=nmask[None, :], other=0.0)
+        wdt = tl.load(wdt_ptrs, mask=nmask[None, :], other=0.0)
+
+    acc_g = tl.zeros([D, BLOCK_N], dtype=tl.float32)
+    acc_u = tl.zeros([D, BLOCK_N], dtype=tl.float32)
+    acc_d = tl.zeros([D, BLOCK_N], dtype=tl.float32)  # dWd^T
+    m_begin = s * blocks_per_split
+    m_end = tl.minimum(m_begin + blocks_per_split, tl.cdiv(T, BLOCK_M))
+    for mb in range(m_begin, m_end):
+        offs_m = mb * BLOCK_M + tl.arange(0, BLOCK_M)
+        rows = offs_m.to(tl.int64)
+        mmask = offs_m[:, None] < T  # zero rows give g = u = da = 0: no contribution
+        z = tl.load(Z + rows[:, None] * stride_zt + h * stride_zh + offs_d[None, :], mask=mmask, other=0.0)
+        dy = tl.load(DY + rows[:, None] * stride_dyt + h * stride_dyh + offs_d[None, :], mask=mmask, other=0.0)
+        g = tl.dot(z, wg)
+        u = tl.dot(z, wu)
+        da = tl.dot(dy, wdt)
+        sig = tl.sigmoid(g)
+        a = (g * sig * u).to(z.dtype)
+        du = (da * g * sig).to(z.dtype)
+        dg = (da * u * sig * (1.0 + g * (1.0 - sig))).to(z.dtype)
+        acc_d = tl.dot(tl.trans(dy), a, acc_d)
+        acc_g = tl.dot(tl.trans(z), dg, acc_g)
+        acc_u = tl.dot(tl.trans(z), du, acc_u)
+        if ATOMIC_DZ:
+            dzp = tl.dot(dg, tl.trans(wg))
+            dzp = tl.dot(du, tl.trans(wu), dzp)
+            dz_ptrs = DZ32 + (rows[:, None] * H + h) * D + offs_d[None, :]
+            tl.atomic_add(dz_ptrs, dzp, mask=mmask, sem="relaxed")
+
+    base = DWP + (s * 3 * H + h) * D * I + offs_d[:, None] * I + offs_n[None, :]
+    tl.store(base, acc_g, mask=nmask[None, :])
+    tl.store(base + H * D * I, acc_u, mask=nmask[None, :])
+    tl.store(base + 2 * H * D * I, acc_d, mask=nmask[None, :])
+
+
+# --------------------------------------------------------------------------- launchers
+
+
+def _check(
+    z: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_down: torch.Tensor, dtypes=DTYPES
+) -> tuple[int, ...]:
+    for name, t in (("z", z), ("w_gate", w_gate), ("w_up", w_up), ("w_down", w_down)):
+        if not isinstance(t, torch.Tensor):
+            raise InputError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if z.dim() != 3:
+        raise InputError(f"z must have shape [tokens, heads, head_dim], got {list(z.shape)}")
+    T, H, d = z.shape
+    if d not in HEAD_DIMS:
+        raise InputError(f"z's head_dim must be one of {list(HEAD_DIMS)}, got {d} (z has shape {list(z.shape)})")
+    if H < 1:
+        raise InputError(f"z must have at least one head, got shape {list(z.shape)}")
+    if z.dtype not in dtypes:
+        raise InputError(f"z must be one of {[str(t) for t in dtypes]}, got {z.dtype}")
+    if w_gate.dim() != 3 or w_gate.shape[0] != H or w_gate.shape[1] != d:
+        raise InputError(f"w_gate must have shape [{H}, {d}, intermediate], got {list(w_gate.shape)}")
+    I = w_gate.shape[2]
+    if I < 1:
+        raise InputError(f"the intermediate size must be >= 1, got w_gate shape {list(w_gate.shape)}")
+    if tuple(w_up.shape) != (H, d, I):
+        raise InputError(f"w_up must have shape [{H}, {d}, {I}] like w_gate, got {list(w_up.shape)}")
+    if tuple(w_down.shape) != (H, I, d):
+        raise InputError(f"w_down must have shape [{H}, {I}, {d}], got {list(w_down.shape)}")
+    for name, t in (("w_gate", w_gate), ("w_up", w_up), ("w_down", w_down)):
+        if t.dtype != z.dtype:
+            raise InputError(f"{name} must have z's dtype {z.dtype}, got {t.dtype}")
+        if t.device != z.device:
+            raise InputError(f"{name} must be on z's device {z.device}, got {t.device}")
+    return T, H, d, I
+
+
+def _rowmajor(t: torch.Tensor) -> torch.Tensor:
+    """[T, H, d] with a contiguous last dimension (token and head strides may be anything)."""
+    return t if t.stride(-1) == 1 else t.contiguous()
+
+
+def _fwd(z, wg, wu, wd, cfg: Config | None = None) -> torch.Tensor:
+    T, H, d, I = _check(z, wg, wu, wd)
+    z = _rowmajor(z)
+    wg, wu, wd = wg.contiguous(), wu.contiguous(), wd.contiguous()
+    y = torch.empty((T, H, d), device=z.device, dtype=z.dtype)
+    if T == 0:
+        return y
+    cfg = cfg or fwd_config(d)
+    grid = (_cdiv(T, cfg.block_m), H)
+    _fwd_kernel[grid](
+        z, wg, wu, wd, y, T, I, z.stride(0), z.stride(1), y.stride(0), y.stride(1),
+        D=d, EVEN_M=T % cfg.block_m == 0, EVEN_N=I % cfg.block_n == 0, **cfg.kwargs(),
+    )  # fmt: skip
+    return y
+
+
+def _bwd(
+    z, wg, wu, wd, dy, mode: str | None = None, dz_cfg: Config | None = None, dw_cfg: Config | None = None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    T, H, d, I = _check(z, wg, wu, wd)
+    if tuple(dy.shape) != (T, H, d):
+        raise InputError(f"dy must have z's shape {[T, H, d]}, got {list(dy.shape)}")
+    mode = mode or _MODE
+    if mode not in MODES:
+        raise InputError(f"mode must be one of {list(MODES)}, got {mode!r}")
+    z, dy = _rowmajor(z), _rowmajor(dy.to(z.dtype))
+    wg, wu, wd = wg.contiguous(), wu.contiguous(), wd.contiguous()
+    dcfg, wcfg = bwd_configs(d)
+    dz_cfg, dw_cfg = dz_cfg or dcfg, dw_cfg or wcfg
+    if T == 0:
+        return torch.zeros_like(z), torch.zeros_like(wg), torch.zeros_like(wu), torch.zeros_like(wd)
+
+    splits = dw_splits(T, H, I, dw_cfg, _num_sms(z.device))
+    per_split = _cdiv(_cdiv(T, dw_cfg.block_m), splits)
+    splits = _cdiv(_cdiv(T, dw_cfg.block_m), per_split)
+    dwp = torch.empty((splits, 3, H, d, I), device=z.device, dtype=torch.float32)
+    atomic = mode == "atomic"
+    dz32 = torch.zeros((T, H, d), device=z.device, dtype=torch.float32) if atomic else dwp
+    grid = (_cdiv(I, dw_cfg.block_n), H, splits)
+    _bwd_dw_kernel[grid](
+        z, dy, wg, wu, wd, dwp, dz32, T, I, H, per_split,
+        z.stride(0), z.stride(1), dy.stride(0), dy.stride(1),
+        D=d, EVEN_N=I % dw_cfg.block_n == 0, ATOMIC_DZ=atomic, **dw_cfg.kwargs(),
+    )  # fmt: skip
+    if atomic:
+        dz = dz32.to(z.dtype)
+    else:
+        dz = torch.empty((T, H, d), device=z.device, dtype=z.dtype)
+        grid = (_cdiv(T, dz_cfg.block_m), H)
+        _bwd_dz_kernel[grid](
+            z, dy, wg, wu, wd, dz, T, I,
+            z.stride(0), z.stride(1), dy.stride(0), dy.stride(1), dz.stride(0), dz.stride(1),
+            D=d, EVEN_M=T % dz_cfg.block_m == 0, EVEN_N=I % dz_cfg.block_n == 0, **dz_cfg.kwargs(),
+        )  # fmt: skip
+    dw = dwp.sum(0) if splits > 1 else dwp[0]
+    dwg = dw[0].to(z.dtype)
+    dwu = dw[1].to(z.dtype)
+    dwd = dw[2].transpose(1, 2).to(z.dtype).contiguous()
+    return dz, dwg, dwu, dwd
+
+
+# --------------------------------------------------------------------------- public ops
+
+
+class FlashFFNFunction(torch.autograd.Function):
+    """Autograd wrapper: saves only z and the weights; the backward recomputes the intermediate."""
+
+    @staticmethod
+    def forward(ctx, z, w_gate, w_up, w_down):
+        y = _fwd(z, w_gate, w_up, w_down)
+        ctx.save_for_backward(z, w_gate, w_up, w_down)
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        z, wg, wu, wd = ctx.saved_tensors
+        return _bwd(z, wg, wu, wd, dy)
+
+
+def flash_ffn(z: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_down: torch.Tensor) -> torch.Tensor:
+    """Per-head SwiGLU FFN, fused: y[t, h] = (silu(z[t, h] Wg[h]) * (z[t, h] Wu[h])) Wd[h].
+
+    z [T, H, d_h]; w_gate, w_up [H, d_h, I]; w_down [H, I, d_h]; all bf16, fp16 or fp32 on one
+    device. Returns y [T, H, d_h] in z's dtype; differentiable in all four inputs.
+    """
+    _check(z, w_gate, w_up, w_down)
+    return FlashFFNFunction.apply(z, w_gate, w_up, w_down)
+
+
+def mhffn_unfused(z: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_down: torch.Tensor) -> torch.Tensor:
+    """The unfused multi-head layer in torch (bmm per head + elementwise): the peer and the spec.
+
+    Writes the [H, T, I] gate and up activations (and their product) to memory.
+    """
+    _check(z, w_gate, w_up, w_down, dtypes=(*DTYPES, torch.float64))
+    zh = z.transpose(0, 1)  # [H, T, d_h]
+    a = torch.nn.functional.silu(torch.bmm(zh, w_gate)) * torch.bmm(zh, w_up)  # [H, T, I]
+    return torch.bmm(a, w_down).transpose(0, 1)  # [T, H, d_h]
+
+
+class MultiHeadFFN(torch.nn.Module):
+    """x [..., d_model] -> W_in -> heads x FlashFFN -> W_out -> [..., d_model].
+
+    Parameters: w_in [d_model, H d_h], w_gate / w_up [H, d_h, I], w_down [H, I, d_h],
+    w_out [H d_h, d_model]. `fused=False` runs the same parameters through `mhffn_unfused`.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        heads: int,
+        head_dim: int,
+        intermediate: int,
+        *,
+        fused: bool = True,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        super().__init__()
+        self.d_model = positive_int("d_model", d_model)
+        self.heads = positive_int("heads", heads)
+        self.head_dim = positive_int("head_dim", head_dim)
+        self.intermediate = positive_int("intermediate", intermediate)
+        if self.head_dim not in HEAD_DIMS:
+            raise InputError(f"head_dim must be one of {list(HEAD_DIMS)}, got {head_dim}")
+        self.fused = fused
+        kw = dict(device=device, dtype=dtype)
+        hd = self.heads * self.head_dim
+        self.w_in = torch.nn.Parameter(torch.empty(self.d_model, hd, **kw))
+        self.w_gate = torch.nn.Parameter(torch.empty(self.heads, self.head_dim, self.intermediate, **kw))
+        self.w_up = torch.nn.Parameter(torch.empty(self.heads, self.head_dim, self.intermediate, **kw))
+        self.w_down = torch.nn.Parameter(torch.empty(self.heads, self.intermediate, self.head_dim, **kw))
+        self.w_out = torch.nn.Parameter(torch.empty(hd, self.d_model, **kw))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        with torch.no_grad():
+            for w, fan_in in (
+                (self.w_in, self.d_model),
+                (self.w_gate, self.head_dim),
+                (self.w_up, self.head_dim),
+                (self.w_down, self.intermediate),
+                (self.w_out, self.heads * self.head_dim),
+            ):
+                w.normal_(0.0, 1.0 / math.sqrt(fan_in))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.shape[-1] != self.d_model:
+            raise InputError(f"x must have shape [..., {self.d_model}], got {list(x.shape)}")
+        lead = x.shape[:-1]
+        z = (x.reshape(-1, self.d_model) @ self.w_in).view(-1, self.heads, self.head_dim)  # [T, H, d_h]
+        ffn = flash_ffn if self.fused else mhffn_unfused
+        y = ffn(z, self.w_gate, self.w_up, self.w_down)  # [T, H, d_h]
+        return (y.reshape(-1, self.heads * self.head_dim) @ self.w_out).view(*lead, self.d_model)
+
+    def extra_repr(self) -> str:
+        return (
+            f"d_model={self.d_model}, heads={self.heads}, head_dim={self.head_dim}, "
+            f"intermediate={self.intermediate}, fused={self.fused}"
+        )
+
+
+__all__ = ["Config", "FlashFFNFunction", "MultiHeadFFN", "bwd_configs", "flash_ffn", "fwd_config", "mhffn_unfused"]

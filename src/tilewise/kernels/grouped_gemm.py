@@ -1,0 +1,546 @@
+"""Persistent grouped GEMM: y[rows of expert e] = x[rows of expert e] @ w[e], one launch for all experts.
+
+The tips document: with many experts each gets few tokens, the matrices are small, the main
+loop along K is short, and the prologue (filling the load pipeline) and epilogue (writing the
+tile back) of every tile show. The answer is a *persistent* kernel: one program per SM, each
+looping over output tiles it pulls from a scheduler. The experts share K and N but each has its
+own M; the scheduler takes a prefix sum over the per-expert tile counts and finds the expert a
+global tile index falls into by a binary search.
+
+The tile order is exactly the one of `tilewise.model.waves` (the tests check it with the
+kernel's trace output):
+
+* `grouped_schedule`: expert e has ceil(rows_e / BLOCK_M) x ceil(N / BLOCK_N) tiles; the
+  exclusive prefix sum of those counts numbers the tiles of all experts one after another;
+* `tile_owner`: global tile -> (expert, local tile) by binary search over the prefix sum;
+* `local_tile_coords`: local tile -> (m tile, n tile), m fastest, so the programs that take
+  consecutive tiles share one [K, BLOCK_N] slice of the expert's weight while it is in L2;
+* `persistent_tiles`: program p takes tiles p, p + P, p + 2P, ...
+
+Two ways of finding a tile's expert are built, and measured against each other on the H200
+(docs/readme/moe.md has the numbers): `"search"` (the seed's binary search over the prefix
+sum, ceil(log2 E) dependent loads per tile) and `"map"` (a precomputed tile -> (expert, local)
+map, one load per tile, built by a small kernel in the same stream).
+
+Small M per expert (8-64 rows) is handled by a small BLOCK_M or by swapping the operands
+(`swap_ab`): the kernel then computes y^T = w^T x^T, so the tokens sit in the MMA's N
+dimension (wgmma allows N = 8 ... 256) and the weights fill its M = 64.
+
+Nothing here syncs with the host: the schedule is computed on the device, the programs read
+the tile count from it, so `grouped_matmul` can run inside a CUDA graph (with
+`check_offsets=False`).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import torch
+import triton
+import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
+
+from tilewise.errors import InputError
+
+# ----------------------------------------------------------------------------- helpers
+
+_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+SCHEDULES = ("map", "search", "inline")
+
+
+def _num_sms(device: torch.device) -> int:
+    if device.type == "cuda":
+        return _cuda_sms(device.index if device.index is not None else torch.cuda.current_device())
+    return 4  # the interpreter: a few programs, so the tests exercise the persistent loop
+
+
+@functools.lru_cache(maxsize=16)
+def _cuda_sms(index: int) -> int:
+    return torch.cuda.get_device_properties(index).multi_processor_count
+
+
+def _search_steps(experts: int) -> int:
+    """Binary-search steps that shrink [0, E] to one expert: ceil(log2 E) (0 for one expert)."""
+    return max(0, math.ceil(math.log2(experts))) if experts > 1 else 0
+
+
+# ------------------------------------------------------------------------ config choice
+
+
+@dataclass(frozen=True)
+class GroupedConfig:
+    block_m: int  # rows (tokens) per tile
+    block_n: int  # output columns per tile
+    block_k: int
+    num_warps: int
+    num_stages: int
+    swap_ab: bool = False  # tokens in the MMA's N dimension (computes y^T = w^T x^T)
+    # "search": a small kernel computes the prefix sum, the persistent kernel binary-searches it;
+    # "inline": the persistent kernel computes the prefix sum itself (one launch), binary search;
+    # "map": a small kernel computes the prefix sum and a tile -> (expert, local tile) map.
+    schedule: str = "map"
+    flatten: bool = False  # let the pipeliner flatten the tile loop and the K loop into one
+    tma: bool = False  # load tiles with TMA descriptors (weights always; x when not gathered)
+
+    def key(self) -> str:
+        s = f"m{self.block_m}n{self.block_n}k{self.block_k}w{self.num_warps}s{self.num_stages}"
+        return (
+            s
+            + ("-swap" if self.swap_ab else "")
+            + f"-{self.schedule}"
+            + ("-flat" if self.flatten else "")
+            + ("-tma" if self.tma else "")
+        )
+
+
+def choose_config(rows_per_expert: float, n: int, k: int, dtype: torch.dtype, on_gpu: bool = True) -> GroupedConfig:
+    """A tile for the average rows per expert.
+
+    Under the interpreter the tiles are small so the tests run fast and exercise the edges.
+    On the GPU: see the table in docs/readme/moe.md (H200 sweep, benchmarks/gpu/queue/moe.sh).
+    """
+    if not on_gpu:
+        return GroupedConfig(16, 32, 32, 4, 2, tma=True, flatten=True)
+    f = dict(tma=True, flatten=True)
+    if dtype == torch.float32:
+        return GroupedConfig(64, 64, 32, 4, 3, **f)
+    if rows_per_expert <= 16:
+        return GroupedConfig(16, 128, 128, 4, 4, **f)
+    if rows_per_expert <= 32:
+        return GroupedConfig(32, 128, 128, 4, 4, **f)
+    if rows_per_expert <= 64:
+        return GroupedConfig(64, 128, 64, 4, 4, **f)
+    if rows_per_expert >= 512 and n >= 4096:
+        return GroupedConfig(128, 256, 64, 8, 3, **f)
+    return GroupedConfig(128, 128, 64, 8, 4, **f)
+
+
+# ------------------------------------------------------------------------------ kernels
+
+
+@triton.jit
+def _schedule_kernel(
+    offsets_ptr,  # int32 [E]: cumulative row ends
+    prefix_ptr,  # int32 [E + 1]: exclusive prefix sum of tiles per expert (out)
+    map_e_ptr,  # int32 [bound]: expert of each global tile (out, WRITE_MAP)
+    map_l_ptr,  # int32 [bound]: local tile index within its expert (out, WRITE_MAP)
+    E,
+    N_TILES,
+    BLOCK_M: tl.constexpr,
+    BLOCK_E: tl.constexpr,
+    MAP_CHUNK: tl.constexpr,
+    WRITE_MAP: tl.constexpr,
+):
+    """grouped_schedule on the device: every program computes the prefix sum; program 0 stores
+    it; with WRITE_MAP, program e also fills the tile map for the tiles of expert e."""
+    pid = tl.program_id(0)
+    idx = tl.arange(0, BLOCK_E)
+    ends = tl.load(offsets_ptr + idx, mask=idx < E, other=0)
+    starts = tl.load(offsets_ptr + idx - 1, mask=(idx >= 1) & (idx < E), other=0)
+    tiles = (ends - starts + BLOCK_M - 1) // BLOCK_M * N_TILES  # grouped_schedule: m_tiles x n_tiles
+    incl = tl.cumsum(tiles, axis=0)
+    if pid == 0:
+        tl.store(prefix_ptr + 1 + idx, incl, mask=idx < E)
+        tl.store(prefix_ptr + idx, tl.zeros_like(idx), mask=idx == 0)
+    if WRITE_MAP:
+        mine = idx == pid
+        start = tl.sum(tl.where(mine, incl - tiles, 0), axis=0)
+        count = tl.sum(tl.where(mine, tiles, 0), axis=0)
+        for c in range(0, count, MAP_CHUNK):
+            j = c + tl.arange(0, MAP_CHUNK)
+            tl.store(map_e_ptr + start + j, tl.zeros_like(j) + pid, mask=j < count)
+            tl.store(map_l_ptr + start + j, j, mask=j < count)
+
+
+@triton.jit
+def _grouped_mm_kernel(
+    # pointers
+    x_ptr,  # [T_in, K] activations (rows in expert order, or gathered through gather_ptr)
+    w_ptr,  # [E, K, N_w] weights
+    y_ptr,  # [T_out, N] output
+    offsets_ptr,  # int32 [E] cumulative row ends (in the permuted / expert order)
+    prefix_ptr,  # int32 [E + 1] tile prefix sum (from _schedule_kernel)
+    map_e_ptr,  # int32 tile -> expert (USE_MAP)
+    map_l_ptr,  # int32 tile -> local tile (USE_MAP)
+    gather_ptr,  # int32 [rows]: x row of each permuted row (GATHER)
+    scatter_ptr,  # int32 [rows]: y row of each permuted row (SCATTER)
+    scale_ptr,  # fp32 [rows]: factor for each permuted row of y (SCALE)
+    trace_ptr,  # int32 [bound, 4]: (program, expert, m tile, n tile) of each tile (TRACE)
+    x_desc,  # TMA descriptor of x, block [BLOCK_M, BLOCK_K] (TMA_X)
+    w_desc,  # TMA descriptor of w, block [1, BLOCK_K, BLOCK_N] (TMA_W)
+    # sizes
+    E,
+    N,  # output columns (with GLU: the width of the gate half)
+    K,
+    # strides
+    stride_xt,
+    stride_xk,
+    stride_we,
+    stride_wk,
+    stride_wn,
+    stride_yt,
+    stride_yn,
+    # meta-parameters
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    NUM_PROGRAMS: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
+    SEARCH_STEPS: tl.constexpr,
+    USE_MAP: tl.constexpr,
+    SWAP_AB: tl.constexpr,
+    FLATTEN: tl.constexpr,
+    EVEN_K: tl.constexpr,
+    GLU: tl.constexpr,  # y = silu(x @ w[:, :N]) * (x @ w[:, N:2N]), the MoE gate/up epilogue
+    GATHER: tl.constexpr,
+    SCATTER: tl.constexpr,
+    SCALE: tl.constexpr,
+    TRACE: tl.constexpr,
+    TMA_X: tl.constexpr,  # load x tiles with TMA (not with GATHER: Hopper's TMA has no row gather)
+    TMA_W: tl.constexpr,  # load weight tiles with TMA (out-of-bounds parts come back as zeros)
+    INLINE_PREFIX: tl.constexpr,  # compute the prefix sum in the kernel (schedule "inline")
+    BLOCK_E: tl.constexpr,  # next power of two >= E (INLINE_PREFIX)
+):
+    pid = tl.program_id(0)
+    if INLINE_PREFIX:
+        # grouped_schedule inside the kernel (no separate launch): each program computes the
+        # prefix sum in registers and stores it in its own row of the scratch [P, E + 1], which
+        # the binary search then reads (the barrier makes the stores visible to the whole program).
+        idx = tl.arange(0, BLOCK_E)
+        ends = tl.load(offsets_ptr + idx, mask=idx < E, other=0)
+        starts = tl.load(offsets_ptr + idx - 1, mask=(idx >= 1) & (idx < E), other=0)
+        tiles = (ends - starts + BLOCK_M - 1) // BLOCK_M * tl.cdiv(N, BLOCK_N)
+        incl = tl.cumsum(tiles, axis=0)
+        prefix_ptr = prefix_ptr + pid * (E + 1)
+        tl.store(prefix_ptr + 1 + idx, incl, mask=idx < E)
+        tl.store(prefix_ptr + idx, tl.zeros_like(idx), mask=idx == 0)
+        total = tl.sum(tiles, axis=0)
+        tl.debug_barrier()
+    else:
+        total = tl.load(prefix_ptr + E)  # tiles of all experts (grouped_schedule.total_tiles)
+    offs_k0 = tl.arange(0, BLOCK_K)
+    # persistent_tiles: program p takes p, p + P, p + 2P, ...
+    for tile in tl.range(pid, total, NUM_PROGRAMS, flatten=FLATTEN):
+        # ---- scheduler: tile -> (expert, local tile)
+        if USE_MAP:
+            e = tl.load(map_e_ptr + tile)
+            local = tl.load(map_l_ptr + tile)
+        else:
+            # tile_owner: the last e with prefix[e] <= tile; invariant prefix[lo] <= tile < prefix[hi]
+            lo = tile * 0
+            hi = lo + E
+            for _ in tl.static_range(SEARCH_STEPS):
+                mid = (lo + hi) // 2
+                go = tl.load(prefix_ptr + mid) <= tile
+                lo = tl.where(go, mid, lo)
+                hi = tl.where(go, hi, mid)
+            e = lo
+            local = tile - tl.load(prefix_ptr + e)
+        row_end = tl.load(offsets_ptr + e)
+        row_start = tl.where(e > 0, tl.load(offsets_ptr + tl.maximum(e - 1, 0)), 0)
+        # local_tile_coords: m varies fastest
+        m_tiles = tl.cdiv(row_end - row_start, BLOCK_M)
+        pid_m = local % m_tiles
+        pid_n = local // m_tiles
+        if TRACE:
+            tl.store(trace_ptr + tile * 4, pid)
+            tl.store(trace_ptr + tile * 4 + 1, e)
+            tl.store(trace_ptr + tile * 4 + 2, pid_m)
+            tl.store(trace_ptr + tile * 4 + 3, pid_n)
+
+        offs_m = row_start + pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        m_mask = offs_m < row_end
+        offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        n_mask = offs_n < N
+        if GATHER:
+            src = tl.load(gather_ptr + offs_m, mask=m_mask, other=0).to(tl.int64)
+        else:
+            src = offs_m.to(tl.int64)
+        a_ptrs = x_ptr + src[:, None] * stride_xt + offs_k0[None, :] * stride_xk
+        w_base = w_ptr + e.to(tl.int64) * stride_we
+        b_ptrs = w_base + offs_k0[:, None] * stride_wk + offs_n[None, :] * stride_wn
+        if GLU:
+            u_ptrs = b_ptrs + N * stride_wn
+        if SWAP_AB:
+            acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
+            if GLU:
+                acc_u = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
+        else:
+            acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+            if GLU:
+                acc_u = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        row0 = row_start + pid_m * BLOCK_M
+        n0 = pid_n * BLOCK_N
+        for k0 in tl.range(0, K, BLOCK_K, num_stages=NUM_STAGES):
+            if not EVEN_K:
+                k_mask = (k0 + offs_k0) < K
+            # rows of the next expert in a partial tile are read but never stored (x via TMA)
+            if TMA_X:
+                a = x_desc.load([row0, k0])
+            elif EVEN_K:
+                a = tl.load(a_ptrs, mask=m_mask[:, None], other=0.0)
+            else:
+                a = tl.load(a_ptrs, mask=m_mask[:, None] & k_mask[None, :], other=0.0)
+            if TMA_W:
+                b = w_desc.load([e, k0, n0]).reshape(BLOCK_K, BLOCK_N)
+            elif EVEN_K:
+                b = tl.load(b_ptrs, mask=n_mask[None, :], other=0.0)
+            else:
+                b = tl.load(b_ptrs, mask=k_mask[:, None] & n_mask[None, :], other=0.0)
+            if SWAP_AB:
+                acc = tl.dot(tl.trans(b), tl.trans(a), acc)
+            else:
+                acc = tl.dot(a, b, acc)
+            if GLU:
+                if TMA_W:
+                    u = w_desc.load([e, k0, N + n0]).reshape(BLOCK_K, BLOCK_N)
+                elif EVEN_K:
+                    u = tl.load(u_ptrs, mask=n_mask[None, :], other=0.0)
+                else:
+                    u = tl.load(u_ptrs, mask=k_mask[:, None] & n_mask[None, :], other=0.0)
+                if SWAP_AB:
+                    acc_u = tl.dot(tl.trans(u), tl.trans(a), acc_u)
+                else:
+                    acc_u = tl.dot(a, u, acc_u)
+                u_ptrs += BLOCK_K * stride_wk
+            a_ptrs += BLOCK_K * stride_xk
+            b_ptrs += BLOCK_K * stride_wk
+
+        # ---- epilogue: (GLU) silu(gate) * up, (SCALE) routing weight, (SCATTER) back to token slots
+        if SWAP_AB:
+            acc = tl.trans(acc)
+            if GLU:
+                acc_u = tl.trans(acc_u)
+        if GLU:
+            acc = acc * tl.sigmoid(acc) * acc_u
+        if SCALE:
+            s = tl.load(scale_ptr + offs_m, mask=m_mask, other=0.0)
+            acc = acc * s[:, None]
+        if SCATTER:
+            dst = tl.load(scatter_ptr + offs_m, mask=m_mask, other=0).to(tl.int64)
+        else:
+            dst = offs_m.to(tl.int64)
+        y_ptrs = y_ptr + dst[:, None] * stride_yt + offs_n[None, :] * stride_yn
+        tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=m_mask[:, None] & n_mask[None, :])
+
+
+# ----------------------------------------------------------------------- launcher with checks
+
+
+def _check_inputs(x, w, offsets, *, glu: bool = False) -> None:
+    if not isinstance(x, torch.Tensor) or not isinstance(w, torch.Tensor) or not isinstance(offsets, torch.Tensor):
+        raise InputError(
+            f"x, w and offsets must be torch tensors, got {type(x).__name__}, {type(w).__name__}, "
+            f"{type(offsets).__name__}"
+        )
+    if x.dim() != 2:
+        raise InputError(f"x must have shape [tokens, K], got {list(x.shape)}")
+    if w.dim() != 3:
+        raise InputError(f"w must have shape [experts, K, N], got {list(w.shape)}")
+    if w.shape[1] != x.shape[1]:
+        raise InputError(
+            f"w must have shape [experts, {x.shape[1]}, N] to match x [tokens, {x.shape[1]}], got {list(w.shape)}"
+        )
+    if x.dtype not in _DTYPES:
+        raise InputError(f"x must be float16, bfloat16 or float32, got {x.dtype}")
+    if w.dtype != x.dtype:
+        raise InputError(f"w must have the dtype of x ({x.dtype}), got {w.dtype}")
+    if x.device != w.device or offsets.device != x.device:
+        raise InputError(f"x, w and offsets must be on one device, got {x.device}, {w.device}, {offsets.device}")
+    if offsets.dim() != 1 or offsets.shape[0] != w.shape[0]:
+        raise InputError(
+            f"offsets must have shape [{w.shape[0]}] (one cumulative row end per expert of w), "
+            f"got {list(offsets.shape)}"
+        )
+    if offsets.dtype != torch.int32:
+        raise InputError(f"offsets must be int32, got {offsets.dtype}")
+    if w.shape[0] < 1 or x.shape[1] < 1 or w.shape[2] < 1:
+        raise InputError(f"w must have at least one expert, K >= 1 and N >= 1, got {list(w.shape)}")
+    if glu and w.shape[2] % 2:
+        raise InputError(f"w_gate_up must have an even last dimension (gate | up), got {w.shape[2]}")
+
+
+def _check_offset_values(offsets: torch.Tensor, tokens: int) -> None:
+    """Non-decreasing, >= 0 and ending at most at T (one device-to-host copy)."""
+    o = offsets.detach().to("cpu", torch.int64)
+    if o.numel() and int(o[0]) < 0:
+        raise InputError(f"offsets must be >= 0 (cumulative row ends), got offsets[0] = {int(o[0])}")
+    d = torch.diff(o)
+    if d.numel() and bool((d < 0).any()):
+        i = int(torch.nonzero(d < 0)[0])
+        raise InputError(
+            f"offsets must be non-decreasing (cumulative row ends), got offsets[{i}] = {int(o[i])} > "
+            f"offsets[{i + 1}] = {int(o[i + 1])}"
+        )
+    if o.numel() and int(o[-1]) > tokens:
+        raise InputError(f"offsets must end at most at the number of rows of x ({tokens}), got {int(o[-1])}")
+
+
+def _tma_ok(t: torch.Tensor) -> bool:
+    """TMA needs a 16-byte aligned base, unit last stride and 16-byte aligned other strides."""
+    e = t.element_size()
+    return t.stride(-1) == 1 and t.data_ptr() % 16 == 0 and all((s * e) % 16 == 0 for s in t.stride()[:-1])
+
+
+def _tile_bound(rows: int, experts: int, block_m: int, n_tiles: int) -> int:
+    """Most tiles any split of `rows` over `experts` can have: each expert wastes < 1 m tile."""
+    return (-(-rows // block_m) + min(experts, rows)) * n_tiles
+
+
+def _launch(
+    x: torch.Tensor,
+    w: torch.Tensor,
+    offsets: torch.Tensor,
+    y: torch.Tensor,
+    n: int,
+    cfg: GroupedConfig,
+    *,
+    rows: int,
+    glu: bool = False,
+    gather: torch.Tensor | None = None,
+    scatter: torch.Tensor | None = None,
+    scale: torch.Tensor | None = None,
+    trace: bool = False,
+    programs: int | None = None,
+) -> torch.Tensor | None:
+    """Schedule on the device, then the persistent kernel. Returns the trace [bound, 4] if asked."""
+    E, K = w.shape[0], w.shape[1]
+    dev = x.device
+    n_tiles = triton.cdiv(n, cfg.block_n)
+    bound = max(1, _tile_bound(rows, E, cfg.block_m, n_tiles))
+    if cfg.schedule not in SCHEDULES:
+        raise InputError(f"config.schedule must be one of {list(SCHEDULES)}, got {cfg.schedule!r}")
+    use_map = cfg.schedule == "map"
+    inline = cfg.schedule == "inline"
+    P = programs or _num_sms(dev)
+    P = max(1, min(P, bound))
+    if inline:
+        prefix = torch.empty((P, E + 1), dtype=torch.int32, device=dev)  # scratch, one row per program
+    else:
+        prefix = torch.empty(E + 1, dtype=torch.int32, device=dev)
+    if use_map:
+        map_e = torch.empty(bound, dtype=torch.int32, device=dev)
+        map_l = torch.empty(bound, dtype=torch.int32, device=dev)
+    else:
+        map_e = map_l = prefix
+    if not inline:
+        _schedule_kernel[(E if use_map else 1,)](
+            offsets,
+            prefix,
+            map_e,
+            map_l,
+            E,
+            n_tiles,
+            BLOCK_M=cfg.block_m,
+            BLOCK_E=triton.next_power_of_2(E),
+            MAP_CHUNK=256,
+            WRITE_MAP=use_map,
+            num_warps=4,
+        )
+    tr = torch.full((bound, 4), -1, dtype=torch.int32, device=dev) if trace else prefix
+    dummy = prefix
+    tma_w = cfg.tma and _tma_ok(w)
+    tma_x = cfg.tma and gather is None and _tma_ok(x)
+    x_desc = TensorDescriptor.from_tensor(x, [cfg.block_m, cfg.block_k]) if tma_x else x
+    w_desc = TensorDescriptor.from_tensor(w, [1, cfg.block_k, cfg.block_n]) if tma_w else w
+    _grouped_mm_kernel[(P,)](
+        x,
+        w,
+        y,
+        offsets,
+        prefix,
+        map_e,
+        map_l,
+        gather if gather is not None else dummy,
+        scatter if scatter is not None else dummy,
+        scale if scale is not None else dummy,
+        tr,
+        x_desc,
+        w_desc,
+        E,
+        n,
+        K,
+        x.stride(0),
+        x.stride(1),
+        w.stride(0),
+        w.stride(1),
+        w.stride(2),
+        y.stride(0),
+        y.stride(1),
+        BLOCK_M=cfg.block_m,
+        BLOCK_N=cfg.block_n,
+        BLOCK_K=cfg.block_k,
+        NUM_PROGRAMS=P,
+        NUM_STAGES=cfg.num_stages,
+        SEARCH_STEPS=_search_steps(E),
+        USE_MAP=use_map,
+        SWAP_AB=cfg.swap_ab,
+        FLATTEN=cfg.flatten,
+        EVEN_K=(K % cfg.block_k == 0),
+        GLU=glu,
+        GATHER=gather is not None,
+        SCATTER=scatter is not None,
+        SCALE=scale is not None,
+        TRACE=trace,
+        TMA_X=tma_x,
+        TMA_W=tma_w,
+        INLINE_PREFIX=inline,
+        BLOCK_E=triton.next_power_of_2(E),
+        num_warps=cfg.num_warps,
+        num_stages=cfg.num_stages,
+    )
+    return tr if trace else None
+
+
+# ------------------------------------------------------------------------------ public op
+
+
+def grouped_matmul(
+    x: torch.Tensor,
+    w: torch.Tensor,
+    offsets: torch.Tensor,
+    *,
+    out: torch.Tensor | None = None,
+    config: GroupedConfig | None = None,
+    check_offsets: bool = True,
+    programs: int | None = None,
+    trace: bool = False,
+):
+    """y = x @ w[e] for the rows of each expert e, in one persistent launch.
+
+    x: [T, K] float16 / bfloat16 / float32, rows sorted by expert.
+    w: [E, K, N], the dtype of x.
+    offsets: int32 [E], cumulative row ends: expert e owns rows offsets[e-1] .. offsets[e]
+        (offsets[-1] = 0); rows past offsets[-1] are not written.
+    check_offsets: check that offsets are non-decreasing and <= T (one device-to-host copy;
+        pass False inside CUDA graphs and hot loops where offsets are known good).
+    config: a GroupedConfig (tile, schedule, swap); default from `choose_config`.
+    programs: persistent programs (default: one per SM).
+    trace: also return an int32 [tiles, 4] tensor: (program, expert, m tile, n tile) of each
+        tile in global tile order (rows past the schedule's total are -1).
+
+    Returns y [T, N] in the dtype of x (and the trace if asked).
+    """
+    _check_inputs(x, w, offsets)
+    T, K = x.shape
+    E, _, N = w.shape
+    if check_offsets:
+        _check_offset_values(offsets, T)
+    if out is None:
+        out = torch.empty((T, N), dtype=x.dtype, device=x.device)
+    elif out.shape != (T, N) or out.dtype != x.dtype or out.device != x.device:
+        raise InputError(
+            f"out must be a {x.dtype} tensor of shape [{T}, {N}] on {x.device}, got {out.dtype} {list(out.shape)}"
+        )
+    cfg = config or choose_config(T / E, N, K, x.dtype, on_gpu=x.is_cuda)
+    tr = None
+    if T > 0:
+        tr = _launch(x, w, offsets, out, N, cfg, rows=T, trace=trace, programs=programs)
+    if trace:
+        return out, tr
+    return out
+
+
+__all__ = ["GroupedConfig", "choose_config", "grouped_matmul"]

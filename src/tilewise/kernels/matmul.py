@@ -1,0 +1,595 @@
+"""GEMM: C[M, N] = A[M, K] @ B[K, N] (+ bias, activation), output-stationary tiles in Triton.
+
+The GEMM article (../shared/seeds/003) builds the kernel this file grows from: each program
+owns one BLOCK_M x BLOCK_N tile of C, walks K in BLOCK_K steps with its fp32 accumulator in
+registers and writes C once. The tips document (../shared/seeds/000) names the rungs on top
+of it, and each one is here for a measured reason (see `choose_config`):
+
+* grouped tile order (GROUP_M row tiles walk the same B columns while they sit in L2);
+* software pipelining (`num_stages` shared-memory buffers: the ring buffer of the tips);
+* TMA descriptors and a persistent grid (one program per SM looping over tiles) for the
+  compute-bound shapes, where the prologue/epilogue of each tile otherwise shows;
+* split-K with an in-kernel serial fix-up for the skinny shapes, where there are too few
+  tiles to fill the SMs (the article's M = 64: 192 tiles on 132 SMs is 1.45 waves).
+
+Layout: helpers -> config choice (reads `tilewise.model`) -> `_matmul_kernel` /
+`_matmul_tma_persistent_kernel` -> launcher with checks -> `matmul`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import sys
+import types
+
+import torch
+import triton
+import triton.language as tl
+
+from tilewise import gpus as _gpus
+from tilewise.errors import InputError
+from tilewise.model import roofline, traffic, waves
+from tilewise.model.occupancy import occupancy
+
+_DTYPES = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}
+_TL_DTYPES = {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16, torch.float32: tl.float32}
+ACTIVATIONS = ("none", "relu", "gelu", "silu")
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _interpreting() -> bool:
+    import os
+
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def _gpu_key(device: torch.device) -> str:
+    """Registry key of the device the tensors live on (h200 on the CPU interpreter)."""
+    if device.type != "cuda":
+        return "h200"
+    return _gpu_key_cached(device.index if device.index is not None else torch.cuda.current_device())
+
+
+@functools.lru_cache(maxsize=16)
+def _gpu_key_cached(index: int) -> str:
+    from tilewise.bench.harness import registry_key_for
+
+    return registry_key_for(torch.cuda.get_device_name(index))
+
+
+@functools.lru_cache(maxsize=16)
+def _sm_count(index: int) -> int:
+    return torch.cuda.get_device_properties(index).multi_processor_count
+
+
+def num_sms(device: torch.device) -> int:
+    if device.type == "cuda":
+        return _sm_count(device.index if device.index is not None else torch.cuda.current_device())
+    return _gpus.get("h200").sms
+
+
+# Split-K tiles meet through a counter per output tile. The counters live in one zeroed
+# buffer per (device, stream) that the last program of each tile sets back to zero, so no
+# memset kernel is launched per call (a launch costs ~3 us: 3% of the 64x24576x8192 GEMM).
+_COUNTERS: dict[tuple, torch.Tensor] = {}
+
+
+def _counters(device: torch.device, n: int) -> torch.Tensor:
+    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
+    key = (str(device), stream)
+    buf = _COUNTERS.get(key)
+    if buf is None or buf.numel() < n:
+        buf = torch.zeros(max(n, 1024), dtype=torch.int32, device=device)
+        _COUNTERS[key] = buf
+    return buf
+
+
+# --------------------------------------------------------------------------- config choice
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """One launch configuration. `split_k` > 1 splits K over that many programs per tile;
+    `persistent` launches one program per SM slot looping over tiles through TMA descriptors."""
+
+    block_m: int
+    block_n: int
+    block_k: int
+    group_m: int = 8
+    split_k: int = 1
+    num_warps: int = 4
+    num_stages: int = 4
+    persistent: bool = False
+    reason: str = ""
+    warp_specialize: bool = False  # persistent only: producer/consumer warps (triton >= 3.5 on Hopper)
+    stream_b: bool = False  # B is read once: evict it first from L2, keep A (read by every program)
+
+    def tag(self) -> str:
+        p = ("pws" if self.warp_specialize else "p") if self.persistent else ("sb" if self.stream_b else "")
+        return (
+            f"{p}{self.block_m}x{self.block_n}x{self.block_k}_g{self.group_m}_s{self.split_k}"
+            f"_w{self.num_warps}_st{self.num_stages}"
+        )
+
+
+def _tiles(m: int, n: int, bm: int, bn: int) -> int:
+    return triton.cdiv(m, bm) * triton.cdiv(n, bn)
+
+
+def choose_split_k(m: int, n: int, k: int, bm: int, bn: int, bk: int, sms: int, blocks_per_sm: int) -> int:
+    """The smallest split of K that fills the machine (a last wave at least 3/4 full).
+
+    With too few tiles the grid leaves SMs idle: the article's 64 x 24576 with 64 x 128
+    tiles is 192 blocks on 132 SMs, 1.45 waves (`model.waves.grid_waves`). Splitting K
+    multiplies the blocks; each split keeps at least 8 BLOCK_K steps so the pipeline's
+    prologue stays small next to its main loop (the tips document's short-main-loop warning).
+    """
+    tiles = _tiles(m, n, bm, bn)
+    k_steps = triton.cdiv(k, bk)
+    best, best_eff = 1, waves.grid_waves(tiles, sms, blocks_per_sm).efficiency
+    for s in (2, 3, 4, 6, 8, 12, 16):
+        if k_steps // s < 8:
+            break
+        eff = waves.grid_waves(tiles * s, sms, blocks_per_sm).efficiency
+        if eff > best_eff + 0.05:
+            best, best_eff = s, eff
+    return best
+
+
+def _smem_bytes(bm: int, bn: int, bk: int, stages: int, e: int) -> int:
+    """Shared memory of the software pipeline: `stages` buffers of an A and a B tile."""
+    return stages * (bm * bk + bk * bn) * e
+
+
+def blocks_per_sm(gpu: str, cfg: Config, e: int) -> int:
+    """Programs resident per SM (`model.occupancy`), with registers estimated from the
+    accumulator (BLOCK_M x BLOCK_N fp32 over the block's threads) plus ~48 for addresses."""
+    threads = 32 * cfg.num_warps
+    regs = min(255, 48 + cfg.block_m * cfg.block_n // threads)
+    smem = _smem_bytes(cfg.block_m, cfg.block_n, cfg.block_k, cfg.num_stages, e)
+    try:
+        return max(1, occupancy(gpu, threads=threads, registers=regs, dynamic_smem=smem).blocks_per_sm)
+    except InputError:
+        return 1
+
+
+def bytes_in_flight(cfg: Config, m: int, n: int, e: int, sms: int, gpu: str = "h200") -> int:
+    """Bytes the grid's resident programs keep requested from memory: each has up to
+    `num_stages - 1` tiles of A and B loading while it multiplies the oldest one."""
+    resident = min(_tiles(m, n, cfg.block_m, cfg.block_n) * cfg.split_k, sms * blocks_per_sm(gpu, cfg, e))
+    return resident * (cfg.num_stages - 1) * (cfg.block_m + cfg.block_n) * cfg.block_k * e
+
+
+# Measured on the H200 (triton 3.6, torch 2.11, 2026-11-30, benchmarks/gpu/results/gemm/round1), bf16:
+#
+#  regime                     shape               config                      ours      cuBLAS
+#  memory-bound, M <= 16      1 x 24576 x 8192    16x128x256 w4 st4           107.3 us  103.4 us  (x0.96)
+#                             16 x 24576 x 8192   16x64x512 w4 st3            107.8 us  103.0 us  (x0.955)
+#  memory-bound, M <= 64      64 x 24576 x 8192   64x256x64 w8 st4 (96 tiles) 106.5 us  104.0 us  (x0.98)
+#                                                 64x128x128 w4 st4           109.6 us             (x0.95)
+#                                                 64x64x128 w4 st4            112.6 us             (x0.93)
+#  split-K lost everywhere it was tried with one program per SM: 64x128x128 s2 117.5 us vs s1 109.6;
+#  64x256x64 s2 117.3 vs s1 106.5. Each extra program generation pays a pipeline fill and a
+#  fix-up; a memory-bound grid does not need every SM busy, only enough bytes in flight (96
+#  programs x 3 stages x 40 KB = 11.5 MB > 4.3 TB/s x ~2 us), and BLOCK_N = 256 cuts the
+#  re-reads of A through L2 (N / BLOCK_N copies of A: 96 MB instead of 384 MB at BLOCK_N = 64).
+#  compute-bound              8192^3              128x256x64 w8 st4           770 TF/s  786 TF/s
+#                                                 the same at st3             623 TF/s  (fewer bytes in flight)
+#                                                 persistent TMA st3          740 TF/s
+#                             1024 x 24576 x 8192 persistent 128x256x64 st3   697 TF/s  643 TF/s (x0.99 side by side)
+#                                                 128x256x64 st3              620 TF/s
+#                             256 x 24576 x 8192  persistent 128x128x64 st4   592 TF/s  665 TF/s (x0.97)
+#                                                 128x256x64 st3 (192 tiles)  480 TF/s
+SKINNY_16 = Config(16, 128, 256, 8, 1, 4, 4, reason="memory-bound, M <= 16: stream B in 128-column tiles")
+SKINNY_64 = Config(64, 256, 64, 8, 1, 8, 4, reason="memory-bound, M <= 64: BLOCK_N 256 reads A N/256 times")
+SKINNY_128 = Config(128, 64, 128, 8, 1, 4, 4, reason="memory-bound, M <= 128")
+# Compute-bound candidates, largest tile first; the first whose grid keeps the last wave
+# >= 80% full (model.waves.grid_waves) wins.
+COMPUTE = (
+    Config(128, 256, 64, 8, 1, 8, 4, reason="compute-bound: 128x256 tiles, 4 stages"),
+    Config(128, 128, 64, 8, 1, 8, 4, True, reason="compute-bound, few tiles: persistent 128x128"),
+    Config(64, 128, 64, 8, 1, 4, 4, reason="small problem: 64x128 tiles to fill the SMs"),
+    Config(64, 64, 64, 8, 1, 4, 4, reason="small problem: 64x64 tiles to fill the SMs"),
+)
+TF32 = Config(128, 128, 32, 8, 1, 8, 3, reason="tf32: 128x128x32 (4-byte operands)")
+
+
+@functools.lru_cache(maxsize=4096)
+def _choose_cached(m: int, n: int, k: int, dtype: str, key: str, sms: int) -> Config:
+    e = _gpus.element_bytes(dtype)
+    model_dtype = "tf32" if dtype == "fp32" else dtype
+    pred = roofline.time(key, traffic.gemm_flops(m, n, k), traffic.gemm_bytes(m, n, k, dtype), model_dtype)
+    if e == 4:
+        return _fill(TF32, m, n, k, key, sms, e)
+    if pred.bound == "memory" and m <= 128 and n >= 16 * m:
+        # Skinny: the time is streaming B once. Measured table above.
+        base = SKINNY_16 if m <= 16 else SKINNY_64 if m <= 64 else SKINNY_128
+        return base
+    for cand in COMPUTE:
+        # One tile per SM keeps its Tensor Cores busy (the tips document: cutlass runs one block
+        # per SM on Hopper), so the waves are counted at one program per SM.
+        w = waves.grid_waves(_tiles(m, n, cand.block_m, cand.block_n), sms, 1)
+        if w.efficiency >= 0.8 or w.waves >= 4:
+            return cand
+    return _fill(COMPUTE[-1], m, n, k, key, sms, e)
+
+
+def _fill(cfg: Config, m: int, n: int, k: int, key: str, sms: int, e: int) -> Config:
+    """Split K when even this config leaves most SMs idle and K is long (>= 8 steps per split)."""
+    bps = blocks_per_sm(key, cfg, e)
+    if _tiles(m, n, cfg.block_m, cfg.block_n) >= sms * bps // 2:
+        return cfg
+    split = choose_split_k(m, n, k, cfg.block_m, cfg.block_n, cfg.block_k, sms, bps)
+    if split == 1:
+        return cfg
+    return dataclasses.replace(cfg, split_k=split, reason=cfg.reason + f"; split-K {split}: too few tiles")
+
+
+def choose_config(m: int, n: int, k: int, dtype: str, device: torch.device | None = None) -> Config:
+    """Pick a configuration from the roofline (`model.roofline`), the waves (`model.waves`) and
+    the occupancy (`model.occupancy`) of the shape; the candidates are the measured table above."""
+    key = _gpu_key(device) if device is not None else "h200"
+    sms = num_sms(device) if device is not None else _gpus.get(key).sms
+    return _choose_cached(int(m), int(n), int(k), _gpus.dtype_name(dtype) if dtype != "fp32" else "fp32", key, sms)
+
+
+# --------------------------------------------------------------------------- kernels
+
+
+@triton.jit
+def _tile_coords(tile, tiles_m, tiles_n, GROUP_M: tl.constexpr):
+    """Grouped order: GROUP_M row tiles share a column of B tiles while it is in L2."""
+    per_group = GROUP_M * tiles_n
+    group = tile // per_group
+    first_m = group * GROUP_M
+    rows = tl.minimum(tiles_m - first_m, GROUP_M)
+    pid_m = first_m + (tile % per_group) % rows
+    pid_n = (tile % per_group) // rows
+    return pid_m, pid_n
+
+
+@triton.jit
+def _epilogue(acc, bias_ptr, offs_n, N, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr):
+    if HAS_BIAS:
+        bias = tl.load(bias_ptr + offs_n, mask=offs_n < N, other=0.0).to(tl.float32)
+        acc = acc + bias[None, :]
+    if ACTIVATION == "relu":
+        acc = tl.maximum(acc, 0.0)
+    elif ACTIVATION == "gelu":  # tanh approximation
+        inner = 0.7978845608028654 * (acc + 0.044715 * acc * acc * acc)
+        acc = 0.5 * acc * (1.0 + (2.0 * tl.sigmoid(2.0 * inner) - 1.0))
+    elif ACTIVATION == "silu":
+        acc = acc * tl.sigmoid(acc)
+    return acc
+
+
+@triton.jit
+def _matmul_kernel(
+    # pointers
+    a_ptr, b_ptr, c_ptr, bias_ptr, ws_ptr, counter_ptr,
+    # sizes
+    M, N, K, K_PER_SPLIT,
+    # strides
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    # meta-parameters
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    SPLIT_K: tl.constexpr, EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr,
+    INPUT_PRECISION: tl.constexpr, BIG: tl.constexpr, A_EVICT: tl.constexpr, B_EVICT: tl.constexpr,
+    # each stride was passed divided by its largest power of two (up to 16 bytes): the compiler
+    # then knows rows start 16-byte aligned and can use wide (cp.async 16 B) loads
+    MUL_AM: tl.constexpr, MUL_AK: tl.constexpr, MUL_BK: tl.constexpr, MUL_BN: tl.constexpr,
+    MUL_CM: tl.constexpr, MUL_CN: tl.constexpr,
+):  # fmt: skip
+    """One BLOCK_M x BLOCK_N tile of C (program axis 0) over one K range (program axis 1)."""
+    tl.static_assert(BLOCK_K >= 16)
+    stride_am = stride_am * MUL_AM
+    stride_ak = stride_ak * MUL_AK
+    stride_bk = stride_bk * MUL_BK
+    stride_bn = stride_bn * MUL_BN
+    stride_cm = stride_cm * MUL_CM
+    stride_cn = stride_cn * MUL_CN
+    tile = tl.program_id(0)
+    pid_k = tl.program_id(1)
+    tiles_m = tl.cdiv(M, BLOCK_M)
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    pid_m, pid_n = _tile_coords(tile, tiles_m, tiles_n, GROUP_M)
+
+    # Rows and columns past the edge wrap onto valid ones: loads need no mask, the store has one.
+    offs_m = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
+    offs_n = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    if BIG:
+        offs_m = offs_m.to(tl.int64)
+        offs_n = offs_n.to(tl.int64)
+    offs_k = tl.arange(0, BLOCK_K)
+    k_lo = pid_k * K_PER_SPLIT
+    k_hi = tl.minimum(k_lo + K_PER_SPLIT, K)
+    a_ptrs = a_ptr + offs_m[:, None] * stride_am + (k_lo + offs_k)[None, :] * stride_ak
+    b_ptrs = b_ptr + (k_lo + offs_k)[:, None] * stride_bk + offs_n[None, :] * stride_bn
+
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(k_lo, k_hi, BLOCK_K):
+        if EVEN_K:
+            a = tl.load(a_ptrs, eviction_policy=A_EVICT)
+            b = tl.load(b_ptrs, eviction_policy=B_EVICT)
+        else:
+            a = tl.load(a_ptrs, mask=(k + offs_k)[None, :] < k_hi, other=0.0, eviction_policy=A_EVICT)
+            b = tl.load(b_ptrs, mask=(k + offs_k)[:, None] < k_hi, other=0.0, eviction_policy=B_EVICT)
+        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    if SPLIT_K > 1:
+        # Serial split-K fix-up: every split parks its fp32 partial in the workspace (it stays
+        # in L2), the last split to arrive sums all partials in split order (deterministic)
+        # and writes C. The counter goes back to zero for the next call.
+        tile_elems = BLOCK_M * BLOCK_N
+        idx = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+        ws_tile = ws_ptr + tile.to(tl.int64) * (SPLIT_K * tile_elems)
+        tl.store(ws_tile + pid_k * tile_elems + idx, acc, cache_modifier=".cg")
+        tl.debug_barrier()
+        arrived = tl.atomic_add(counter_ptr + tile, 1, sem="acq_rel", scope="gpu")
+        if arrived == SPLIT_K - 1:
+            acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+            for s in tl.static_range(SPLIT_K):
+                acc += tl.load(ws_tile + s * tile_elems + idx, cache_modifier=".cg")
+            tl.atomic_xchg(counter_ptr + tile, 0)
+            acc = _epilogue(acc, bias_ptr, rn, N, HAS_BIAS, ACTIVATION)
+            c_ptrs = c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn
+            tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))
+    else:
+        acc = _epilogue(acc, bias_ptr, rn, N, HAS_BIAS, ACTIVATION)
+        c_ptrs = c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn
+        tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@triton.jit
+def _persistent_tile(
+    a_desc, b_desc, c_desc, bias_ptr, tile, tiles_m, tiles_n, k_steps, N,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, EPILOGUE_SPLIT: tl.constexpr, OUT_DTYPE: tl.constexpr,
+):  # fmt: skip
+    """One output tile through TMA: K loop, epilogue, store (in two halves to halve the staging buffer)."""
+    pid_m, pid_n = _tile_coords(tile, tiles_m, tiles_n, GROUP_M)
+    om = pid_m * BLOCK_M
+    on = pid_n * BLOCK_N
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for ks in range(k_steps):
+        a = a_desc.load([om, ks * BLOCK_K])
+        b = b_desc.load([ks * BLOCK_K, on])
+        acc = tl.dot(a, b, acc)
+    rn = on + tl.arange(0, BLOCK_N)
+    acc = _epilogue(acc, bias_ptr, rn, N, HAS_BIAS, ACTIVATION)
+    if EPILOGUE_SPLIT:
+        acc3 = tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
+        c0, c1 = tl.split(acc3)
+        c_desc.store([om, on], c0.to(OUT_DTYPE))
+        c_desc.store([om, on + BLOCK_N // 2], c1.to(OUT_DTYPE))
+    else:
+        c_desc.store([om, on], acc.to(OUT_DTYPE))
+
+
+@triton.jit
+def _matmul_tma_persistent_kernel(
+    # descriptors (TMA: the copy engine moves tiles, zero-padding past the edges)
+    a_desc, b_desc, c_desc, bias_ptr,
+    # sizes
+    M, N, K,
+    # meta-parameters
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    NUM_PROGRAMS: tl.constexpr, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr,
+    EPILOGUE_SPLIT: tl.constexpr, OUT_DTYPE: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
+):  # fmt: skip
+    """Persistent: program p takes tiles p, p + NUM_PROGRAMS, ... in grouped order."""
+    start = tl.program_id(0)
+    tiles_m = tl.cdiv(M, BLOCK_M)
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    k_steps = tl.cdiv(K, BLOCK_K)
+    num_tiles = tiles_m * tiles_n
+    if WARP_SPECIALIZE:  # only compiled when asked for: older triton has no warp_specialize
+        for tile in tl.range(start, num_tiles, NUM_PROGRAMS, warp_specialize=True):
+            _persistent_tile(
+                a_desc, b_desc, c_desc, bias_ptr, tile, tiles_m, tiles_n, k_steps, N,
+                BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, HAS_BIAS, ACTIVATION, EPILOGUE_SPLIT, OUT_DTYPE,
+            )  # fmt: skip
+    else:
+        for tile in range(start, num_tiles, NUM_PROGRAMS):
+            _persistent_tile(
+                a_desc, b_desc, c_desc, bias_ptr, tile, tiles_m, tiles_n, k_steps, N,
+                BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, HAS_BIAS, ACTIVATION, EPILOGUE_SPLIT, OUT_DTYPE,
+            )  # fmt: skip
+
+
+# --------------------------------------------------------------------------- launcher
+
+
+def _check(a, b, out, bias, activation):
+    for name, t in (("a", a), ("b", b)):
+        if not isinstance(t, torch.Tensor):
+            raise InputError(f"matmul: {name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dim() != 2:
+            raise InputError(f"matmul: {name} must be 2-D, got {t.dim()}-D with shape {list(t.shape)}")
+        if t.dtype not in _DTYPES:
+            raise InputError(f"matmul: {name} must be bfloat16, float16 or float32, got {t.dtype}")
+        if t.numel() == 0:
+            raise InputError(f"matmul: {name} must not be empty, got shape {list(t.shape)}")
+    if a.shape[1] != b.shape[0]:
+        raise InputError(
+            f"matmul: inner dimensions must match: a is {list(a.shape)} (K = {a.shape[1]}), "
+            f"b is {list(b.shape)} (K = {b.shape[0]})"
+        )
+    if a.dtype != b.dtype:
+        raise InputError(f"matmul: a and b must have the same dtype, got a {a.dtype} and b {b.dtype}")
+    if a.device != b.device:
+        raise InputError(f"matmul: a and b must be on the same device, got a on {a.device} and b on {b.device}")
+    if a.device.type != "cuda" and not _interpreting():
+        raise InputError(f"matmul: tensors must be on a CUDA device (or set TRITON_INTERPRET=1), got {a.device}")
+    m, n = a.shape[0], b.shape[1]
+    if out is not None:
+        if not isinstance(out, torch.Tensor) or out.shape != (m, n) or out.dtype != a.dtype or out.device != a.device:
+            got = f"{list(out.shape)} {out.dtype} on {out.device}" if isinstance(out, torch.Tensor) else type(out)
+            raise InputError(f"matmul: out must be a [{m}, {n}] {a.dtype} tensor on {a.device}, got {got}")
+    if bias is not None:
+        if not isinstance(bias, torch.Tensor) or bias.shape != (n,) or bias.device != a.device:
+            got = f"{list(bias.shape)} on {bias.device}" if isinstance(bias, torch.Tensor) else type(bias)
+            raise InputError(f"matmul: bias must be a [{n}] tensor on {a.device}, got {got}")
+    if activation not in ACTIVATIONS:
+        raise InputError(f"matmul: activation must be one of {ACTIVATIONS}, got {activation!r}")
+
+
+def _tma_ok(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> bool:
+    """TMA needs 16-bit data (tf32 wgmma wants K-major B), unit last strides and 16-byte
+    aligned bases and row strides, and a Hopper GPU with a triton that has host descriptors."""
+    if a.device.type != "cuda" or a.dtype not in (torch.bfloat16, torch.float16):
+        return False
+    if torch.cuda.get_device_capability(a.device)[0] < 9:
+        return False
+    try:
+        from triton.tools.tensor_descriptor import TensorDescriptor  # noqa: F401
+    except ImportError:
+        return False
+    for t in (a, b, c):
+        if t.stride(1) != 1 or (t.stride(0) * t.element_size()) % 16 or t.data_ptr() % 16:
+            return False
+    return True
+
+
+def _span(t: torch.Tensor) -> int:
+    """Largest element offset a kernel computes into `t` (int32 arithmetic must not overflow)."""
+    return sum((d - 1) * abs(st) for d, st in zip(t.shape, t.stride())) + 1
+
+
+def _split_stride(stride: int, cap: int) -> tuple[int, int]:
+    """stride = quotient x multiplier, the multiplier its largest power of two up to `cap`."""
+    if stride in (0, 1):
+        return stride, 1
+    mult = min(stride & -stride, cap)
+    return stride // mult, mult
+
+
+def _row_aligned(t: torch.Tensor) -> bool:
+    """One unit stride and the other a multiple of 16 bytes: rows can be read with 16-byte loads."""
+    e = t.element_size()
+    s0, s1 = t.stride()
+    return t.data_ptr() % 16 == 0 and (
+        (s1 == 1 and (s0 * e) % 16 == 0) or (s0 == 1 and (s1 * e) % 16 == 0) or t.shape[0] == 1 or t.shape[1] == 1
+    )
+
+
+def _padded(t: torch.Tensor) -> torch.Tensor:
+    """A row-major copy of `t` whose rows start on 16-byte boundaries (a view of the same shape)."""
+    rows, cols = t.shape
+    unit = max(1, 16 // t.element_size())
+    buf = torch.empty((rows, -(-cols // unit) * unit), dtype=t.dtype, device=t.device)
+    view = buf[:, :cols]
+    view.copy_(t)
+    return view
+
+
+# Operands whose rows cannot be read with 16-byte loads (333 x 7777 x 2049: both leading
+# dimensions odd) are copied to padded rows when the GEMM does at least this many FLOPs per
+# byte copied: the copy streams at ~4 TB/s, the unaligned GEMM ran 5-10x slower than cuBLAS.
+PAD_MIN_FLOPS_PER_BYTE = 64
+
+
+def _launch(a, b, c, bias, activation, cfg: Config) -> None:
+    m, k = a.shape
+    n = b.shape[1]
+    has_bias = bias is not None
+    if cfg.persistent:
+        from triton.tools.tensor_descriptor import TensorDescriptor
+
+        a_desc = TensorDescriptor.from_tensor(a, [cfg.block_m, cfg.block_k])
+        b_desc = TensorDescriptor.from_tensor(b, [cfg.block_k, cfg.block_n])
+        split_epi = cfg.block_n >= 128
+        c_desc = TensorDescriptor.from_tensor(c, [cfg.block_m, cfg.block_n // 2 if split_epi else cfg.block_n])
+        programs = min(num_sms(a.device), _tiles(m, n, cfg.block_m, cfg.block_n))
+        _matmul_tma_persistent_kernel[(programs,)](
+            a_desc, b_desc, c_desc, bias if has_bias else c, m, n, k,
+            BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
+            NUM_PROGRAMS=programs, HAS_BIAS=has_bias, ACTIVATION=activation,
+            EPILOGUE_SPLIT=split_epi, OUT_DTYPE=_TL_DTYPES[c.dtype],
+            WARP_SPECIALIZE=cfg.warp_specialize, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        )  # fmt: skip
+        return
+    split = cfg.split_k
+    k_per_split = triton.cdiv(triton.cdiv(k, split), cfg.block_k) * cfg.block_k
+    split = triton.cdiv(k, k_per_split)  # no empty splits
+    tiles = _tiles(m, n, cfg.block_m, cfg.block_n)
+    if split > 1:
+        ws = torch.empty(tiles * split * cfg.block_m * cfg.block_n, dtype=torch.float32, device=a.device)
+        counters = _counters(a.device, tiles)
+    else:
+        ws = counters = c
+    big = max(_span(a), _span(b), _span(c)) >= 2**31 - 1
+    cap = max(1, 16 // a.element_size())
+    (sam, mam), (sak, mak) = _split_stride(a.stride(0), cap), _split_stride(a.stride(1), cap)
+    (sbk, mbk), (sbn, mbn) = _split_stride(b.stride(0), cap), _split_stride(b.stride(1), cap)
+    (scm, mcm), (scn, mcn) = _split_stride(c.stride(0), cap), _split_stride(c.stride(1), cap)
+    _matmul_kernel[(tiles, split)](
+        a, b, c, bias if has_bias else c, ws, counters,
+        m, n, k, k_per_split,
+        sam, sak, sbk, sbn, scm, scn,
+        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
+        SPLIT_K=split, EVEN_K=(k % k_per_split == 0), HAS_BIAS=has_bias, ACTIVATION=activation,
+        INPUT_PRECISION="tf32" if a.dtype == torch.float32 else "ieee", BIG=big,
+        A_EVICT="evict_last" if cfg.stream_b else "", B_EVICT="evict_first" if cfg.stream_b else "",
+        MUL_AM=mam, MUL_AK=mak, MUL_BK=mbk, MUL_BN=mbn, MUL_CM=mcm, MUL_CN=mcn,
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+    )  # fmt: skip
+
+
+def matmul(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    *,
+    out: torch.Tensor | None = None,
+    bias: torch.Tensor | None = None,
+    activation: str = "none",
+    config: Config | None = None,
+) -> torch.Tensor:
+    """C = activation(A @ B + bias).
+
+    Args:
+        a: [M, K] bfloat16, float16 or float32 (float32 multiplies as TF32), any strides.
+        b: [K, N], same dtype and device as `a`, any strides.
+        out: optional [M, N] tensor of the same dtype to write into (any strides).
+        bias: optional [N] vector added before the activation.
+        activation: 'none', 'relu', 'gelu' (tanh) or 'silu', applied in fp32.
+        config: pin a `Config` (tests, sweeps); by default `choose_config` picks one.
+
+    Returns:
+        C [M, N] in the dtype of `a`, accumulated in fp32.
+    """
+    _check(a, b, out, bias, activation)
+    m, k = a.shape
+    n = b.shape[1]
+    c = out if out is not None else torch.empty((m, n), dtype=a.dtype, device=a.device)
+    cfg = config or choose_config(m, n, k, _DTYPES[a.dtype], a.device)
+    flops = traffic.gemm_flops(m, n, k)
+    if not _row_aligned(a) and flops >= PAD_MIN_FLOPS_PER_BYTE * a.numel() * a.element_size():
+        a = _padded(a)
+    if not _row_aligned(b) and flops >= PAD_MIN_FLOPS_PER_BYTE * b.numel() * b.element_size():
+        b = _padded(b)
+    if cfg.persistent and not _tma_ok(a, b, c):
+        cfg = dataclasses.replace(cfg, persistent=False)
+    _launch(a, b, c, bias, activation, cfg)
+    return c
+
+
+__all__ = ["ACTIVATIONS", "Config", "choose_config", "choose_split_k", "matmul"]
+
+
+class _CallableModule(types.ModuleType):
+    """`tilewise.kernels.matmul` names both this module and the op: once the module is imported,
+    Python binds the package attribute to the module, so the module forwards calls to the op."""
+
+    def __call__(self, *args, **kwargs):
+        return matmul(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -1,0 +1,166 @@
+"""A Mixture-of-Experts FFN layer (forward) on the persistent grouped GEMM.
+
+    router_logits [T, E] --top-k--> (expert, weight) for each of the T x k token slots
+    sort the slots by expert                     -> offsets [E] (cumulative row ends)
+    h = silu(x[tok] @ Wg[e]) * (x[tok] @ Wu[e])  one grouped GEMM; the gather of x rows is in
+                                                 its loads, SiLU * mul in its epilogue
+    y[slot] = weight * (h @ Wd[e])               one grouped GEMM; the routing weight and the
+                                                 scatter back to token-slot order in its epilogue
+    out[t] = sum over the k slots of token t     (a [T, k, d] -> [T, d] sum)
+
+The permuted copy of x, the [T k, 2 d_ff] gate/up activation and the unweighted down output of
+an unfused layer are never written. Nothing syncs with the host.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from tilewise.errors import InputError
+from tilewise.kernels.grouped_gemm import GroupedConfig, _check_inputs, _launch, choose_config
+
+GATES = ("softmax", "sigmoid")
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def route(router_logits: torch.Tensor, top_k: int, gate: str = "softmax", normalize: bool = True):
+    """Top-k routing: (weights fp32 [T, k], experts int64 [T, k]).
+
+    softmax: softmax over all E experts, keep the top k (normalize: divide by their sum, which
+        equals a softmax over the k kept logits; Qwen3-MoE's norm_topk_prob).
+    sigmoid: sigmoid of each logit, keep the top k (normalize: divide by their sum, as
+        DeepSeek-V3 does; its group-limited selection and bias are not modelled).
+    """
+    logits = router_logits.float()
+    if gate == "softmax":
+        scores = torch.softmax(logits, dim=-1)
+    else:
+        scores = torch.sigmoid(logits)
+    weights, experts = torch.topk(scores, top_k, dim=-1)
+    if normalize:
+        weights = weights / weights.sum(dim=-1, keepdim=True)
+    return weights, experts
+
+
+def permute(experts: torch.Tensor, num_experts: int):
+    """Slots sorted by expert: (order int64 [T k]: slot of each permuted row, offsets int32 [E])."""
+    flat = experts.reshape(-1)
+    order = torch.argsort(flat, stable=True)
+    counts = torch.bincount(flat, minlength=num_experts)
+    offsets = torch.cumsum(counts, 0).to(torch.int32)
+    return order, offsets
+
+
+def _check_moe(x, router_logits, w_gate_up, w_down, top_k, gate) -> None:
+    for name, t in (("x", x), ("router_logits", router_logits), ("w_gate_up", w_gate_up), ("w_down", w_down)):
+        if not isinstance(t, torch.Tensor):
+            raise InputError(f"{name} must be a torch tensor, got {type(t).__name__}")
+    if x.dim() != 2:
+        raise InputError(f"x must have shape [tokens, d_model], got {list(x.shape)}")
+    T, d = x.shape
+    if w_gate_up.dim() != 3 or w_gate_up.shape[1] != d or w_gate_up.shape[2] % 2:
+        raise InputError(
+            f"w_gate_up must have shape [experts, {d}, 2 * d_ff] (gate | up along the last dim), "
+            f"got {list(w_gate_up.shape)}"
+        )
+    E, _, f2 = w_gate_up.shape
+    if w_down.dim() != 3 or tuple(w_down.shape) != (E, f2 // 2, d):
+        raise InputError(
+            f"w_down must have shape [{E}, {f2 // 2}, {d}] (experts, d_ff, d_model), got {list(w_down.shape)}"
+        )
+    if router_logits.dim() != 2 or tuple(router_logits.shape) != (T, E):
+        raise InputError(f"router_logits must have shape [{T}, {E}] (tokens, experts), got {list(router_logits.shape)}")
+    if not router_logits.is_floating_point():
+        raise InputError(f"router_logits must be a floating-point tensor, got {router_logits.dtype}")
+    if w_down.dtype != x.dtype:
+        raise InputError(f"w_down must have the dtype of x ({x.dtype}), got {w_down.dtype}")
+    if w_down.device != x.device or router_logits.device != x.device:
+        raise InputError(
+            f"x, router_logits, w_gate_up and w_down must be on one device, got {x.device}, "
+            f"{router_logits.device}, {w_gate_up.device}, {w_down.device}"
+        )
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not (1 <= top_k <= E):
+        raise InputError(f"top_k must be an integer in [1, {E}] (the number of experts), got {top_k!r}")
+    if gate not in GATES:
+        raise InputError(f"gate must be one of {list(GATES)}, got {gate!r}")
+
+
+# ------------------------------------------------------------------------ config choice
+
+
+def moe_configs(
+    tokens: int, top_k: int, experts: int, d_model: int, d_ff: int, dtype: torch.dtype, on_gpu: bool
+) -> tuple[GroupedConfig, GroupedConfig]:
+    """Tiles for the gate/up GEMM (N = d_ff, two weight tiles per step) and the down GEMM (N = d_model)."""
+    rows = tokens * top_k / experts
+    return choose_config(rows, d_ff, d_model, dtype, on_gpu), choose_config(rows, d_model, d_ff, dtype, on_gpu)
+
+
+# ------------------------------------------------------------------------------ public op
+
+
+def moe(
+    x: torch.Tensor,
+    router_logits: torch.Tensor,
+    w_gate_up: torch.Tensor,
+    w_down: torch.Tensor,
+    top_k: int,
+    *,
+    gate: str = "softmax",
+    normalize: bool = True,
+    configs: tuple[GroupedConfig, GroupedConfig] | None = None,
+) -> torch.Tensor:
+    """MoE FFN forward: sum over the top-k experts e of token t of weight * (silu(x Wg_e) * (x Wu_e)) Wd_e.
+
+    x: [T, d] float16 / bfloat16 / float32.
+    router_logits: [T, E], any float dtype (routing is computed in float32).
+    w_gate_up: [E, d, 2 d_ff], gate columns first, then up columns; the dtype of x.
+    w_down: [E, d_ff, d]; the dtype of x.
+    top_k: experts per token, 1 <= top_k <= E.
+    gate: "softmax" or "sigmoid" (see `route`); normalize: divide the k weights by their sum.
+    Returns [T, d] in the dtype of x.
+    """
+    _check_moe(x, router_logits, w_gate_up, w_down, top_k, gate)
+    T, d = x.shape
+    E, _, f2 = w_gate_up.shape
+    f = f2 // 2
+    _check_inputs(x, w_gate_up, torch.empty(E, dtype=torch.int32, device=x.device), glu=True)
+    out_dtype = x.dtype
+    if T == 0:
+        return torch.zeros((0, d), dtype=out_dtype, device=x.device)
+    weights, experts = route(router_logits, top_k, gate, normalize)
+    order, offsets = permute(experts, E)
+    rows = T * top_k
+    token_of = torch.div(order, top_k, rounding_mode="floor").to(torch.int32)  # x row of each permuted row
+    slot_of = order.to(torch.int32)  # token slot (t * k + j) of each permuted row
+    scale = weights.reshape(-1)[order].contiguous()  # fp32 routing weight of each permuted row
+    cfg_up, cfg_down = configs or moe_configs(T, top_k, E, d, f, x.dtype, x.is_cuda)
+    h = torch.empty((rows, f), dtype=out_dtype, device=x.device)  # permuted (expert) order
+    _launch(x, w_gate_up, offsets, h, f, cfg_up, rows=rows, glu=True, gather=token_of)
+    y = torch.empty((rows, d), dtype=out_dtype, device=x.device)  # token-slot order
+    _launch(h, w_down, offsets, y, d, cfg_down, rows=rows, scatter=slot_of, scale=scale)
+    if top_k == 1:
+        return y
+    return y.view(T, top_k, d).sum(dim=1)
+
+
+def moe_reference(x, router_logits, w_gate_up, w_down, top_k, *, gate="softmax", normalize=True, dtype=torch.float64):
+    """The specification: a plain loop over experts in `dtype` (float64 in the tests)."""
+    weights, experts = route(router_logits, top_k, gate, normalize)
+    f = w_gate_up.shape[2] // 2
+    xd = x.to(dtype)
+    out = torch.zeros(x.shape, dtype=dtype, device=x.device)
+    for e in range(w_gate_up.shape[0]):
+        tok, slot = torch.nonzero(experts == e, as_tuple=True)
+        if tok.numel() == 0:
+            continue
+        g = xd[tok] @ w_gate_up[e, :, :f].to(dtype)
+        u = xd[tok] @ w_gate_up[e, :, f:].to(dtype)
+        y = (torch.nn.functional.silu(g) * u) @ w_down[e].to(dtype)
+        out.index_add_(0, tok, y * weights[tok, slot].to(dtype)[:, None])
+    return out
+
+
+__all__ = ["moe", "moe_reference", "permute", "route"]

@@ -1,0 +1,248 @@
+"""Sum: the tips document's block reduction (../shared/seeds/000) done properly for a GPU.
+
+The seed's `block_sum` gives each 256-thread block 256 numbers, adds them pairwise in shared
+memory and writes one partial sum per block; "the total takes either a second pass or an
+atomic". On an H200 that kernel moves one 4-byte element per thread and launches a block per
+256 elements. Here:
+
+* each program owns many elements: it strides over the input in BLOCK-element chunks (wide,
+  16-byte loads, BLOCK / (32 x num_warps) elements per thread per step) and keeps a vector of
+  fp32 accumulators in registers (fp32 for 16-bit inputs; fp64 for fp64);
+* the grid is a fixed number of programs per SM (enough bytes in flight to cover HBM latency),
+  not one block per 256 elements;
+* the in-block tree and the warp shuffles of the seed are `tl.sum`;
+* the second pass happens inside the same kernel: every program writes its partial, bumps a
+  counter, and the last one to arrive sums the partials in program order (deterministic) and
+  writes the result - one launch, no atomics on the data, no memset.
+
+`sum(x, dim)` over one dimension views x as [outer, R, inner] (any strides) and reduces R.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+from tilewise.errors import InputError
+from tilewise.kernels.matmul import _counters, num_sms
+
+_FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
+# --------------------------------------------------------------------------- config choice
+
+
+@dataclasses.dataclass(frozen=True)
+class SumConfig:
+    block: int = 4096  # elements per program per step
+    programs_per_sm: int = 4
+    num_warps: int = 8
+
+
+def choose_config(numel: int, element_size: int, sms: int) -> SumConfig:
+    """Flat sum: 16-byte loads, 16 elements (fp32) per thread per step, 4 programs per SM.
+
+    Programs per SM x bytes per step per program is what is in flight per SM; the H200 needs
+    about 4.3 TB/s x ~1 us / 132 SMs ~ 32 KB in flight per SM: 4 programs x 16 KB covers it.
+    """
+    return SumConfig(block=4096 * 4 // element_size, programs_per_sm=4, num_warps=8)
+
+
+# --------------------------------------------------------------------------- kernels
+
+
+@triton.jit
+def _sum_flat_kernel(
+    x_ptr, out_ptr, partial_ptr, counter_ptr,
+    numel,
+    BLOCK: tl.constexpr, NUM_PROGRAMS: tl.constexpr, PARTIALS: tl.constexpr, ACC: tl.constexpr, BIG: tl.constexpr,
+):  # fmt: skip
+    """Program p sums chunks p, p + NUM_PROGRAMS, ...; the last program to finish adds the partials."""
+    pid = tl.program_id(0)
+    acc = tl.zeros((BLOCK,), dtype=ACC)
+    n_full = numel // BLOCK
+    offs = tl.arange(0, BLOCK)
+    for blk in range(pid, n_full, NUM_PROGRAMS):
+        if BIG:
+            start = blk.to(tl.int64) * BLOCK
+        else:
+            start = blk * BLOCK
+        acc += tl.load(x_ptr + start + offs).to(ACC)
+    if pid == NUM_PROGRAMS - 1:  # the ragged tail (< BLOCK elements)
+        if BIG:
+            tail = n_full.to(tl.int64) * BLOCK + offs
+        else:
+            tail = n_full * BLOCK + offs
+        acc += tl.load(x_ptr + tail, mask=tail < numel, other=0.0).to(ACC)
+    tl.store(partial_ptr + pid, tl.sum(acc, axis=0))
+    tl.debug_barrier()
+    arrived = tl.atomic_add(counter_ptr, 1, sem="acq_rel", scope="gpu")
+    if arrived == NUM_PROGRAMS - 1:
+        p_offs = tl.arange(0, PARTIALS)
+        parts = tl.load(partial_ptr + p_offs, mask=p_offs < NUM_PROGRAMS, other=0.0, cache_modifier=".cg")
+        tl.store(out_ptr, tl.sum(parts, axis=0).to(out_ptr.dtype.element_ty))
+        tl.atomic_xchg(counter_ptr, 0)
+
+
+@triton.jit
+def _sum_dim_kernel(
+    x_ptr, out_ptr,
+    R, R_PER_SPLIT, INNER, stride_o, stride_r, stride_i, stride_out_o, stride_out_s, stride_out_i,
+    BLOCK_R: tl.constexpr, BLOCK_I: tl.constexpr, ACC: tl.constexpr,
+):  # fmt: skip
+    """x viewed as [outer, R, inner]: program (o, i-block, s) sums BLOCK_I columns over the s-th
+    R_PER_SPLIT rows and writes out[o, s, i] (a second launch adds the splits when there are several)."""
+    o = tl.program_id(0).to(tl.int64)
+    pid_i = tl.program_id(1)
+    sp = tl.program_id(2)
+    offs_i = pid_i * BLOCK_I + tl.arange(0, BLOCK_I)
+    offs_r = tl.arange(0, BLOCK_R)
+    base = x_ptr + o * stride_o + offs_i[None, :].to(tl.int64) * stride_i
+    r_lo = sp * R_PER_SPLIT
+    r_hi = tl.minimum(r_lo + R_PER_SPLIT, R)
+    acc = tl.zeros((BLOCK_R, BLOCK_I), dtype=ACC)
+    for r in range(r_lo, r_hi, BLOCK_R):
+        rr = r + offs_r
+        mask = (rr[:, None] < r_hi) & (offs_i[None, :] < INNER)
+        acc += tl.load(base + rr[:, None].to(tl.int64) * stride_r, mask=mask, other=0.0).to(ACC)
+    total = tl.sum(acc, axis=0)
+    dst = out_ptr + o * stride_out_o + sp * stride_out_s + offs_i * stride_out_i
+    tl.store(dst, total.to(out_ptr.dtype.element_ty), mask=offs_i < INNER)
+
+
+# --------------------------------------------------------------------------- launcher
+
+
+def _interpreting() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def _acc(dtype: torch.dtype):
+    return tl.float64 if dtype == torch.float64 else tl.float32
+
+
+def _check(x, dim):
+    if not isinstance(x, torch.Tensor):
+        raise InputError(f"sum: x must be a torch.Tensor, got {type(x).__name__}")
+    if x.dtype not in _FLOATS:
+        raise InputError(f"sum: x must be float16, bfloat16, float32 or float64, got {x.dtype}")
+    if x.numel() == 0:
+        raise InputError(f"sum: x must not be empty, got shape {list(x.shape)}")
+    if x.device.type != "cuda" and not _interpreting():
+        raise InputError(f"sum: x must be on a CUDA device (or set TRITON_INTERPRET=1), got {x.device}")
+    if dim is not None:
+        if isinstance(dim, bool) or not isinstance(dim, int):
+            raise InputError(f"sum: dim must be an int or None, got {dim!r}")
+        nd = max(x.dim(), 1)
+        if not -nd <= dim < nd:
+            raise InputError(f"sum: dim must be in [{-nd}, {nd - 1}] for a {x.dim()}-D tensor, got {dim}")
+
+
+def _sum_all(x: torch.Tensor, cfg: SumConfig | None) -> torch.Tensor:
+    if not x.is_contiguous():
+        x = x.contiguous()  # a strided full sum reads through a copy: say so in the docs
+    flat = x.view(-1)
+    numel = flat.numel()
+    sms = num_sms(x.device)
+    cfg = cfg or choose_config(numel, x.element_size(), sms)
+    programs = max(1, min(sms * cfg.programs_per_sm, triton.cdiv(numel, cfg.block)))
+    out = torch.empty((), dtype=x.dtype, device=x.device)
+    acc_dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
+    partials = torch.empty(programs, dtype=acc_dtype, device=x.device)
+    counter = _counters(x.device, 1)[-1:]  # the last counter: matmul uses them from the front
+    _sum_flat_kernel[(programs,)](
+        flat, out, partials, counter, numel,
+        BLOCK=cfg.block, NUM_PROGRAMS=programs, PARTIALS=triton.next_power_of_2(programs),
+        ACC=_acc(x.dtype), BIG=numel + cfg.block * programs >= 2**31 - 1, num_warps=cfg.num_warps,
+    )  # fmt: skip
+    return out
+
+
+def _reduce_3d(x, out, n_outer, r, n_inner, x_strides, out_strides, sms):
+    """Sum x [n_outer, r, n_inner] (given strides) over r into out [n_outer, n_inner].
+
+    Too few (outer, column-block) programs to keep the SMs streaming - summing the 32768 rows
+    of a [32768, 8192] matrix gives 64 column blocks - split R: each split writes an fp32
+    partial, and the same kernel then sums the splits (a second pass, as the seed says).
+    """
+    so, sr, si = x_strides
+    contiguous_r = sr == 1
+    block_r = 128 if contiguous_r else 16
+    block_i = 16 if contiguous_r else 128
+    block_i = min(block_i, triton.next_power_of_2(n_inner))
+    block_r = min(block_r, max(16, triton.next_power_of_2(r)))
+    programs = n_outer * triton.cdiv(n_inner, block_i)
+    splits = max(1, min(triton.cdiv(4 * sms, programs), r // (8 * block_r)))
+    acc = _acc(x.dtype)
+    if splits == 1:
+        _sum_dim_kernel[(n_outer, triton.cdiv(n_inner, block_i), 1)](
+            x, out, r, r, n_inner, so, sr, si, out_strides[0], 0, out_strides[1],
+            BLOCK_R=block_r, BLOCK_I=block_i, ACC=acc, num_warps=4,
+        )  # fmt: skip
+        return
+    r_per = triton.cdiv(triton.cdiv(r, splits), block_r) * block_r
+    splits = triton.cdiv(r, r_per)
+    acc_dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
+    part = torch.empty((n_outer, splits, n_inner), dtype=acc_dtype, device=x.device)
+    _sum_dim_kernel[(n_outer, triton.cdiv(n_inner, block_i), splits)](
+        x, part, r, r_per, n_inner, so, sr, si, part.stride(0), part.stride(1), part.stride(2),
+        BLOCK_R=block_r, BLOCK_I=block_i, ACC=acc, num_warps=4,
+    )  # fmt: skip
+    _reduce_3d(part, out, n_outer, splits, n_inner, part.stride(), out_strides, sms)
+
+
+def _sum_dim(x: torch.Tensor, dim: int, keepdim: bool) -> torch.Tensor:
+    nd = x.dim()
+    dim = dim % nd
+    shape = list(x.shape)
+    r = shape[dim]
+    outer_shape, inner_shape = shape[:dim], shape[dim + 1 :]
+    out_shape = outer_shape + inner_shape
+    out = torch.empty(out_shape, dtype=x.dtype, device=x.device)
+    # [outer, R, inner] view: reshape keeps strides where it can (else copies)
+    outer = 1
+    for s in outer_shape:
+        outer *= s
+    inner = 1
+    for s in inner_shape:
+        inner *= s
+    x3 = x.reshape(outer, r, inner)
+    o2 = out.view(outer, inner)
+    if inner == 1:
+        # Reducing the last dimension: the outer rows become the columns of the tile so that
+        # one program sums BLOCK_I rows at once (loads run along R, the contiguous axis).
+        so, sr, si, soo, soi, n_outer, n_inner = 0, x3.stride(1), x3.stride(0), 0, o2.stride(0), 1, outer
+    else:
+        so, sr, si, soo, soi, n_outer, n_inner = x3.stride(0), x3.stride(1), x3.stride(2), o2.stride(0), 1, outer, inner
+    _reduce_3d(x3, o2, n_outer, r, n_inner, (so, sr, si), (soo, soi), num_sms(x.device))
+    if keepdim:
+        out = out.unsqueeze(dim)
+    return out
+
+
+def sum(x: torch.Tensor, dim: int | None = None, *, keepdim: bool = False, config: SumConfig | None = None):
+    """Sum of x over all elements (dim=None) or over one dimension.
+
+    Args:
+        x: a float16 / bfloat16 / float32 / float64 tensor of any shape and strides.
+        dim: None (every element) or one dimension (negative counts from the end).
+        keepdim: keep the reduced dimension with size 1 (dim given only).
+        config: pin a `SumConfig` for the full sum (sweeps, tests).
+
+    Returns:
+        A tensor of x's dtype: 0-D for dim=None, else x's shape without `dim`. 16-bit
+        inputs are accumulated in fp32, fp32 in fp32, fp64 in fp64.
+    """
+    _check(x, dim)
+    if dim is None:
+        return _sum_all(x, config)
+    if x.dim() == 0:
+        return _sum_all(x, config)
+    return _sum_dim(x, dim, keepdim)
+
+
+__all__ = ["SumConfig", "choose_config", "sum"]

@@ -1,0 +1,300 @@
+"""Pipeline designs on one SM: a small discrete-event simulation (the tips document's "compare three designs").
+
+The Tensor Cores go idle for three reasons: waiting for data, the consumer busy with something
+else (softmax), and prologue/epilogue. Three designs, each processing the same work: a CTA owns
+2 x 64 rows of Q (two row blocks) and streams `tiles` K/V tiles; per (row block, tile) the
+GEMMs take `mma` cycles on the Tensor Cores and the softmax `softmax` cycles on the CUDA cores
+and SFUs; loading one tile takes `load` cycles.
+
+(a) "serial" — load-then-compute: one buffer; load a tile, compute both row blocks, then load
+    the next. Nothing overlaps.
+(b) "ring" — an S-stage ring buffer with full/empty barriers: a producer (one TMA thread) loads
+    up to S tiles ahead; it may refill a stage only after the consumer has released it (the
+    "empty" barrier), and the consumer waits on each stage's "full" barrier. One consumer
+    warpgroup does both row blocks: mma, softmax, mma, softmax. Loads hide; softmax does not.
+(c) "pingpong" — warp specialisation: 1 producer + 2 consumer warpgroups, one row block each,
+    and the same ring. The consumers take turns on the Tensor Cores (named barriers fix the
+    order c0, c1, c0, c1, ...), so one consumer's softmax overlaps the other's GEMM.
+
+The simulation: every operation starts when its inputs are ready and its unit is free; each
+unit (the load engine, the Tensor Cores, each consumer's CUDA cores) serves its operations in
+program order. The per-tile `mma` time stands for Q.K^T and P.V together (in a real kernel the
+softmax sits between them; that moves where the gap falls, not how long it is). Because every
+start time is a max of earlier end times plus durations (a max-plus system with fixed orders),
+relaxing a constraint never delays anything: more stages are never slower.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from tilewise import gpus as _gpus
+from tilewise.errors import InputError, positive_int
+from tilewise.model.latency import hbm_bytes_per_cycle_per_sm
+
+DESIGNS = ("serial", "ring", "pingpong")
+DESIGN_TITLES = {
+    "serial": "(a) load then compute",
+    "ring": "(b) S-stage ring buffer, 1 producer + 1 consumer",
+    "pingpong": "(c) 1 producer + 2 consumer warpgroups, ping-pong",
+}
+ROW_BLOCKS = 2  # the CTA's two 64-row halves of Q (two consumers in design c)
+# Published: the FA3 paper (Shah et al., 2024) gives the H100 SXM5 3.9 TFLOPS of special
+# functions = 16 per cycle per SM x 132 SMs x 1.83 GHz (the whitepaper's 16 SFUs per SM).
+# TODO(lead): move to tilewise.gpus as a GPU field.
+SFU_PER_SM_PER_CYCLE = 16
+
+
+@dataclass(frozen=True)
+class Event:
+    unit: str  # "load", "tc", "wg0", "wg1"
+    kind: str  # "load", "mma", "softmax", "epilogue"
+    tile: int
+    consumer: int  # row block / consumer warpgroup (-1 for loads)
+    start: float
+    end: float
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Timeline:
+    design: str
+    title: str
+    tiles: int
+    stages: int
+    load: float
+    mma: float
+    softmax: float
+    epilogue: float
+    makespan: float
+    tc_busy: float
+    tensor_utilisation: float  # tc_busy / makespan, never above 1
+    steady_cycles_per_tile: float  # the bound the design converges to
+    events: tuple[Event, ...] = field(repr=False)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["events"] = [e.to_dict() for e in self.events]
+        return d
+
+    def ascii(self, width: int = 80) -> str:
+        """One row per unit; L = load, 0/1 = the Tensor Cores running consumer 0/1, s = softmax, e = epilogue."""
+        return render_ascii(self, width)
+
+
+def _check_times(load, mma, softmax, epilogue):
+    for name, v in (("load", load), ("mma", mma), ("softmax", softmax), ("epilogue", epilogue)):
+        try:
+            x = float(v)
+        except (TypeError, ValueError):
+            raise InputError(f"{name} must be a time >= 0 (cycles), got {v!r}") from None
+        if not x >= 0 or x == float("inf"):
+            raise InputError(f"{name} must be a finite time >= 0 (cycles), got {v!r}")
+    if float(mma) <= 0:
+        raise InputError(f"mma must be > 0 cycles, got {mma!r}")
+
+
+def simulate(
+    design: str,
+    tiles: int = 8,
+    load: float = 1000.0,
+    mma: float = 1024.0,
+    softmax: float = 512.0,
+    stages: int = 2,
+    epilogue: float = 0.0,
+) -> Timeline:
+    """Simulate one SM running `design` over `tiles` K/V tiles; times in cycles.
+
+    Returns the timeline (events, makespan) and the Tensor Cores' utilisation.
+    """
+    if design not in DESIGNS:
+        raise InputError(f"design must be one of {list(DESIGNS)}, got {design!r}")
+    tiles = positive_int("tiles", tiles, maximum=100_000)
+    stages = positive_int("stages", stages, maximum=64)
+    _check_times(load, mma, softmax, epilogue)
+    load, mma, softmax, epilogue = float(load), float(mma), float(softmax), float(epilogue)
+    ev: list[Event] = []
+    load_free = 0.0  # the load engine serves tiles in order
+    tc_free = 0.0  # the Tensor Cores serve MMAs in program order
+    wg_free = [0.0, 0.0]  # each consumer's own instruction stream
+    release: list[float] = []  # when each tile's stage is empty again
+    loaded: list[float] = []
+
+    for t in range(tiles):
+        # Producer: wait for the stage to be empty (tile t - S released), then load.
+        if design == "serial":
+            ready = max(load_free, wg_free[0])  # one buffer, reloaded after the compute is done
+        else:
+            ready = max(load_free, release[t - stages] if t >= stages else 0.0)
+        ls, le = ready, ready + load
+        ev.append(Event("load", "load", t, -1, ls, le))
+        load_free = le
+        loaded.append(le)
+
+        ends = []
+        for rb in range(ROW_BLOCKS):
+            wg = rb if design == "pingpong" else 0
+            ms = max(le, wg_free[wg], tc_free)  # "full" barrier, own stream, Tensor Cores free
+            me = ms + mma
+            ev.append(Event("tc", "mma", t, rb, ms, me))
+            tc_free = me
+            ends.append(me)
+            ss, se = me, me + softmax
+            if softmax > 0:
+                ev.append(Event(f"wg{wg}", "softmax", t, rb, ss, se))
+            wg_free[wg] = se
+        release.append(max(ends))  # the consumers arrive on the "empty" barrier
+
+    if epilogue > 0:
+        for wg in range(2 if design == "pingpong" else 1):
+            s = wg_free[wg]
+            ev.append(Event(f"wg{wg}", "epilogue", tiles, wg, s, s + epilogue))
+            wg_free[wg] = s + epilogue
+
+    makespan = max(max(e.end for e in ev), 0.0)
+    busy = sum(e.end - e.start for e in ev if e.unit == "tc")
+    steady = steady_cycles_per_tile(design, load, mma, softmax, stages)
+    return Timeline(
+        design=design,
+        title=DESIGN_TITLES[design],
+        tiles=tiles,
+        stages=stages,
+        load=load,
+        mma=mma,
+        softmax=softmax,
+        epilogue=epilogue,
+        makespan=makespan,
+        tc_busy=busy,
+        tensor_utilisation=busy / makespan if makespan else 0.0,
+        steady_cycles_per_tile=steady,
+        events=tuple(sorted(ev, key=lambda e: (e.start, e.unit))),
+    )
+
+
+def steady_cycles_per_tile(design: str, load: float, mma: float, softmax: float, stages: int = 2) -> float:
+    """Cycles per tile once the pipeline is full (the closed form the simulation approaches).
+
+    serial: load + 2 (mma + softmax). ring: max(load, 2 (mma + softmax)) with enough stages.
+    pingpong: max(load, 2 mma, mma + softmax): the Tensor Cores run back to back when softmax <= mma.
+    """
+    r = ROW_BLOCKS
+    if design == "serial":
+        return load + r * (mma + softmax)
+    if design == "ring":
+        per = r * (mma + softmax)
+        # One stage: the next load starts only when the last MMA of the tile has released it.
+        return max(load + r * mma + (r - 1) * softmax, per) if stages == 1 else max(load, per)
+    if design == "pingpong":
+        per = max(r * mma, mma + softmax)
+        return max(load + r * mma, per) if stages == 1 else max(load, per)
+    raise InputError(f"design must be one of {list(DESIGNS)}, got {design!r}")
+
+
+def compare(
+    tiles: int = 8, load: float = 1000.0, mma: float = 1024.0, softmax: float = 512.0, stages: int = 2, epilogue=0.0
+) -> dict[str, Timeline]:
+    """All three designs on the same work."""
+    return {d: simulate(d, tiles, load, mma, softmax, stages, epilogue) for d in DESIGNS}
+
+
+_CHARS = {"load": "L", "softmax": "s", "epilogue": "e"}
+
+
+def render_ascii(tl: Timeline, width: int = 80) -> str:
+    """The timeline as text: one row per unit, one column per makespan / width cycles."""
+    width = positive_int("width", width, minimum=10, maximum=400)
+    units = ["load", "tc", "wg0"] + (["wg1"] if tl.design == "pingpong" else [])
+    names = {"load": "TMA / loads", "tc": "Tensor Cores", "wg0": "WG0 softmax", "wg1": "WG1 softmax"}
+    if tl.design == "serial":
+        names["load"] = "loads"
+    span = tl.makespan or 1.0
+    rows = []
+    for u in units:
+        cells = []
+        evs = [e for e in tl.events if e.unit == u]
+        for c in range(width):
+            mid = (c + 0.5) * span / width
+            ch = "."
+            for e in evs:
+                if e.start <= mid < e.end:
+                    ch = str(e.consumer) if e.kind == "mma" else _CHARS[e.kind]
+                    break
+            cells.append(ch)
+        rows.append(f"{names[u]:<13}|{''.join(cells)}|")
+    rows.append(f"{'':<13} 0 .. {span:.0f} cycles; Tensor Cores busy {100 * tl.tensor_utilisation:.0f}%")
+    return "\n".join(rows)
+
+
+# ------------------------------------------------------------------ inputs from the model
+
+
+@dataclass(frozen=True)
+class AttentionTileTimes:
+    head_dim: int
+    block_n: int
+    block_m: int
+    mma: float  # 4 x 64 x N x d / FLOPs per cycle per SM
+    softmax: float  # 64 x N exponentials / SFU per cycle per SM
+    load: float  # 2 x N x d x bytes x (1 - hit) / HBM bytes per cycle per SM
+    hit_rate: float
+    kv_tile_bytes: int
+    notes: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def attention_tile_times(
+    head_dim: int = 128,
+    block_n: int = 128,
+    block_m: int = 64,
+    dtype: str = "bf16",
+    hit_rate: float = 0.0,
+    gpu: str = "h100-sxm",
+) -> AttentionTileTimes:
+    """Per-(row block, K/V tile) cycles for `simulate`, from the GPU's published rates.
+
+    d = 128, N = 128 on an H100: the GEMMs take 4 x 64 x 128 x 128 / 4096 = 1024 cycles, the
+    exponentials 64 x 128 / 16 = 512 (half the GEMM time: the FA3 paper's point), and the
+    64 KB K/V tile from HBM ~4,700 cycles unless L2 serves most of it.
+    """
+    from tilewise.errors import fraction
+
+    d = positive_int("head_dim", head_dim, maximum=512)
+    n = positive_int("block_n", block_n, maximum=1024)
+    m = positive_int("block_m", block_m, maximum=512)
+    h = fraction("hit_rate", hit_rate)
+    g = _gpus.get(gpu)
+    dt = _gpus.dtype_name(dtype)
+    e = _gpus.element_bytes(dtype)
+    mma = 4 * m * n * d / _gpus.tensor_flops_per_cycle_per_sm(g, dt)
+    soft = m * n / SFU_PER_SM_PER_CYCLE
+    kv = 2 * n * d * e
+    load = kv * (1 - h) / hbm_bytes_per_cycle_per_sm(g)
+    return AttentionTileTimes(
+        head_dim=d,
+        block_n=n,
+        block_m=m,
+        mma=mma,
+        softmax=soft,
+        load=load,
+        hit_rate=h,
+        kv_tile_bytes=kv,
+        notes="softmax counts the exponentials only (SFU-bound); load counts HBM misses only (L2 assumed not to bind)",
+    )
+
+
+__all__ = [
+    "DESIGNS",
+    "SFU_PER_SM_PER_CYCLE",
+    "AttentionTileTimes",
+    "Event",
+    "Timeline",
+    "attention_tile_times",
+    "compare",
+    "render_ascii",
+    "simulate",
+    "steady_cycles_per_tile",
+]

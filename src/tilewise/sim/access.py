@@ -1,0 +1,147 @@
+"""What the memory system does with the 32 addresses of one warp instruction.
+
+The tips document: "32 threads read 128 consecutive bytes ... merge into one transfer" (global memory,
+counted in 32-byte sectors) and "32 banks, each 4 bytes wide; the n-th 4-byte word lives in bank n % 32 ...
+if they all read the same address, that is a broadcast" (shared memory, counted in wavefronts).
+
+`analyze_access` returns Nsight Compute's own counters for one instruction of one warp, as measured on an
+H200 (tests/data/ncu/, made by make_fixture.py there). `analyze_batch` is the same rule for many warps
+at once (rows of 32 lanes), which is what the executor calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from tilewise.errors import InputError
+
+WARP = 32
+SECTOR = 32  # bytes in a global-memory sector
+BANKS = 32
+BANK_BYTES = 4
+WIDTHS = (1, 2, 4, 8, 16)
+SPACES = ("global", "shared")
+
+_BIG = np.int64(1) << 62
+
+
+def _as_active(active, n: int = WARP) -> np.ndarray:
+    if active is None:
+        return np.ones(n, dtype=bool)
+    if isinstance(active, (int, np.integer)) and not isinstance(active, bool):
+        m = int(active)
+        if m < 0 or m >= 1 << n:
+            raise InputError(f"active must be a {n}-bit lane mask (0 .. 0x{(1 << n) - 1:X}), got {active!r}")
+        return (m >> np.arange(n)) & 1 == 1
+    a = np.asarray(active)
+    if a.shape != (n,):
+        raise InputError(f"active must be a {n}-bit mask or {n} booleans, got shape {a.shape}")
+    return a.astype(bool)
+
+
+def analyze_access(
+    addresses: Sequence[int] | np.ndarray,
+    width: int,
+    space: str,
+    active: int | Sequence[bool] | np.ndarray | None = None,
+    store: bool = False,
+) -> dict:
+    """Nsight Compute's counters for one warp-wide memory instruction on an H200.
+
+    addresses: 32 byte addresses, one per lane (lane i = element i); each a multiple of `width`.
+    width: bytes per lane, 1, 2, 4, 8 or 16 (16 = float4 / int4).
+    space: "global" or "shared".
+    active: the lanes that execute it: a 32-bit mask (bit i = lane i) or 32 booleans; None = all.
+    store: a store (st) rather than a load (ld).
+
+    Returns for "global": sectors (l1tex__t_sectors_pipe_lsu_mem_global_op_{ld,st}) and requests
+    (l1tex__t_requests_...); for "shared": wavefronts (l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{ld,st})
+    and bank_conflicts (l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{ld,st}); plus `ideal` (the
+    fewest sectors or wavefronts the active lanes' distinct bytes could take) and `active_lanes`.
+    """
+    if width not in WIDTHS:
+        raise InputError(f"width must be one of {WIDTHS} bytes, got {width!r}")
+    if space not in SPACES:
+        raise InputError(f"space must be 'global' or 'shared', got {space!r}")
+    addr = np.asarray(addresses)
+    if addr.shape != (WARP,):
+        raise InputError(f"addresses must be {WARP} byte addresses (one per lane), got shape {addr.shape}")
+    if not np.issubdtype(addr.dtype, np.integer):
+        if not np.all(np.mod(addr, 1) == 0):
+            raise InputError("addresses must be integers")
+    addr = addr.astype(np.int64)
+    act = _as_active(active)
+    if np.any(addr[act] < 0):
+        raise InputError("addresses must be non-negative")
+    bad = act & (addr % width != 0)
+    if np.any(bad):
+        lane = int(np.flatnonzero(bad)[0])
+        raise InputError(
+            f"addresses must be aligned to width={width}: lane {lane} has address {int(addr[lane])} "
+            "(the hardware faults on a misaligned access)"
+        )
+    r = analyze_batch(addr[None, :], act[None, :], width, space, store)
+    out = {k: int(v[0]) for k, v in r.items()}
+    return out
+
+
+# ----------------------------------------------------------------------------- the rules
+
+
+def _distinct_per_row(keys: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """Number of distinct values of `keys` among `valid` entries, per row (rows x cols)."""
+    k = np.where(valid, keys, _BIG)
+    k = np.sort(k, axis=1)
+    new = np.ones(k.shape, dtype=bool)
+    new[:, 1:] = k[:, 1:] != k[:, :-1]
+    return np.sum(new & (k != _BIG), axis=1)
+
+
+def _global(addr: np.ndarray, act: np.ndarray, width: int, store: bool) -> dict:
+    any_lane = act.any(axis=1)
+    sectors = _distinct_per_row(addr // SECTOR, act)
+    requests = any_lane.astype(np.int64)
+    nbytes = _distinct_bytes(addr, act, width)
+    ideal = -(-nbytes // SECTOR)
+    return {"sectors": sectors, "requests": requests, "ideal": ideal, "active_lanes": act.sum(axis=1)}
+
+
+def _distinct_bytes(addr: np.ndarray, act: np.ndarray, width: int) -> np.ndarray:
+    # Lanes are aligned to their width, so two lanes' byte ranges are equal or disjoint.
+    return _distinct_per_row(addr, act) * width
+
+
+def _shared(addr: np.ndarray, act: np.ndarray, width: int, store: bool) -> dict:
+    rows = addr.shape[0]
+    any_lane = act.any(axis=1)
+    # every 4-byte word the lanes touch (a 1- or 2-byte access touches one word)
+    nw = max(1, width // BANK_BYTES)
+    words = (addr // BANK_BYTES)[:, :, None] + np.arange(nw)[None, None, :]
+    words = words.reshape(rows, -1)
+    wact = np.repeat(act, nw, axis=1)
+    bank = words % BANKS
+    # distinct words per bank: sort by (bank, word) and count changes
+    key = np.where(wact, bank * (_BIG >> 6) + words, _BIG)
+    key = np.sort(key, axis=1)
+    new = np.ones(key.shape, dtype=bool)
+    new[:, 1:] = key[:, 1:] != key[:, :-1]
+    new &= key != _BIG
+    row = np.broadcast_to(np.arange(rows)[:, None], key.shape)
+    kb = key[new] // (_BIG >> 6)
+    per_bank = np.bincount(row[new] * BANKS + kb, minlength=rows * BANKS).reshape(rows, BANKS)
+    wavefronts = np.where(any_lane, np.maximum(per_bank.max(axis=1), 1), 0)
+    nbytes = _distinct_bytes(addr, act, width)
+    ideal = np.where(any_lane, np.maximum(1, -(-nbytes // (BANKS * BANK_BYTES))), 0)
+    conflicts = wavefronts - ideal
+    return {"wavefronts": wavefronts, "bank_conflicts": conflicts, "ideal": ideal, "active_lanes": act.sum(axis=1)}
+
+
+def analyze_batch(addr: np.ndarray, act: np.ndarray, width: int, space: str, store: bool = False) -> dict:
+    """`analyze_access` for many warps: addr and act are (warps, 32); returns arrays of length warps."""
+    addr = np.asarray(addr, dtype=np.int64)
+    act = np.asarray(act, dtype=bool)
+    if space == "global":
+        return _global(addr, act, width, store)
+    return _shared(addr, act, width, store)

@@ -1,0 +1,122 @@
+"""Global and shared arrays as the simulated kernel sees them: typed, flat, with byte addresses."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tilewise.errors import InputError
+
+GLOBAL_BASE = 0x7F00_0000_0000  # first global allocation; every allocation is 256-byte aligned like cudaMalloc's
+
+
+class MemArray:
+    """A global or shared array, or a view of one (a row of a 2-D shared array, `A + offset`, `vec(A, 4)`).
+
+    data: the whole allocation as a 1-D numpy array of access units (a (n, vec) view for vector types).
+    offset: the view's first unit, an int or a per-thread vector.
+    shape / strides: in units; the last index moves by one unit.
+    """
+
+    __slots__ = ("base", "data", "name", "offset", "shape", "space", "strides", "unit_bytes", "vec")
+
+    def __init__(self, space, data, base, name, shape=None, offset=0, vec=1):
+        self.space = space
+        self.data = data
+        self.base = base
+        self.name = name
+        self.vec = vec
+        self.unit_bytes = data.dtype.itemsize * vec
+        self.offset = offset
+        self.shape = tuple(shape) if shape is not None else (len(data),)
+        st = []
+        acc = 1
+        for d in reversed(self.shape):
+            st.append(acc)
+            acc *= d
+        self.strides = tuple(reversed(st))
+
+    @property
+    def dtype(self):
+        return self.data.dtype
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+    def view(self, offset, shape) -> MemArray:
+        v = MemArray(self.space, self.data, self.base, self.name, shape, offset, self.vec)
+        return v
+
+    def __add__(self, k):
+        """Pointer arithmetic: `A + row * K` is the array starting `row * K` elements further."""
+        if isinstance(k, MemArray):
+            return NotImplemented
+        return self.view(self.offset + k, (self.shape[0],) if len(self.shape) == 1 else self.shape)
+
+    __radd__ = __add__
+
+    def __len__(self):
+        return self.shape[0]
+
+    def __getitem__(self, idx):
+        from tilewise.sim import runtime
+
+        return runtime.current().load(self, idx, None)
+
+    def __setitem__(self, idx, value):
+        from tilewise.sim import runtime
+
+        runtime.current().store(self, idx, value, None)
+
+    def __repr__(self):
+        return f"<{self.space} {self.name} {self.data.dtype}{'x' + str(self.vec) if self.vec > 1 else ''} {self.shape}>"
+
+
+def vec(arr: MemArray, n: int) -> MemArray:
+    """The vector-typed view of an array: `vec(A, 4)[i]` is the float4 at elements 4i .. 4i+3 (16 bytes).
+
+    The kernel equivalent of `reinterpret_cast<float4*>(A)[i]`; the load returns a `Vec` (.x .y .z .w).
+    """
+    if not isinstance(arr, MemArray):
+        raise InputError(f"vec() needs a global or shared array, got {type(arr).__name__}")
+    if arr.vec != 1:
+        raise InputError(f"vec() of an array that is already a vector view ({arr.vec} elements)")
+    nbytes = arr.data.dtype.itemsize * n
+    if n not in (1, 2, 4) or nbytes not in (1, 2, 4, 8, 16):
+        raise InputError(f"vec(A, n) needs n in (2, 4) and n x itemsize <= 16 bytes, got n={n} for {arr.data.dtype}")
+    if not isinstance(arr.offset, (int, np.integer)) or arr.offset % n:
+        raise InputError(f"vec({arr.name}, {n}): the view must start at a multiple of {n} elements")
+    if (arr.base + arr.offset * arr.data.dtype.itemsize) % nbytes:
+        raise InputError(f"vec({arr.name}, {n}): the address is not {nbytes}-byte aligned")
+    m = len(arr.data) // n
+    data = arr.data[: m * n].reshape(m, n)
+    total = int(np.prod(arr.shape)) // n
+    return MemArray(arr.space, data, arr.base, arr.name, (total,), int(arr.offset) // n, n)
+
+
+class Vec:
+    """A per-thread short vector (float2 / float4): `.x .y .z .w` or `[i]`, each a per-thread value."""
+
+    __slots__ = ("v",)
+
+    def __init__(self, v):
+        self.v = v  # (threads, n) or (n,) when uniform
+
+    def __getitem__(self, i):
+        return self.v[..., i]
+
+    x = property(lambda s: s.v[..., 0])
+    y = property(lambda s: s.v[..., 1])
+    z = property(lambda s: s.v[..., 2])
+    w = property(lambda s: s.v[..., 3])
+
+    def __len__(self):
+        return self.v.shape[-1]
+
+    def __repr__(self):
+        return f"Vec({self.v!r})"
+
+
+def make_vec(*parts):
+    """`make_float4(a, b, c, d)`: a per-thread vector from per-thread values (for a vector store)."""
+    return Vec(np.stack(np.broadcast_arrays(*[np.asarray(p) for p in parts]), axis=-1))

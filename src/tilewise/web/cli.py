@@ -1,0 +1,61 @@
+"""`tilewise explore`: the seeds' interactive widgets in a browser, every number from the model.
+
+Starlette and uvicorn (the `web` extra) are imported only when the command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+
+from tilewise.errors import InputError, positive_int, require_extra
+
+DEFAULT_PORT = 8765
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _check_port(port: int) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            raise InputError(f"--port {port} is in use on 127.0.0.1; pick another (or --port 0 for any free one)") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    require_extra("starlette", "web")
+    require_extra("uvicorn", "web")
+    port = positive_int("--port", args.port, minimum=0, maximum=65535)
+    if port == 0:
+        port = _free_port()
+    else:
+        _check_port(port)
+    from tilewise.web.server import serve
+
+    try:
+        serve(port=port, open_browser=not args.no_browser)
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "explore",
+        help="open the explorer: the seeds' interactive widgets, live, in a browser",
+        description=(
+            "Start a local web server on 127.0.0.1 and open the explorer: the grid over the SMs, occupancy's "
+            "limits, the GEMM tiling animation, decode padding, the MoE tile scheduler and the Hopper panels, "
+            "for any GPU in the registry. Every number on the page comes from tilewise.model."
+        ),
+        epilog="examples:\n  tilewise explore\n  tilewise explore --port 9000 --no-browser",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port on 127.0.0.1 (default {DEFAULT_PORT}; 0 = any)")
+    p.add_argument("--no-browser", action="store_true", help="do not open a browser; just print the address")
+    p.set_defaults(func=run)

@@ -1,0 +1,217 @@
+"""The explorer's web server: Starlette routes over `tilewise.web.api`, plus the static page.
+
+Routes (GET and HEAD only):
+
+    /                    the page (static/index.html)
+    /static/<file>       a file of the package's static folder, and nothing else
+    /api/gpus            the GPU registry, for the page's GPU menu
+    /api/panels          the panels whose model exists, in page order
+    /api/<panel>?...     one panel's numbers; bad parameters -> 400 {"error": message}
+
+Static files are served from a table built once at start-up by walking the package's
+static folder: a request names a key of that table or gets a 404, so no path, however
+encoded, can reach a file outside the folder.
+"""
+
+from __future__ import annotations
+
+import json
+import mimetypes
+from importlib import resources
+from pathlib import Path
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from tilewise.errors import InputError
+from tilewise.web import api
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]", "::1")
+
+_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".json": "application/json",
+    ".svg": "image/svg+xml",
+    ".png": "image/png",
+    ".ico": "image/x-icon",
+    ".woff2": "font/woff2",
+}
+
+# The page loads nothing from outside the server: no CDN, no fonts, no trackers.
+_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
+        "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+
+
+def static_dir() -> Path:
+    return Path(str(resources.files("tilewise.web") / "static"))
+
+
+def load_static(root: Path | None = None) -> dict[str, tuple[bytes, str]]:
+    """Every regular file under the static folder: relative posix path -> (content, media type)."""
+    root = (root or static_dir()).resolve()
+    table: dict[str, tuple[bytes, str]] = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_symlink() or not path.is_file():
+            continue
+        real = path.resolve()
+        if root not in real.parents:
+            continue
+        rel = real.relative_to(root).as_posix()
+        media = _TYPES.get(real.suffix.lower()) or mimetypes.guess_type(real.name)[0] or "application/octet-stream"
+        table[rel] = (real.read_bytes(), media)
+    return table
+
+
+def _json(data, status: int = 200) -> Response:
+    body = json.dumps(api.clean(data), allow_nan=False, separators=(",", ":"))
+    return Response(body, status_code=status, media_type="application/json", headers=_HEADERS)
+
+
+def _error(status: int, message: str) -> Response:
+    return _json({"error": message, "status": status}, status)
+
+
+def create_app(static: dict[str, tuple[bytes, str]] | None = None, allowed_hosts=LOOPBACK_HOSTS) -> Starlette:
+    """The ASGI app. `allowed_hosts` guards against DNS rebinding: only loopback names are served."""
+    files = load_static() if static is None else static
+
+    async def page(request: Request) -> Response:
+        return _file("index.html", request)
+
+    async def static_file(request: Request) -> Response:
+        return _file(request.path_params["path"], request)
+
+    def _file(rel: str, request: Request) -> Response:
+        entry = files.get(rel)
+        if entry is None:
+            return Response("not found\n", status_code=404, media_type="text/plain", headers=_HEADERS)
+        body, media = entry
+        return Response(b"" if request.method == "HEAD" else body, media_type=media, headers=_HEADERS)
+
+    async def gpus(request: Request) -> Response:
+        if request.query_params:
+            return _error(400, "/api/gpus takes no parameters")
+        return _json(api.gpus_list())
+
+    async def panels(request: Request) -> Response:
+        if request.query_params:
+            return _error(400, "/api/panels takes no parameters")
+        return _json({"panels": [{"id": p.id, "title": p.title, "params": sorted(p.params)} for p in api.available()]})
+
+    async def endpoint(request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in api.PANELS:
+            known = ", ".join(["gpus", "panels", *api.PANELS])
+            return _error(404, f"unknown endpoint /api/{name[:40]}; expected one of: {known}")
+        try:
+            query = request.query_params.multi_items()
+        except Exception:  # undecodable query strings
+            return _error(400, "the query string could not be decoded")
+        try:
+            return _json(api.call(name, query))
+        except KeyError:
+            return _error(404, f"the {name} panel's model is not available in this install")
+        except InputError as e:
+            return _error(400, str(e))
+        except (ValueError, OverflowError) as e:  # a model's own range check
+            return _error(400, f"bad parameters for {name}: {e}")
+
+    async def not_found(request: Request, exc) -> Response:
+        status = getattr(exc, "status_code", 404)
+        return _error(status, getattr(exc, "detail", "") or "not found")
+
+    routes = [
+        Route("/", page, methods=["GET", "HEAD"]),
+        Route("/index.html", page, methods=["GET", "HEAD"]),
+        Route("/static/{path:path}", static_file, methods=["GET", "HEAD"]),
+        Route("/api/gpus", gpus, methods=["GET", "HEAD"]),
+        Route("/api/panels", panels, methods=["GET", "HEAD"]),
+        Route("/api/{name}", endpoint, methods=["GET", "HEAD"]),
+    ]
+    middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts))] if allowed_hosts else []
+    return Starlette(
+        routes=routes,
+        middleware=middleware,
+        exception_handlers={404: not_found, 405: not_found},
+    )
+
+
+def serve(port: int = 8765, open_browser: bool = True, host: str = "127.0.0.1") -> None:
+    """Run the explorer with uvicorn on the loopback interface until interrupted."""
+    import threading
+    import webbrowser
+
+    import uvicorn
+
+    app = create_app()
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="off")
+    server = uvicorn.Server(config)
+    url = f"http://{host}:{port}/"
+
+    def announce() -> None:
+        # Wait until uvicorn is listening, then tell the user (and open the browser).
+        while not server.started and not server.should_exit:
+            threading.Event().wait(0.05)
+        if server.started:
+            print(f"tilewise explorer: {url}  (Ctrl-C to stop)", flush=True)
+            if open_browser:
+                webbrowser.open(url)
+
+    threading.Thread(target=announce, daemon=True).start()
+    server.run()
+
+
+class BackgroundServer:
+    """The explorer served by uvicorn in a daemon thread on a free loopback port (for tests and scripts).
+
+        with BackgroundServer() as url:
+            urllib.request.urlopen(url + "api/gpus")
+    """
+
+    def __init__(self, port: int = 0, host: str = "127.0.0.1"):
+        import socket
+
+        if port == 0:
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                s.bind((host, 0))
+                port = s.getsockname()[1]
+        self.host, self.port = host, port
+        self.url = f"http://{host}:{port}/"
+        self._server = None
+        self._thread = None
+
+    def __enter__(self) -> str:
+        import threading
+        import time
+
+        import uvicorn
+
+        config = uvicorn.Config(
+            create_app(), host=self.host, port=self.port, log_level="error", access_log=False, lifespan="off"
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 20
+        while not self._server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise RuntimeError(f"the explorer did not start on {self.url}")
+            time.sleep(0.02)
+        return self.url
+
+    def __exit__(self, *exc) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=10)

@@ -1,0 +1,234 @@
+/* tilewise explorer core: DOM and SVG builders, controls, the JSON client, formatting.
+ *
+ * Nothing here computes a model figure. Panels ask an endpoint and draw what it returns;
+ * the helpers below only build elements and format numbers for reading.
+ */
+"use strict";
+
+const TW = (() => {
+  const SVGNS = "http://www.w3.org/2000/svg";
+  const panels = [];
+
+  function setAttrs(node, attrs, isSvg) {
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === null || v === undefined || v === false) continue;
+      if (k === "style") Object.assign(node.style, v);
+      else if (k === "class") isSvg ? node.setAttribute("class", v) : (node.className = v);
+      else if (k === "text") node.textContent = v;
+      else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+      else if (k === "dataset") Object.assign(node.dataset, v);
+      else node.setAttribute(k, v === true ? "" : String(v));
+    }
+  }
+
+  function append(node, children) {
+    for (const c of children.flat(Infinity)) {
+      if (c === null || c === undefined || c === false) continue;
+      node.appendChild(typeof c === "string" || typeof c === "number" ? document.createTextNode(String(c)) : c);
+    }
+    return node;
+  }
+
+  /** An HTML element: el("div", {class: "x"}, child, "text", ...). */
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    setAttrs(node, attrs, false);
+    return append(node, children);
+  }
+
+  /** An SVG element. */
+  function s(tag, attrs, ...children) {
+    const node = document.createElementNS(SVGNS, tag);
+    setAttrs(node, attrs, true);
+    return append(node, children);
+  }
+
+  /** Paragraphs from a list of strings; `code` spans written as `...`. */
+  function prose(lines, cls = "prose") {
+    return el("div", { class: cls }, lines.map((line) => el("p", {}, richText(line))));
+  }
+
+  function richText(text) {
+    const out = [];
+    String(text).split(/(`[^`]+`)/).forEach((part) => {
+      if (part.startsWith("`") && part.endsWith("`") && part.length > 1) out.push(el("code", {}, part.slice(1, -1)));
+      else if (part) out.push(part);
+    });
+    return out;
+  }
+
+  // ------------------------------------------------------------------ formatting (reading aid only)
+  const nf = (d) => new Intl.NumberFormat("en-US", { maximumFractionDigits: d, minimumFractionDigits: d });
+  const fmt = {
+    int: (v) => (v === null || v === undefined ? "—" : Math.round(v).toLocaleString("en-US")),
+    fixed: (v, d = 2) => (v === null || v === undefined ? "—" : nf(d).format(v)),
+    pct: (v, d = 1) => (v === null || v === undefined ? "—" : `${nf(d).format(100 * v)}%`),
+    bytes(v) {
+      if (v === null || v === undefined) return "—";
+      if (v >= 1 << 30) return `${nf(2).format(v / (1 << 30))} GiB`;
+      if (v >= 1 << 20) return `${nf(2).format(v / (1 << 20))} MiB`;
+      if (v >= 1024) return `${+(v / 1024).toFixed(2)} KB`;
+      return `${v} B`;
+    },
+    si(v, unit = "", d = 3) {
+      if (v === null || v === undefined) return "—";
+      const units = [["P", 1e15], ["T", 1e12], ["G", 1e9], ["M", 1e6], ["k", 1e3]];
+      for (const [p, f] of units) if (Math.abs(v) >= f) return `${+(v / f).toPrecision(d)} ${p}${unit}`;
+      return `${+v.toPrecision(d)} ${unit}`;
+    },
+    time(sec) {
+      if (sec === null || sec === undefined) return "—";
+      if (sec >= 1) return `${+sec.toPrecision(3)} s`;
+      if (sec >= 1e-3) return `${+(sec * 1e3).toPrecision(3)} ms`;
+      if (sec >= 1e-6) return `${+(sec * 1e6).toPrecision(3)} µs`;
+      return `${+(sec * 1e9).toPrecision(3)} ns`;
+    },
+  };
+
+  // ----------------------------------------------------------------------------- controls
+  /** A labelled range slider. `format(value)` renders the value shown beside the label. */
+  function slider({ key, label, min, max, step = 1, value, format = (v) => String(v), onInput }) {
+    const out = el("span", { class: "ctl-val", dataset: { k: `${key}-value` } }, format(value));
+    const input = el("input", {
+      type: "range", min, max, step, value, "aria-label": label, dataset: { k: key },
+    });
+    input.addEventListener("input", () => {
+      out.textContent = format(Number(input.value));
+      onInput && onInput(Number(input.value));
+    });
+    const node = el("label", { class: "ctl" }, el("span", { class: "ctl-top" }, el("span", {}, label), out), input);
+    return {
+      node,
+      input,
+      get value() { return Number(input.value); },
+      set(v) { input.value = v; out.textContent = format(Number(input.value)); },
+      setMax(m) { input.max = m; },
+    };
+  }
+
+  function select({ key, label, options, value, onChange }) {
+    const sel = el("select", { "aria-label": label, dataset: { k: key } },
+      options.map(([v, text]) => el("option", { value: v }, text)));
+    sel.value = String(value);
+    sel.addEventListener("change", () => onChange && onChange(sel.value));
+    return { node: el("label", { class: "ctl" }, el("span", {}, label), sel), input: sel, get value() { return sel.value; } };
+  }
+
+  function button(text, onClick, cls = "") {
+    return el("button", { type: "button", class: cls, onclick: onClick }, text);
+  }
+
+  function stat(key, label, cls = "") {
+    const v = el("div", { class: "v", dataset: { k: key } }, "—");
+    const node = el("div", { class: `stat ${cls}` }, v, el("div", { class: "l" }, label));
+    return { node, set(text, klass) { v.textContent = text; if (klass !== undefined) node.className = `stat ${klass}`; } };
+  }
+
+  // ---------------------------------------------------------------------------- JSON client
+  async function api(path, params = {}) {
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null && v !== "") q.set(k, v);
+    const url = `/api/${path}${q.toString() ? `?${q}` : ""}`;
+    const res = await fetch(url, { headers: { Accept: "application/json" } });
+    const data = await res.json();
+    if (!res.ok) {
+      const e = new Error(data && data.error ? data.error : `${res.status} from ${url}`);
+      e.status = res.status;
+      throw e;
+    }
+    return data;
+  }
+
+  /**
+   * Wrap a panel's fetch-and-draw so that only the newest request draws, errors show in the
+   * panel (a 400's message, never a crash), and `data-busy` tells tests when it is settled.
+   */
+  function live(card, errBox, fetchDraw) {
+    let seq = 0;
+    return async function update() {
+      const mine = ++seq;
+      card.dataset.busy = "1";
+      try {
+        const draw = await fetchDraw();
+        if (mine !== seq) return;
+        errBox.textContent = "";
+        errBox.hidden = true;
+        draw();
+      } catch (e) {
+        if (mine !== seq) return;
+        errBox.textContent = e.message;
+        errBox.hidden = false;
+      } finally {
+        if (mine === seq) {
+          card.dataset.busy = "0";
+          card.dataset.updates = String(Number(card.dataset.updates || 0) + 1);
+        }
+      }
+    };
+  }
+
+  /** Replace a container's children. */
+  function mount(container, ...children) {
+    container.replaceChildren();
+    return append(container, children);
+  }
+
+  // A qualitative palette for waves, experts and programs.
+  const palette = ["#2563eb", "#f59e0b", "#10b981", "#ef4444", "#8b5cf6", "#0ea5e9", "#ec4899", "#84cc16",
+    "#f97316", "#14b8a6", "#6366f1", "#a855f7", "#eab308", "#22c55e", "#06b6d4", "#e11d48"];
+  const color = (i) => palette[((i % palette.length) + palette.length) % palette.length];
+
+  /**
+   * A line or step chart of points returned by an endpoint. Axis ranges come from the data.
+   * `series`: [{points, color, label}] (or `points` for one); `marker`: an x to mark;
+   * `hline`: a y to mark (a limit); `yFormat`/`xFormat`: tick labels.
+   */
+  function chart({
+    width = 300, height = 150, points, series, x, y, xLabel, yLabel, yMax, yMin = 0, marker, hline, hlineLabel,
+    step = true, color: c = "#2563eb", yFormat = fmt.int, xFormat = fmt.int,
+  }) {
+    const pad = { l: 40, r: 10, t: 10, b: 30 };
+    const all = series || [{ points, color: c }];
+    const xs = all.flatMap((sr) => sr.points.map(x));
+    const ys = all.flatMap((sr) => sr.points.map(y)).filter((v) => v !== null && v !== undefined);
+    const x0 = Math.min(...xs), x1 = Math.max(...xs);
+    const y1 = yMax !== undefined ? yMax : Math.max(1, ...ys, hline || 0);
+    const sx = (v) => pad.l + ((v - x0) / (x1 - x0 || 1)) * (width - pad.l - pad.r);
+    const sy = (v) => height - pad.b - ((Math.min(v, y1) - yMin) / (y1 - yMin || 1)) * (height - pad.t - pad.b);
+    const paths = all.map((sr) => {
+      let d = "";
+      sr.points.forEach((p, i) => {
+        const X = sx(x(p)), Y = sy(y(p));
+        if (i === 0) d += `M${X},${Y}`;
+        else d += step ? `H${X}V${Y}` : `L${X},${Y}`;
+      });
+      return s("path", { d, fill: "none", stroke: sr.color || c, "stroke-width": 2 });
+    });
+    const ticks = [yMin, (yMin + y1) / 2, y1];
+    const legend = all.filter((sr) => sr.label).map((sr, i) =>
+      s("text", { x: width - pad.r, y: pad.t + 10 + 12 * i, "text-anchor": "end", "font-size": 10, "font-weight": 700, style: { fill: sr.color } }, sr.label));
+    return s("svg", { viewBox: `0 0 ${width} ${height}`, width, height, role: "img" },
+      s("g", { class: "grid" }, ticks.map((t) => s("line", { x1: pad.l, x2: width - pad.r, y1: sy(t), y2: sy(t) }))),
+      ticks.map((t) => s("text", { x: pad.l - 5, y: sy(t) + 3, "text-anchor": "end", class: "small" }, yFormat(t))),
+      hline !== undefined ? [
+        s("line", { x1: pad.l, x2: width - pad.r, y1: sy(hline), y2: sy(hline), stroke: "#b42318", "stroke-width": 1.2, "stroke-dasharray": "5 3" }),
+        hlineLabel ? s("text", { x: pad.l + 4, y: sy(hline) - 4, class: "small", style: { fill: "#b42318" } }, hlineLabel) : null,
+      ] : null,
+      paths,
+      marker !== undefined ? s("line", {
+        x1: sx(marker), x2: sx(marker), y1: pad.t, y2: height - pad.b, stroke: "#e8590c", "stroke-width": 1.5,
+        "stroke-dasharray": "4 3",
+      }) : null,
+      legend,
+      s("text", { x: pad.l, y: height - 8, class: "small" }, xFormat(x0)),
+      s("text", { x: width - pad.r, y: height - 8, class: "small", "text-anchor": "end" }, xFormat(x1)),
+      s("text", { x: (pad.l + width - pad.r) / 2, y: height - 8, class: "small", "text-anchor": "middle" }, xLabel),
+      s("text", { x: 6, y: pad.t + 2, class: "small", transform: `rotate(90 6 ${pad.t + 2})` }, yLabel || ""),
+    );
+  }
+
+  /** Register a panel: {id, title, source, lede: [lines], build(body, ctx)}. */
+  function register(def) { panels.push(def); }
+
+  return { el, s, prose, richText, fmt, slider, select, button, stat, api, live, mount, color, palette, chart, register, panels };
+})();

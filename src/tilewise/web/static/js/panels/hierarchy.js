@@ -1,0 +1,152 @@
+/* Hierarchy: grid -> blocks -> SMs -> warps, the grid laid over the SMs in waves (model.waves). */
+"use strict";
+
+TW.register({
+  id: "hierarchy",
+  title: "Grid → blocks → SMs → warps",
+  short: "Hierarchy & waves",
+  source: "tilewise.explain.gemm · model.waves.grid_waves / persistent_tiles · /api/hierarchy",
+  lede: [
+    "A grid is every block one launch starts. Each block owns one output tile of C, stays on one SM from start to " +
+      "finish, and the scheduler hands the next block to whichever SM has room. Blocks never talk to each other.",
+    "The GEMM article's C[64, 24576] = A[64, 8192] × B[8192, 24576] with 64 × 128 tiles is 192 blocks on 132 SMs: " +
+      "one full wave, then a second wave of 60 blocks while 72 SMs sit idle. Press play.",
+  ],
+  build(body, ctx) {
+    const { el, s, fmt } = TW;
+    let data = null, round = 0, timer = null;
+    const mSel = TW.select({ key: "hier-m", label: "M (rows of A and C)", value: 64,
+      options: [1, 16, 64, 128, 256, 512, 1024].map((v) => [v, String(v)]), onChange: () => update() });
+    const nSel = TW.select({ key: "hier-n", label: "N (columns of C)", value: 24576,
+      options: [4096, 8192, 14336, 24576, 32768].map((v) => [v, String(v)]), onChange: () => update() });
+    const tileSel = TW.select({ key: "hier-tile", label: "output tile per block", value: "64x128",
+      options: ["64x64", "64x128", "128x128", "128x256", "256x128"].map((v) => [v, v.replace("x", " × ")]), onChange: () => update() });
+    const thrSel = TW.select({ key: "hier-threads", label: "threads per block", value: 256,
+      options: [128, 256, 384, 512].map((v) => [v, String(v)]), onChange: () => update() });
+    const play = TW.button("▶ play", () => toggle(), "primary");
+    const stepBtn = TW.button("next wave", () => { stop(); show((round + 1) % Math.max(1, data.waves.rounds)); });
+    body.append(el("div", { class: "controls" }, mSel.node, nSel.node, tileSel.node, thrSel.node, play, stepBtn));
+
+    const st = {
+      blocks: TW.stat("hier-blocks", "blocks in the grid"),
+      waves: TW.stat("hier-waves", "waves over the SMs"),
+      tail: TW.stat("hier-tail", "blocks in the last wave"),
+      eff: TW.stat("hier-eff", "SM-rounds doing work", "hot"),
+      warps: TW.stat("hier-warps", "warps per block"),
+      ksteps: TW.stat("hier-ksteps", "K steps per block"),
+    };
+    const gridFig = el("div", { class: "figure" });
+    const smFig = el("div", { class: "figure" });
+    const blockFig = el("div", { class: "figure" });
+    const waveLabel = el("div", { class: "caption", dataset: { k: "hier-wave-label" } });
+    const smLegend = el("div", { class: "caption" }, "Each box is an SM; #n is the block it runs in this wave. Blocks are handed out in order to whichever SM has room.");
+    const proseBox = el("div");
+    body.append(
+      el("div", { class: "stats" }, Object.values(st).map((x) => x.node)),
+      el("h3", { class: "muted" }, "① The grid: one block per output tile"), gridFig,
+      el("h3", { class: "muted" }, "② Blocks on SMs, wave by wave"), waveLabel, smFig, smLegend,
+      el("h3", { class: "muted" }, "③ Inside one block: warps of 32 threads"), blockFig,
+      proseBox,
+    );
+
+    function drawGrid() {
+      const [gm, gn] = data.grid;
+      const W = 940, labelH = 18;
+      const cw = Math.max(2, Math.min(40, (W - 10) / gn));
+      const ch = Math.max(6, Math.min(26, 160 / gm));
+      const H = gm * ch + labelH + 6;
+      const g = s("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img", "aria-label": "grid of blocks" });
+      for (let b = 0; b < data.blocks; b++) {
+        const i = Math.floor(b / gn), j = b % gn; // blocks are numbered row-major over the grid
+        const w = data.wave_of_block[b];
+        g.append(s("rect", {
+          class: "cell-anim", x: 2 + j * cw, y: i * ch, width: Math.max(1, cw - (cw > 4 ? 1 : 0)), height: ch - 1,
+          fill: TW.color(w), opacity: w <= round ? 0.9 : 0.25,
+        }, s("title", {}, `block ${b}: tile (${i}, ${j}) on SM ${data.sm_of_block[b]}, wave ${w + 1}`)));
+      }
+      g.append(s("text", { x: 2, y: gm * ch + 14, class: "small" },
+        `C [${data.problem.m} × ${data.problem.n}] cut into ${gm} × ${gn} tiles of ${data.problem.tile[0]} × ${data.problem.tile[1]}; colour = the wave the block runs in`));
+      TW.mount(gridFig, g);
+    }
+
+    function drawSms() {
+      const n = data.schedule.length;
+      const cols = n > 120 ? 12 : Math.min(12, n);
+      const bw = 74, bh = 34, gap = 4;
+      const rows = Math.ceil(n / cols);
+      const W = cols * (bw + gap), H = rows * (bh + gap);
+      const g = s("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img", "aria-label": "SMs" });
+      data.schedule.forEach((blocks, sm) => {
+        const x = (sm % cols) * (bw + gap), y = Math.floor(sm / cols) * (bh + gap);
+        const b = blocks[round];
+        const busy = b !== undefined;
+        g.append(
+          s("rect", { class: "cell-anim", x, y, width: bw, height: bh, rx: 5, fill: busy ? TW.color(round) : "#e6e9ef", opacity: busy ? 0.9 : 1 }),
+          s("text", { x: x + 5, y: y + 11, "font-size": 9, style: { fill: busy ? "#ffffffcc" : "#8a93a3" } }, `SM ${sm}`),
+          s("text", { x: x + bw - 6, y: y + 28, "text-anchor": "end", class: "mono", "font-size": 13, "font-weight": 700,
+            style: { fill: busy ? "#fff" : "#8a93a3" } }, busy ? `#${b}` : "idle"),
+        );
+      });
+      TW.mount(smFig, g);
+      const busyNow = data.busy_sms_per_wave[round];
+      waveLabel.textContent = `Wave ${round + 1} of ${data.waves.rounds}: ${busyNow} of ${n} SMs busy` +
+        (busyNow < n ? `, ${n - busyNow} idle` : "");
+    }
+
+    function drawBlock() {
+      const warps = data.warps_per_block, ws = data.warp_size;
+      const cell = 14, left = 200, W = Math.max(left + ws * cell + 10, 720), H = warps * (cell + 4) + 26;
+      const g = s("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img", "aria-label": "warps of one block" });
+      for (let w = 0; w < warps; w++) {
+        const y = w * (cell + 4);
+        g.append(s("text", { x: left - 8, y: y + 10, "text-anchor": "end", class: "mono", "font-size": 11 },
+          `warp ${w}: threads ${w * ws}–${(w + 1) * ws - 1}`));
+        for (let t = 0; t < ws; t++) {
+          const tid = w * ws + t;
+          g.append(s("rect", { x: left + t * cell, y, width: cell - 2, height: cell, rx: 2,
+            fill: tid < data.threads ? TW.color(w) : "#e6e9ef", opacity: 0.75 }));
+        }
+      }
+      g.append(s("text", { x: left, y: H - 6, class: "small" },
+        `${data.threads} threads = ${warps} warps; a warp is the 32 consecutive linear thread indices the SM issues together`));
+      TW.mount(blockFig, g);
+    }
+
+    function show(r) {
+      round = r;
+      drawGrid();
+      drawSms();
+    }
+
+    function stop() { if (timer) clearInterval(timer); timer = null; play.textContent = "▶ play"; }
+    function toggle() {
+      if (timer) return stop();
+      play.textContent = "❚❚ pause";
+      show(0);
+      timer = setInterval(() => {
+        if (round + 1 >= data.waves.rounds) { stop(); return; }
+        show(round + 1);
+      }, 1200);
+    }
+
+    const update = TW.live(ctx.card, ctx.errBox, async () => {
+      const [tm, tn] = tileSel.value.split("x");
+      const d = await TW.api("hierarchy", { gpu: ctx.gpu, m: mSel.value, n: nSel.value, tile_m: tm, tile_n: tn, threads: thrSel.value });
+      return () => {
+        stop();
+        data = d;
+        st.blocks.set(fmt.int(d.blocks));
+        st.waves.set(fmt.fixed(d.waves.waves, 2));
+        st.tail.set(fmt.int(d.busy_sms_per_wave[d.busy_sms_per_wave.length - 1]));
+        st.eff.set(fmt.pct(d.waves.efficiency), d.waves.efficiency < 0.9 ? "hot" : "ok");
+        st.warps.set(fmt.int(d.warps_per_block));
+        st.ksteps.set(fmt.int(d.k_steps));
+        show(0);
+        drawBlock();
+        TW.mount(proseBox, TW.prose([...d.explain.tiling, ...d.explain.waves.slice(0, 1), ...d.explain.block]));
+      };
+    });
+    ctx.onGpu(update);
+    update();
+  },
+});

@@ -1,0 +1,370 @@
+"""Ground truth for `tilewise.sim.analyze_access`: Nsight Compute's own counts on an H200.
+
+Each access pattern is one warp (one block of 32 threads) doing exactly one memory instruction:
+lane i reads (or writes) `width` bytes at byte offset offs[i] of a global buffer or of a shared array,
+if bit i of the mask is set. The offsets and the mask come from __constant__ memory (LDC, not a
+global load), the instruction is inline PTX (`ld.global.u32`, `st.shared.v4.u32`, ...) so that the
+compiler neither merges nor drops it, and nothing else in the kernel touches global or shared memory.
+So the l1tex counters of one launch are the counters of that one instruction.
+
+    python3 tests/data/ncu/make_fixture.py gen                  # patterns.txt + twins.cu (CPU)
+    python3 tests/data/ncu/make_fixture.py build                # + nvcc -> twins (CPU, compile check)
+    python3 tests/data/ncu/make_fixture.py all --out DIR        # gen + build + ncu (device) -> DIR/ncu_access.json
+
+The fixture `ncu_access_roundN.json` beside this script is what `all` wrote on the H200
+(benchmarks/gpu/queue/sim.sh runs it). Each record: space, op, width, mask, offsets and the metrics.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WIDTHS = (1, 2, 4, 8, 16)
+SPACES = ("global", "shared")
+OPS = ("ld", "st")
+FULL = 0xFFFFFFFF
+SMEM_BYTES = 16384  # shared array size; every shared offset stays below this
+GMEM_BYTES = 1 << 20  # global buffer size
+
+METRICS_CORE = [
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+]
+# Extra counters that help explain a surprise; dropped if this ncu does not know one of them.
+METRICS_EXTRA = [
+    "smsp__sass_inst_executed_op_global_ld.sum",
+    "smsp__sass_inst_executed_op_global_st.sum",
+    "smsp__sass_inst_executed_op_shared_ld.sum",
+    "smsp__sass_inst_executed_op_shared_st.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit.sum",
+]
+
+# ----------------------------------------------------------------------------- patterns
+
+
+def _pat(space, op, width, offs, mask=FULL, name=""):
+    assert len(offs) == 32
+    assert all(o % width == 0 and o >= 0 for o in offs), (name, offs)
+    limit = SMEM_BYTES if space == "shared" else GMEM_BYTES
+    assert all(o + width <= limit for o in offs), name
+    return {"space": space, "op": op, "width": width, "mask": mask & FULL, "offsets": list(offs), "name": name}
+
+
+def _random_mask(rng, density):
+    m = 0
+    for i in range(32):
+        if rng.random() < density:
+            m |= 1 << i
+    return m or (1 << rng.randrange(32))
+
+
+def patterns(round_no: int = 1) -> list[dict]:
+    """The access patterns, deterministic (seeded)."""
+    rng = random.Random(20261130 + round_no)
+    out: list[dict] = []
+    L = range(32)
+    for space in SPACES:
+        for op in OPS:
+            for w in WIDTHS:
+                P = lambda offs, mask=FULL, name="": out.append(_pat(space, op, w, offs, mask, f"{name}"))  # noqa: E731
+                P([i * w for i in L], name="contiguous")
+                P([64 + i * w for i in L], name="contiguous+64")
+                P([32 + i * w for i in L] if w <= 16 else [i * w for i in L], name="contiguous+32")
+                P([(31 - i) * w for i in L], name="reversed")
+                P([0] * 32, name="broadcast")
+                P([(i // 2) * w for i in L], name="pairs")
+                P([(i // 8) * w for i in L], name="groups8")
+                P([i * 2 * w for i in L], name="stride2")
+                P([i * 128 for i in L], name="stride128B")
+                if space == "global":
+                    P([i * 32 for i in L], name="stride32B")
+                    P([i * 4096 for i in L], name="stride4096B")
+                    P([(i % 8) * w + (i // 8) * 4096 for i in L], name="4rows_of_8")
+                else:
+                    P([i * 4 * w for i in L], name="stride4")
+                    P([i * 132 // w * w for i in L], name="stride132B")
+                    P([(i % 2) * 128 + (i // 2) * w for i in L], name="interleave_rows2")
+                    P([(i % 4) * 256 + (i // 4) * w for i in L], name="interleave_rows4")
+                    # lanes 0-15 and 16-31 hit the same banks in different rows
+                    P([(i % 16) * w + (i // 16) * 512 for i in L], name="halves_same_banks")
+                    # within each quarter warp: 4 lanes x 16 B = one bank group; quarters collide
+                    P([(i % 8) * w + (i // 8) * 1024 for i in L], name="quarters_same_banks")
+                    P([(i % 8) * w for i in L], name="multicast_quarters")
+                    P([((i * 5) % 32) * w for i in L], name="perm_stride5")
+                    P([(i ^ 1) * w for i in L], name="swap_pairs")
+                    P([(i // 2) * 2 * w + (i % 2) * 256 for i in L], name="pairs_two_rows")
+                P([i * w for i in L], mask=0x0000FFFF, name="contiguous_lowhalf")
+                P([i * w for i in L], mask=0xFFFF0000, name="contiguous_highhalf")
+                P([i * w for i in L], mask=0x55555555, name="contiguous_even")
+                P([i * w for i in L], mask=0x00000001, name="single_lane")
+                P([i * 128 for i in L], mask=0x000000FF, name="stride128B_8lanes")
+                for k in range(4):
+                    window = [128, 512, 2048, 8192][k]
+                    offs = [rng.randrange(0, window // w) * w for _ in L]
+                    P(offs, mask=_random_mask(rng, rng.choice([0.3, 0.6, 1.0, 1.0])), name=f"random_{window}B")
+                # random masks on a contiguous row and on a broadcast
+                P([i * w for i in L], mask=_random_mask(rng, 0.5), name="contiguous_randmask")
+                P([0] * 32, mask=_random_mask(rng, 0.5), name="broadcast_randmask")
+    # Interleave the (space, op, width) groups so that every ncu chunk covers all of them.
+    groups: dict[tuple, list[dict]] = {}
+    for p in out:
+        groups.setdefault((p["space"], p["op"], p["width"]), []).append(p)
+    order = []
+    for k in range(max(len(g) for g in groups.values())):
+        order += [g[k] for g in groups.values() if k < len(g)]
+    for i, p in enumerate(order):
+        p["id"] = i
+    return order
+
+
+# ----------------------------------------------------------------------------- CUDA twin
+
+CU_TEMPLATE = r"""
+// Generated by tests/data/ncu/make_fixture.py: one kernel per (space, op, width), one access per launch.
+#include <cstdio>
+#include <cstdlib>
+#include <cstdint>
+#include <vector>
+#include <cuda_runtime.h>
+
+#define SMEM_BYTES %(smem)d
+#define GMEM_BYTES %(gmem)d
+__constant__ unsigned c_off[32];
+__constant__ unsigned c_mask;
+
+#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
+  fprintf(stderr, "%%s:%%d %%s\n", __FILE__, __LINE__, cudaGetErrorString(e)); exit(1);} } while (0)
+
+// ---- global loads / stores
+__global__ void twin_global_ld_1(const unsigned char* g, unsigned* sink) { unsigned l = threadIdx.x; if (!((c_mask >> l) & 1u)) return;
+  unsigned short v; asm volatile("ld.global.u8 %%0, [%%1];" : "=h"(v) : "l"(g + c_off[l]) : "memory"); sink[l] = v; }
+__global__ void twin_global_ld_2(const unsigned char* g, unsigned* sink) { unsigned l = threadIdx.x; if (!((c_mask >> l) & 1u)) return;
+  unsigned short v; asm volatile("ld.global.u16 %%0, [%%1];" : "=h"(v) : "l"(g + c_off[l]) : "memory"); sink[l] = v; }
+__global__ void twin_global_ld_4(const unsigned char* g, unsigned* sink) { unsigned l = threadIdx.x; if (!((c_mask >> l) & 1u)) return;
+  unsigned v; asm volatile("ld.global.u32 %%0, [%%1];" : "=r"(v) : "l"(g + c_off[l]) : "memory"); sink[l] = v; }
+__global__ void twin_global_ld_8(const unsigned char* g, unsigned* sink) { unsigned l = threadIdx.x; if (!((c_mask >> l) & 1u)) return;
+  unsigned a, b; asm volatile("ld.global.v2.u32 {%%0, %%1}, [%%2];" : "=r"(a), "=r"(b) : "l"(g + c_off[l]) : "memory"); sink[l] = a ^ b; }
+__global__ void twin_global_ld_16(const unsigned char* g, unsigned* sink) { unsigned l = threadIdx.x; if (!((c_mask >> l) & 1u)) return;
+  unsigned a, b, c, d; asm volatile("ld.global.v4.u32 {%%0, %%1, %%2, %%3}, [%%4];" : "=r"(a), "=r"(b), "=r"(c), "=r"(d) : "l"(g + c_off[l]) : "memory"); sink[l] = a ^ b ^ c ^ d; }
+__global__ void twin_global_st_1(unsigned char* g) { unsigned l = threadIdx.x; if (!((c_mask >> l) & 1u)) return;
+  unsigned short v = l; asm volatile("st.global.u8 [%%0], %%1;" :: "l"(g + c_off[l]), "h"(v) : "memory"); }
+__global__ void twin_global_st_2(unsigned char* g) { unsigned l = threadIdx.x; if (!((c_mask >> l) & 1u)) return;
+  unsigned short v = l; asm volatile("st.global.u16 [%%0], %%1;" :: "l"(g + c_off[l]), "h"(v) : "memory"); }
+__global__ void twin_global_st_4(unsigned char* g) { unsigned l = threadIdx.x; if (!((c_mask >> l) & 1u)) return;
+  asm volatile("st.global.u32 [%%0], %%1;" :: "l"(g + c_off[l]), "r"(l) : "memory"); }
+__global__ void twin_global_st_8(unsigned char* g) { unsigned l = threadIdx.x; if (!((c_mask >> l) & 1u)) return;
+  asm volatile("st.global.v2.u32 [%%0], {%%1, %%2};" :: "l"(g + c_off[l]), "r"(l), "r"(l + 1) : "memory"); }
+__global__ void twin_global_st_16(unsigned char* g) { unsigned l = threadIdx.x; if (!((c_mask >> l) & 1u)) return;
+  asm volatile("st.global.v4.u32 [%%0], {%%1, %%2, %%3, %%4};" :: "l"(g + c_off[l]), "r"(l), "r"(l + 1), "r"(l + 2), "r"(l + 3) : "memory"); }
+
+// ---- shared loads / stores (32-bit shared-window addresses)
+#define SBASE __shared__ __align__(128) unsigned char s[SMEM_BYTES]; \
+  unsigned l = threadIdx.x; if (!((c_mask >> l) & 1u)) return; \
+  unsigned a = (unsigned)__cvta_generic_to_shared(s) + c_off[l];
+__global__ void twin_shared_ld_1(unsigned* sink) { SBASE unsigned short v; asm volatile("ld.shared.u8 %%0, [%%1];" : "=h"(v) : "r"(a) : "memory"); sink[l] = v; }
+__global__ void twin_shared_ld_2(unsigned* sink) { SBASE unsigned short v; asm volatile("ld.shared.u16 %%0, [%%1];" : "=h"(v) : "r"(a) : "memory"); sink[l] = v; }
+__global__ void twin_shared_ld_4(unsigned* sink) { SBASE unsigned v; asm volatile("ld.shared.u32 %%0, [%%1];" : "=r"(v) : "r"(a) : "memory"); sink[l] = v; }
+__global__ void twin_shared_ld_8(unsigned* sink) { SBASE unsigned x, y; asm volatile("ld.shared.v2.u32 {%%0, %%1}, [%%2];" : "=r"(x), "=r"(y) : "r"(a) : "memory"); sink[l] = x ^ y; }
+__global__ void twin_shared_ld_16(unsigned* sink) { SBASE unsigned x, y, z, w; asm volatile("ld.shared.v4.u32 {%%0, %%1, %%2, %%3}, [%%4];" : "=r"(x), "=r"(y), "=r"(z), "=r"(w) : "r"(a) : "memory"); sink[l] = x ^ y ^ z ^ w; }
+__global__ void twin_shared_st_1(int) { SBASE unsigned short v = l; asm volatile("st.shared.u8 [%%0], %%1;" :: "r"(a), "h"(v) : "memory"); }
+__global__ void twin_shared_st_2(int) { SBASE unsigned short v = l; asm volatile("st.shared.u16 [%%0], %%1;" :: "r"(a), "h"(v) : "memory"); }
+__global__ void twin_shared_st_4(int) { SBASE asm volatile("st.shared.u32 [%%0], %%1;" :: "r"(a), "r"(l) : "memory"); }
+__global__ void twin_shared_st_8(int) { SBASE asm volatile("st.shared.v2.u32 [%%0], {%%1, %%2};" :: "r"(a), "r"(l), "r"(l + 1) : "memory"); }
+__global__ void twin_shared_st_16(int) { SBASE asm volatile("st.shared.v4.u32 [%%0], {%%1, %%2, %%3, %%4};" :: "r"(a), "r"(l), "r"(l + 1), "r"(l + 2), "r"(l + 3) : "memory"); }
+
+static int widx(int w) { return w == 1 ? 0 : w == 2 ? 1 : w == 4 ? 2 : w == 8 ? 3 : 4; }
+
+int main(int argc, char** argv) {
+  if (argc < 2) { fprintf(stderr, "usage: twins patterns.txt [first last]\n"); return 2; }
+  FILE* f = fopen(argv[1], "r"); if (!f) { perror(argv[1]); return 2; }
+  int first = argc > 2 ? atoi(argv[2]) : 0, last = argc > 3 ? atoi(argv[3]) : 1 << 30;
+  void (*gld[5])(const unsigned char*, unsigned*) = {twin_global_ld_1, twin_global_ld_2, twin_global_ld_4, twin_global_ld_8, twin_global_ld_16};
+  void (*gst[5])(unsigned char*) = {twin_global_st_1, twin_global_st_2, twin_global_st_4, twin_global_st_8, twin_global_st_16};
+  void (*sld[5])(unsigned*) = {twin_shared_ld_1, twin_shared_ld_2, twin_shared_ld_4, twin_shared_ld_8, twin_shared_ld_16};
+  void (*sst[5])(int) = {twin_shared_st_1, twin_shared_st_2, twin_shared_st_4, twin_shared_st_8, twin_shared_st_16};
+  unsigned char* g; CK(cudaMalloc(&g, GMEM_BYTES)); CK(cudaMemset(g, 1, GMEM_BYTES));
+  unsigned* sink; CK(cudaMalloc(&sink, 4096)); // load results go here (only *_op_st of a load kernel sees them)
+  int id, space, op, width, n = 0; unsigned mask, off[32];
+  while (fscanf(f, "%%d %%d %%d %%d %%u", &id, &space, &op, &width, &mask) == 5) {
+    for (int i = 0; i < 32; ++i) if (fscanf(f, "%%u", &off[i]) != 1) { fprintf(stderr, "bad line %%d\n", id); return 2; }
+    if (id < first || id > last) continue;
+    CK(cudaMemcpyToSymbol(c_off, off, sizeof off)); CK(cudaMemcpyToSymbol(c_mask, &mask, sizeof mask));
+    int k = widx(width);
+    if (space == 0 && op == 0) gld[k]<<<1, 32>>>(g, sink);
+    else if (space == 0) gst[k]<<<1, 32>>>(g);
+    else if (op == 0) sld[k]<<<1, 32>>>(sink);
+    else sst[k]<<<1, 32>>>(0);
+    CK(cudaGetLastError()); CK(cudaDeviceSynchronize()); ++n;
+  }
+  printf("launched %%d patterns\n", n);
+  return 0;
+}
+"""
+
+
+def write_sources(pats: list[dict], d: str) -> tuple[str, str]:
+    os.makedirs(d, exist_ok=True)
+    txt = os.path.join(d, "patterns.txt")
+    with open(txt, "w") as f:
+        for p in pats:
+            f.write(
+                f"{p['id']} {SPACES.index(p['space'])} {OPS.index(p['op'])} {p['width']} {p['mask']} "
+                + " ".join(str(o) for o in p["offsets"])
+                + "\n"
+            )
+    cu = os.path.join(d, "twins.cu")
+    with open(cu, "w") as f:
+        f.write(CU_TEMPLATE % {"smem": SMEM_BYTES, "gmem": GMEM_BYTES})
+    return txt, cu
+
+
+def build(cu: str, d: str) -> str:
+    exe = os.path.join(d, "twins")
+    cmd = ["nvcc", "-O3", "-gencode=arch=compute_90,code=sm_90", "-o", exe, cu]
+    print("+", " ".join(cmd), flush=True)
+    subprocess.run(cmd, check=True)
+    return exe
+
+
+def _ncu(exe: str, txt: str, metrics: list[str], first: int, last: int, timeout: float) -> subprocess.CompletedProcess:
+    cmd = [
+        "ncu",
+        "--clock-control",
+        "none",
+        "--csv",
+        "--print-units",
+        "base",
+        "--kernel-name",
+        "regex:twin_",
+        "--metrics",
+        ",".join(metrics),
+        exe,
+        txt,
+        str(first),
+        str(last),
+    ]
+    print("+", " ".join(cmd), flush=True)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+def parse_csv(text: str) -> list[dict]:
+    """ncu --csv (one row per kernel x metric) -> one dict per launch, in launch order."""
+    lines = [ln for ln in text.splitlines() if ln.startswith('"')]
+    rows = list(csv.DictReader(io.StringIO("\n".join(lines))))
+    by_id: dict[int, dict] = {}
+    for r in rows:
+        k = int(r["ID"])
+        rec = by_id.setdefault(k, {"kernel": r["Kernel Name"], "metrics": {}})
+        v = r["Metric Value"].replace(",", "")
+        try:
+            val = float(v)
+            rec["metrics"][r["Metric Name"]] = int(val) if val.is_integer() else val
+        except ValueError:
+            rec["metrics"][r["Metric Name"]] = v
+    return [by_id[k] for k in sorted(by_id)]
+
+
+def run_ncu(pats: list[dict], exe: str, txt: str, out: str, chunks: int, budget_s: float) -> list[dict]:
+    t0 = time.time()
+    metrics = METRICS_CORE + METRICS_EXTRA
+    probe = _ncu(exe, txt, metrics, 0, 0, 120)
+    if probe.returncode != 0 or "twin_" not in probe.stdout:
+        print("ncu with extra metrics failed; core metrics only:\n", probe.stdout[-2000:], probe.stderr[-2000:])
+        metrics = METRICS_CORE
+    n = len(pats)
+    bounds = [round(i * n / chunks) for i in range(chunks + 1)]
+    results: list[dict] = []
+    for c in range(chunks):
+        first, last = bounds[c], bounds[c + 1] - 1
+        left = budget_s - (time.time() - t0)
+        if left < 10:
+            print(f"out of time before chunk {c}")
+            break
+        try:
+            r = _ncu(exe, txt, metrics, first, last, left)
+        except subprocess.TimeoutExpired:
+            print(f"chunk {c} timed out")
+            break
+        with open(os.path.join(out, f"ncu_chunk{c}.csv"), "w") as f:
+            f.write(r.stdout)
+        if r.returncode != 0:
+            print(r.stdout[-3000:], r.stderr[-3000:])
+        recs = parse_csv(r.stdout)
+        print(
+            f"chunk {c}: patterns {first}..{last}: {len(recs)} launches profiled, {time.time() - t0:.0f}s", flush=True
+        )
+        if len(recs) != last - first + 1:
+            print("launch count mismatch; dropping chunk", r.stderr[-2000:])
+            continue
+        bad = 0
+        for p, rec in zip(pats[first : last + 1], recs):
+            expect = f"twin_{p['space']}_{p['op']}_{p['width']}"
+            if not re.search(expect + r"(?!\d)", rec["kernel"]):
+                bad += 1
+                continue
+            results.append({**p, "kernel": rec["kernel"], "metrics": rec["metrics"]})
+        if bad:
+            print(f"chunk {c}: {bad} launches did not match their pattern's kernel")
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("what", choices=["gen", "build", "all"])
+    ap.add_argument("--out", default=os.path.join(HERE, "build"), help="working/output folder")
+    ap.add_argument("--round", type=int, default=1)
+    ap.add_argument("--chunks", type=int, default=3)
+    ap.add_argument("--budget", type=float, default=200.0, help="seconds for all ncu runs")
+    a = ap.parse_args(argv)
+    pats = patterns(a.round)
+    txt, cu = write_sources(pats, a.out)
+    print(f"{len(pats)} patterns -> {txt}")
+    if a.what == "gen":
+        return 0
+    exe = build(cu, a.out)
+    if a.what == "build":
+        return 0
+    results = run_ncu(pats, exe, txt, a.out, a.chunks, a.budget)
+    info = {}
+    for cmd in (
+        ["ncu", "--version"],
+        ["nvcc", "--version"],
+        ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv"],
+    ):
+        try:
+            info[cmd[0]] = subprocess.run(cmd, capture_output=True, text=True).stdout.strip()
+        except OSError as e:
+            info[cmd[0]] = repr(e)
+    fixture = {
+        "about": "Nsight Compute counters for one warp doing one access per launch; made by make_fixture.py",
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "round": a.round,
+        "tools": info,
+        "patterns": results,
+    }
+    path = os.path.join(a.out, f"ncu_access_round{a.round}.json")
+    with open(path, "w") as f:
+        json.dump(fixture, f, indent=0)
+    print(f"{len(results)} of {len(pats)} patterns measured -> {path}")
+    return 0 if results else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,95 @@
+"""tilewise.kernels.matmul on the GPU at full size: bf16, fp16, fp32 (TF32), every code path.
+
+`make gpu-test` on the device machine. The fp32 product of the same inputs is the reference
+(a float64 GEMM of 8192^3 would take minutes); the tolerance covers the output's rounding.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("triton")
+if not torch.cuda.is_available():
+    pytest.skip("needs a CUDA GPU", allow_module_level=True)
+
+from tilewise.errors import InputError  # noqa: E402
+from tilewise.kernels.matmul import Config, choose_config, matmul  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+BF, FP16, FP32 = torch.bfloat16, torch.float16, torch.float32
+# relative Frobenius error of the whole product: output rounding (bf16 2^-9, fp16 2^-12) and TF32 inputs
+TOL = {BF: 8e-3, FP16: 1.5e-3, FP32: 4e-3}
+
+
+def _check(m, n, k, dtype, cfg=None, trans_a=False, trans_b=False, bias=False, activation="none"):
+    torch.backends.cuda.matmul.allow_tf32 = False
+    a = torch.randn(k, m, device="cuda", dtype=dtype).t() if trans_a else torch.randn(m, k, device="cuda", dtype=dtype)
+    b = torch.randn(n, k, device="cuda", dtype=dtype).t() if trans_b else torch.randn(k, n, device="cuda", dtype=dtype)
+    bb = torch.randn(n, device="cuda", dtype=dtype) if bias else None
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=dtype)
+    matmul(a, b, out=c, bias=bb, activation=activation, config=cfg)
+    ref = a.float() @ b.float()
+    if bias:
+        ref = ref + bb.float()
+    if activation == "relu":
+        ref = ref.relu()
+    elif activation == "gelu":
+        ref = torch.nn.functional.gelu(ref, approximate="tanh")
+    elif activation == "silu":
+        ref = torch.nn.functional.silu(ref)
+    assert not torch.isnan(c).any(), f"{int(torch.isnan(c).sum())} outputs never written"
+    err = ((c.float() - ref).norm() / ref.norm()).item()
+    assert err < TOL[dtype], f"relative error {err:.2e} >= {TOL[dtype]:.1e}"
+    again = matmul(a, b, bias=bb, activation=activation, config=cfg)
+    assert torch.equal(again, c), "a second call differs: split-K counters not reset or the order is not fixed"
+
+
+@pytest.mark.parametrize("dtype", [BF, FP16])
+@pytest.mark.parametrize(
+    "m,n,k",
+    [(8192, 8192, 8192), (64, 24576, 8192), (1, 24576, 8192), (16, 24576, 8192), (128, 24576, 8192),
+     (256, 24576, 8192), (1024, 24576, 8192), (3000, 5000, 700), (48, 11008, 4096), (333, 7777, 2049),
+     (1, 1, 1), (7, 13, 70), (127, 129, 7), (4000, 4000, 64)],
+)  # fmt: skip
+def test_default_config(m, n, k, dtype):
+    _check(m, n, k, dtype)
+
+
+@pytest.mark.parametrize("m,n,k", [(1000, 1000, 1000), (4096, 4096, 4096), (64, 24576, 8192), (777, 555, 333)])
+def test_tf32(m, n, k):
+    _check(m, n, k, FP32)
+
+
+@pytest.mark.parametrize(
+    "cfg",
+    [Config(128, 256, 64, 8, 1, 8, 3, True), Config(128, 128, 64, 8, 1, 8, 4, True), Config(64, 128, 128, 8, 4, 4, 4),
+     Config(16, 64, 256, 8, 2, 4, 4), Config(128, 128, 64, 8, 3, 8, 3)],
+    ids=lambda c: c.tag(),
+)  # fmt: skip
+@pytest.mark.parametrize("m,n,k", [(2048, 2048, 2048), (3000, 5000, 704), (513, 1025, 257)])
+def test_every_path(cfg, m, n, k):
+    _check(m, n, k, BF, cfg)
+
+
+@pytest.mark.parametrize("trans_a,trans_b", [(True, False), (False, True), (True, True)])
+@pytest.mark.parametrize("dtype", [BF, FP32])
+def test_non_contiguous(trans_a, trans_b, dtype):
+    _check(1111, 2222, 3333, dtype, trans_a=trans_a, trans_b=trans_b)
+
+
+@pytest.mark.parametrize("activation", ["none", "relu", "gelu", "silu"])
+@pytest.mark.parametrize("persistent", [False, True])
+def test_epilogue(activation, persistent):
+    cfg = choose_config(2048, 2048, 1024, "bf16")
+    import dataclasses
+
+    _check(2048, 2048, 1024, BF, dataclasses.replace(cfg, persistent=persistent), bias=True, activation=activation)
+
+
+def test_bad_inputs_on_gpu():
+    a = torch.randn(4, 5, device="cuda")
+    with pytest.raises(InputError, match="same device"):
+        matmul(a, torch.randn(5, 3))
+    with pytest.raises(InputError, match="inner dimensions"):
+        matmul(a, torch.randn(4, 3, device="cuda"))

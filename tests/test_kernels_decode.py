@@ -1,0 +1,179 @@
+"""tilewise.kernels.decode_attention under the Triton interpreter, against a float64 reference.
+
+Run: TRITON_INTERPRET=1 pytest tests/test_kernels_decode.py
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+if os.environ.get("TRITON_INTERPRET", "0") in ("", "0") and not torch.cuda.is_available():
+    pytest.skip("needs TRITON_INTERPRET=1 (or a CUDA GPU)", allow_module_level=True)
+
+import tilewise.kernels.decode as dec_mod  # noqa: E402
+from tilewise.errors import InputError  # noqa: E402
+from tilewise.kernels.decode import choose_splits, decode_attention  # noqa: E402
+
+DEV = "cuda" if torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET", "0") in ("", "0") else "cpu"
+TOL = {torch.float16: 4e-3, torch.float32: 4e-5, torch.bfloat16: 3e-2}
+
+
+def reference(q, k, v, lens, scale=None):
+    """float64: each sequence's first lens[b] keys; empty sequences give out 0, lse -inf."""
+    q3 = q.reshape(q.shape[0], q.shape[1], q.shape[-1]).double()
+    b_, hq, d = q3.shape
+    hk = k.shape[1]
+    sc = (1.0 / math.sqrt(d)) if scale is None else scale
+    out = torch.zeros(b_, hq, d, dtype=torch.float64)
+    lse = torch.full((b_, hq), float("-inf"), dtype=torch.float64)
+    for b in range(b_):
+        n = int(lens[b])
+        if n == 0:
+            continue
+        kk = k[b, :, :n].double().repeat_interleave(hq // hk, 0)
+        vv = v[b, :, :n].double().repeat_interleave(hq // hk, 0)
+        s = torch.einsum("hd,hnd->hn", q3[b], kk) * sc
+        lse[b] = torch.logsumexp(s, -1)
+        out[b] = torch.einsum("hn,hnd->hd", torch.exp(s - lse[b][:, None]), vv)
+    return out, lse
+
+
+def rand(*shape, dtype):
+    return torch.randn(*shape, dtype=dtype, device=DEV)
+
+
+def check(q, k, v, lens, **kw):
+    out, lse = decode_attention(q, k, v, lens, **kw)
+    ro, rl = reference(q.cpu(), k.cpu(), v.cpu(), [int(x) for x in lens], kw.get("scale"))
+    assert out.shape == q.shape and out.dtype == q.dtype
+    assert lse.shape == (q.shape[0], q.shape[1]) and lse.dtype == torch.float32
+    assert torch.isfinite(out).all(), "output has NaN/inf: an element was not written"
+    o = out.cpu().double().reshape(ro.shape)
+    err = (o - ro).abs().max().item()
+    assert err <= TOL[q.dtype], f"max |out - ref| = {err:.3g}"
+    fin = torch.isfinite(rl)
+    assert torch.equal(torch.isfinite(lse.cpu()), fin)
+    if fin.any():
+        assert (lse.cpu().double()[fin] - rl[fin]).abs().max().item() <= 1e-4
+    return out, lse
+
+
+@pytest.fixture
+def poison(monkeypatch):
+    real_empty = torch.empty
+
+    def empty(*a, **kw):
+        t = real_empty(*a, **kw)
+        return t.fill_(float("nan")) if t.is_floating_point() else t
+
+    monkeypatch.setattr(dec_mod.torch, "empty", empty)
+
+
+@pytest.mark.parametrize("hq,hk", [(4, 4), (8, 2), (8, 1)])  # GQA ratios 1, 4, 8
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
+def test_gqa_ratios_with_empty_and_single_key(poison, hq, hk, dtype):
+    torch.manual_seed(hq * 10 + hk)
+    lens = [0, 1, 150, 64]
+    q, k, v = rand(4, hq, 32, dtype=dtype), rand(4, hk, 160, 32, dtype=dtype), rand(4, hk, 160, 32, dtype=dtype)
+    out, lse = check(q, k, v, torch.tensor(lens))
+    assert (out[0] == 0).all() and (lse[0] == float("-inf")).all()
+
+
+@pytest.mark.parametrize("splits", range(1, 8))
+def test_every_split_count(poison, splits):
+    """Lengths 0, 1, 130 and 200 with 64-key tiles: chunks past the end, chunks of one key, empty splits."""
+    torch.manual_seed(splits)
+    lens = [130, 0, 200, 1]
+    q, k, v = rand(4, 8, 16, dtype=torch.float32), rand(4, 2, 200, 16, dtype=torch.float32), None
+    v = rand(4, 2, 200, 16, dtype=torch.float32)
+    check(q, k, v, torch.tensor(lens), num_splits=splits)
+
+
+def test_four_dim_query_list_lengths_and_scale():
+    torch.manual_seed(7)
+    q = rand(2, 4, 1, 32, dtype=torch.float16)
+    k, v = rand(2, 1, 100, 32, dtype=torch.float16), rand(2, 1, 100, 32, dtype=torch.float16)
+    out, _ = check(q, k, v, [100, 37], scale=0.2)
+    assert out.shape == (2, 4, 1, 32)
+
+
+def test_device_lengths_plan_from_cache_capacity():
+    """seq_lens on the cache's device: no host read; the plan assumes the cache capacity."""
+    torch.manual_seed(8)
+    q, k, v = rand(3, 8, 32, dtype=torch.float16), rand(3, 2, 300, 32, dtype=torch.float16), None
+    v = rand(3, 2, 300, 32, dtype=torch.float16)
+    check(q, k, v, torch.tensor([300, 5, 129], device=DEV, dtype=torch.int32), max_chunk=64)
+
+
+def test_paged_cache(poison):
+    """block_table: pages scattered in a pool, the same answer as the contiguous cache."""
+    torch.manual_seed(9)
+    b, hk, page, pages, d = 3, 2, 64, 4, 32
+    k, v = rand(b, hk, page * pages, d, dtype=torch.float32), rand(b, hk, page * pages, d, dtype=torch.float32)
+    q = rand(b, 8, d, dtype=torch.float32)
+    perm = torch.randperm(b * pages)
+    kp = torch.empty(b * pages, hk, page, d, dtype=torch.float32)
+    vp = torch.empty_like(kp)
+    kp[perm] = k.reshape(b, hk, pages, page, d).permute(0, 2, 1, 3, 4).reshape(b * pages, hk, page, d)
+    vp[perm] = v.reshape(b, hk, pages, page, d).permute(0, 2, 1, 3, 4).reshape(b * pages, hk, page, d)
+    table = perm.view(b, pages).to(torch.int32)
+    lens = [256, 65, 0]
+    for splits in (None, 1, 3):
+        out, _ = decode_attention(q, kp, vp, torch.tensor(lens), block_table=table, num_splits=splits)
+        ro, _ = reference(q, k, v, lens)
+        assert (out.double() - ro).abs().max().item() < 4e-5
+
+
+def test_split_plan_follows_the_model_and_caps_chunks():
+    from tilewise.model.decode import choose_num_splits
+
+    # B1 Hkv8 128k: the model's wave rule gives 16 splits (8192 keys); the cap (4096 keys) doubles it
+    splits, chunk = choose_splits(1, 8, 131072, 132, 64)
+    model = choose_num_splits(1, 8, 131072, 132, block_n=64)
+    assert chunk <= dec_mod._MAX_CHUNK and chunk % 64 == 0 and splits * chunk >= 131072
+    assert splits >= model
+    # B64 Hkv8 4k: 512 programs already fill 132 SMs: no split
+    assert choose_splits(64, 8, 4096, 132, 64) == (1, 4096)
+
+
+# --------------------------------------------------------------------------- bad inputs
+
+
+def _args(b=2, hq=8, hk=2, n=64, d=32, dtype=torch.float16):
+    return rand(b, hq, d, dtype=dtype), rand(b, hk, n, d, dtype=dtype), rand(b, hk, n, d, dtype=dtype)
+
+
+@pytest.mark.parametrize(
+    "make,match",
+    [
+        (lambda: (*_args()[:1], *_args(hk=3)[1:], [1, 1]), "multiple of the cache's kv heads"),
+        (lambda: (_args(d=64)[0], *_args()[1:], [1, 1]), "head_dim 64"),
+        (lambda: (_args()[0], *_args(dtype=torch.float32)[1:], [1, 1]), "share one dtype"),
+        (lambda: (_args()[0].to("meta"), *_args()[1:], [1, 1]), "one device"),
+        (lambda: (*_args(), [65, 1]), "lie in \\[0, 64\\]"),
+        (lambda: (*_args(), torch.tensor([-1, 3])), "lie in \\[0, 64\\]"),
+        (lambda: (*_args(), [1, 2, 3]), "2 entries"),
+        (lambda: (*_args(), torch.tensor([1.0, 2.0])), "integers"),
+        (lambda: (*_args(), torch.tensor([[1, 2]])), "shape \\[2\\]"),
+        (lambda: (_args(b=3)[0], *_args()[1:], [1, 1, 1]), "batch 3"),
+        (lambda: (rand(2, 8, 2, 32, dtype=torch.float16), *_args()[1:], [1, 1]), "one new token"),
+    ],
+)
+def test_bad_inputs(make, match):
+    q, k, v, lens = make()
+    with pytest.raises(InputError, match=match):
+        decode_attention(q, k, v, lens)
+
+
+def test_bad_block_table():
+    q, k, v = _args()
+    with pytest.raises(InputError, match="block_table must have shape"):
+        decode_attention(q, k, v, [1, 1], block_table=torch.zeros(3, 2, dtype=torch.int32))
+    with pytest.raises(InputError, match="page_size must be a multiple"):
+        decode_attention(q, k[:, :, :48], v[:, :, :48], [1, 1], block_table=torch.zeros(2, 2, dtype=torch.int32))

@@ -1,0 +1,91 @@
+"""Decode: fragment fill, split-KV, the decode GEMM's roofline (tilewise.model.decode)."""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tilewise.errors import InputError
+from tilewise.model import decode as dc
+
+
+def test_fragment_fill_article():
+    assert dc.fragment_fill(1, 16) == 1 / 16  # ~6%
+    assert dc.fragment_fill(64, 16) == 1.0
+    assert dc.fragment_fill(16, 64) == 0.25  # wgmma pads to 64
+    assert dc.mma_granularity("mma.sync") == 16 and dc.mma_granularity("wgmma") == 64
+
+
+@given(st.integers(1, 1000), st.sampled_from([16, 64]))
+def test_fill_bounds(m, g):
+    f = dc.fragment_fill(m, g)
+    assert 0 < f <= 1
+    assert (f == 1) == (m % g == 0)
+
+
+def test_batch_64_still_memory_bound():
+    p = dc.decode_gemm_point(64, 8192, 24576, "bf16", "h100-sxm")
+    assert p.fill_mma == 1.0
+    assert 60 < p.intensity < 64.01 and round(p.intensity) == 63  # ~64 FLOP/B
+    assert p.bound == "memory" and p.tensor_utilisation < 0.25
+    assert dc.decode_gemm_point(64, 8192, 24576, gpu="h200").bound == "memory"
+    assert dc.decode_gemm_point(1, 8192, 24576).intensity == pytest.approx(1.0, rel=1e-3)  # GEMV ~1 FLOP/B
+
+
+def test_batch_for_compute_bound():
+    b = dc.batch_for_compute_bound(8192, 24576, "bf16", "h100-sxm")
+    assert dc.decode_gemm_point(b, 8192, 24576).bound == "compute"
+    assert dc.decode_gemm_point(b - 1, 8192, 24576).bound == "memory"
+    assert 295 < b < 330
+
+
+def test_roofline_monotone():
+    pts = dc.decode_gemm_roofline()
+    assert all(a.intensity < b.intensity for a, b in zip(pts, pts[1:]))
+    assert all(0 < p.tensor_utilisation <= 1 for p in pts)
+
+
+def test_choose_num_splits_rule():
+    # Few work items: split until the SMs are full.
+    assert dc.choose_num_splits(1, 8, 32768, 132) == 16
+    plan = dc.split_plan(1, 8, 32768, 132)
+    assert plan.candidates[15].work_items == 128 and plan.efficiency > 0.95
+    # Plenty of work: no split.
+    assert dc.choose_num_splits(128, 8, 4096, 132) == 1
+    # Short sequence: a split keeps at least 4 KV blocks.
+    assert dc.choose_num_splits(1, 1, 256, 132) == 1
+    assert dc.choose_num_splits(1, 1, 1024, 132, block_n=64) == 4
+    assert dc.choose_num_splits(1, 8, 32768, 132, max_splits=4) == 4
+
+
+@given(st.integers(1, 64), st.integers(1, 16), st.integers(1, 70000), st.sampled_from([78, 114, 132]))
+def test_choose_num_splits_properties(batch, kv_heads, seq_len, sms):
+    plan = dc.split_plan(batch, kv_heads, seq_len, sms)
+    s = plan.splits
+    assert 1 <= s <= 64
+    assert s == 1 or -(-seq_len // 64) // s >= dc.MIN_BLOCKS_PER_SPLIT
+    assert 0 < plan.efficiency <= 1
+    assert plan.efficiency >= dc.SPLIT_TOLERANCE * plan.best_efficiency - 1e-9
+    assert plan.efficiency >= plan.candidates[0].efficiency - 1e-12  # never worse than not splitting
+
+
+def test_decode_attention_gqa():
+    a = dc.decode_attention(8, 32, 8, 8192, 128)
+    assert a.group == 4 and a.bound == "memory"
+    assert a.intensity == pytest.approx(4, rel=0.01)  # M = group size
+    assert a.fill_mma == 0.25 and a.fill_wgmma == 4 / 64
+
+
+@pytest.mark.parametrize(
+    "call, text",
+    [
+        (lambda: dc.choose_num_splits(0, 8, 1024, 132), "batch must be an integer >= 1, got 0"),
+        (lambda: dc.choose_num_splits(1, 8, 1024, 0), "sms must be an integer >= 1, got 0"),
+        (lambda: dc.choose_num_splits(1, 8, 1024, 132, block_n=-64), "block_n must be an integer >= 1, got -64"),
+        (lambda: dc.decode_attention(1, 32, 5, 128), "heads must be a multiple of kv_heads"),
+        (lambda: dc.mma_granularity("tcgen05"), "instruction must be one of"),
+        (lambda: dc.decode_gemm_point(64, 0, 10), "k must be an integer >= 1, got 0"),
+    ],
+)
+def test_bad_input(call, text):
+    with pytest.raises(InputError, match=text):
+        call()

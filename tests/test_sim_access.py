@@ -1,0 +1,105 @@
+"""analyze_access against Nsight Compute on an H200 (tests/data/ncu/, made by make_fixture.py there)."""
+
+import glob
+import json
+import os
+
+import numpy as np
+import pytest
+
+from tilewise.errors import InputError
+from tilewise.sim import analyze_access
+
+DATA = os.path.join(os.path.dirname(__file__), "data", "ncu")
+FILES = sorted(glob.glob(os.path.join(DATA, "ncu_access_round*.json")))
+
+
+def _records():
+    out = []
+    for f in FILES:
+        with open(f) as fh:
+            d = json.load(fh)
+        for p in d["patterns"]:
+            out.append((os.path.basename(f), p))
+    return out
+
+
+RECORDS = _records()
+
+
+def _measured(p):
+    m, op = p["metrics"], p["op"]
+    if p["space"] == "global":
+        return {
+            "sectors": m[f"l1tex__t_sectors_pipe_lsu_mem_global_op_{op}.sum"],
+            "requests": m[f"l1tex__t_requests_pipe_lsu_mem_global_op_{op}.sum"],
+        }
+    return {
+        "wavefronts": m[f"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{op}.sum"],
+        "bank_conflicts": m[f"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{op}.sum"],
+    }
+
+
+def test_fixture_is_big_enough():
+    assert RECORDS, "no Nsight Compute fixture in tests/data/ncu"
+    assert len(RECORDS) >= 150
+    kinds = {(p["space"], p["op"], p["width"]) for _, p in RECORDS}
+    assert len(kinds) == 20  # 2 spaces x 2 ops x 5 widths
+    assert any(p["mask"] != 0xFFFFFFFF for _, p in RECORDS)
+
+
+def test_equals_nsight_compute_on_every_pattern():
+    bad = []
+    for f, p in RECORDS:
+        got = analyze_access(p["offsets"], p["width"], p["space"], active=p["mask"], store=p["op"] == "st")
+        want = _measured(p)
+        if any(got[k] != v for k, v in want.items()):
+            bad.append(
+                (
+                    f,
+                    p["id"],
+                    p["space"],
+                    p["op"],
+                    p["width"],
+                    p["name"],
+                    hex(p["mask"]),
+                    want,
+                    {k: got[k] for k in want},
+                )
+            )
+    assert not bad, f"{len(bad)} of {len(RECORDS)} patterns differ, e.g.:\n" + "\n".join(map(str, bad[:15]))
+
+
+# ----------------------------------------------------------------------------- the seed's statements
+
+
+def test_seed_statements():
+    lanes = np.arange(32)
+    # 32 threads reading 128 consecutive bytes: one request, 4 sectors
+    r = analyze_access(lanes * 4, 4, "global")
+    assert (r["requests"], r["sectors"]) == (1, 4)
+    # each thread one row apart: 32 sectors
+    assert analyze_access(lanes * 4096, 4, "global")["sectors"] == 32
+    # 32 different banks: one pass
+    assert analyze_access(lanes * 4, 4, "shared")["wavefronts"] == 1
+    # all the same address: a broadcast, one pass
+    assert analyze_access(np.zeros(32, int), 4, "shared")["wavefronts"] == 1
+    # same bank, different addresses: they queue up, 32 times
+    r = analyze_access(lanes * 128, 4, "shared")
+    assert r["wavefronts"] == 32 and r["bank_conflicts"] == 31
+
+
+def test_masks_and_inputs():
+    lanes = np.arange(32)
+    assert analyze_access(lanes * 128, 4, "global", active=0x1)["sectors"] == 1
+    assert analyze_access(lanes * 128, 4, "global", active=[i < 4 for i in range(32)])["sectors"] == 4
+    with pytest.raises(InputError, match="width"):
+        analyze_access(lanes * 4, 3, "global")
+    with pytest.raises(InputError, match="space"):
+        analyze_access(lanes * 4, 4, "local")
+    with pytest.raises(InputError, match="32 byte addresses"):
+        analyze_access(lanes[:16] * 4, 4, "shared")
+    with pytest.raises(InputError, match="aligned"):
+        analyze_access(lanes * 4 + 2, 4, "shared")
+    with pytest.raises(InputError, match="mask"):
+        analyze_access(lanes * 4, 4, "shared", active=1 << 32)
