@@ -103,3 +103,20 @@ def test_masks_and_inputs():
         analyze_access(lanes * 4 + 2, 4, "shared")
     with pytest.raises(InputError, match="mask"):
         analyze_access(lanes * 4, 4, "shared", active=1 << 32)
+
+
+def test_batch_equals_single_and_is_translation_invariant():
+    from tilewise.sim import analyze_batch
+
+    rng = np.random.default_rng(7)
+    for space in ("global", "shared"):
+        for w in (1, 2, 4, 8, 16):
+            for store in (False, True):
+                addr = rng.integers(0, 2048 // w, (6, 32)) * w
+                act = rng.random((6, 32)) < 0.7
+                b = analyze_batch(addr, act, w, space, store)
+                for r in range(6):
+                    one = analyze_access(addr[r], w, space, active=act[r], store=store)
+                    moved = analyze_access(addr[r] + 1024 * 37, w, space, active=act[r], store=store)
+                    for k in b:
+                        assert one[k] == b[k][r] == moved[k], (space, w, store, k)

@@ -125,6 +125,9 @@ def test_hierarchy_the_articles_grid(client):
         for wave, b in enumerate(bs):
             assert d["sm_of_block"][b] == sm and d["wave_of_block"][b] == wave
     assert any("192 blocks" in line for line in d["explain"]["tiling"])
+    assert d["mma"]["flops_per_mma"] == 8192 and d["mma"]["mmas_per_k_step"] == 32
+    hbm = d["memory"][0]
+    assert hbm["bytes_per_s"] == 3.35e12 and round(hbm["balance"]) == 295
     bad(client, "/api/hierarchy", "must have at most 4096 blocks", m=65536, n=65536)
     bad(client, "/api/hierarchy", "tile must be a multiple of the 16x16", tile_m=24)
     bad(client, "/api/hierarchy", "threads must be a multiple of 32", threads=100)

@@ -11,6 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from tilewise.model import decode
+from tilewise.model.occupancy import occupancy
+from tilewise.web import api
+
 pytestmark = pytest.mark.browser
 
 CHROMIUM = os.environ.get("TILEWISE_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
@@ -18,11 +22,6 @@ if not Path(CHROMIUM).exists():
     pytest.skip(f"chromium is not installed ({CHROMIUM})", allow_module_level=True)
 pytest.importorskip("uvicorn")
 sync_api = pytest.importorskip("playwright.sync_api")
-
-from tilewise.model import decode
-from tilewise.model.occupancy import occupancy
-from tilewise.web import api
-from tilewise.web.server import BackgroundServer
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -37,18 +36,29 @@ ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-LIMIT_LABEL = {"warps": "warps", "registers": "registers", "shared_memory": "shared memory", "blocks": "blocks", "barriers": "barriers"}
+LIMIT_LABEL = {
+    "warps": "warps",
+    "registers": "registers",
+    "shared_memory": "shared memory",
+    "blocks": "blocks",
+    "barriers": "barriers",
+}
 
 
 @pytest.fixture(scope="module")
 def page():
+    from tilewise.web.server import BackgroundServer
+
     with BackgroundServer() as url, sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         context = browser.new_context(viewport={"width": 1440, "height": 900}, device_scale_factor=1)
         pg = context.new_page()
         pg.set_default_timeout(15_000)
         problems: list[str] = []
-        pg.on("console", lambda m: problems.append(f"console.{m.type}: {m.text}") if m.type in ("error", "warning") else None)
+        pg.on(
+            "console",
+            lambda m: problems.append(f"console.{m.type}: {m.text}") if m.type in ("error", "warning") else None,
+        )
         pg.on("pageerror", lambda e: problems.append(f"pageerror: {e}"))
         # Offline: any request that is not to our own server is a failure.
         requests: list[str] = []
@@ -192,20 +202,48 @@ def test_warp_access_pattern_and_expression(page):
     assert page.locator("#panel-access .err").is_hidden()
 
 
+def test_every_gpu_of_the_registry(page):
+    """Switching the GPU redraws every panel from the model without an error (Hopper-only panels say so)."""
+    from tilewise import gpus
+
+    for g in [*gpus.list(), gpus.get("h100-sxm")]:
+        page.locator("#gpu").select_option(g.key)
+        settle(page)
+        errors = page.locator(".panel > .err[role='alert']:visible")
+        assert errors.count() == 0, (g.key, errors.all_inner_texts())
+        threads, regs, smem_kb = (
+            int(page.locator(f"input[data-k='{k}']").input_value())
+            for k in ("occ-threads", "occ-registers", "occ-smem")
+        )
+        o = occupancy(g, threads, regs, 0, smem_kb * 1024)
+        assert text(page, "occ-blocks") == str(o.blocks_per_sm), (g.key, threads, regs, smem_kb)
+        if "hierarchy" in [p.id for p in api.available()]:
+            assert page.locator("#panel-hierarchy svg[aria-label='SMs'] rect").count() == g.sms
+
+
 def test_screenshots_and_no_console_errors(page):
+    """Every panel as it first loads (a fresh page, default inputs), and the README's picture."""
     ARTIFACTS.mkdir(exist_ok=True)
-    page.set_viewport_size({"width": 1440, "height": 2400})
+    fresh = page.context.new_page()
+    fresh.on(
+        "console",
+        lambda m: page.problems.append(f"console.{m.type}: {m.text}") if m.type in ("error", "warning") else None,
+    )
+    fresh.on("pageerror", lambda e: page.problems.append(f"pageerror: {e}"))
+    fresh.set_viewport_size({"width": 1440, "height": 2400})
+    fresh.goto(page.base_url)
+    fresh.wait_for_selector("body[data-ready='1']")
+    settle(fresh)
     for pid in [p.id for p in api.available()]:
-        loc = page.locator(f"#panel-{pid}")
+        loc = fresh.locator(f"#panel-{pid}")
         loc.scroll_into_view_if_needed()
         loc.screenshot(path=str(ARTIFACTS / f"explorer-{pid}.png"))
         assert (ARTIFACTS / f"explorer-{pid}.png").stat().st_size > 10_000
-    page.set_viewport_size({"width": 1440, "height": 900})
-    page.evaluate(
-        "window.scrollTo({top: document.getElementById('panel-occupancy').offsetTop - 16, behavior: 'instant'})"
-    )
-    page.wait_for_timeout(100)
-    page.screenshot(path=str(ARTIFACTS / "explorer.png"))
+    fresh.set_viewport_size({"width": 1440, "height": 900})
+    fresh.locator("#panel-occupancy").evaluate("el => window.scrollTo({top: el.offsetTop - 16, behavior: 'instant'})")
+    fresh.wait_for_timeout(100)
+    fresh.screenshot(path=str(ARTIFACTS / "explorer.png"))
+    fresh.close()
     README_IMG.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(ARTIFACTS / "explorer.png", README_IMG)
     # The bad expression above answered 400, which Chromium logs as a failed resource load; nothing else may appear.

@@ -58,19 +58,19 @@ def rel(a, b):
     return ((a.float() - b.float()).abs().max() / b.float().abs().max().clamp_min(1e-30)).item()
 
 
-def data(T, H, d, I, dt, seed=0):
+def data(T, H, d, n, dt, seed=0):
     g = torch.Generator(device=DEV).manual_seed(seed)
     z = torch.randn(T, H, d, device=DEV, dtype=dt, generator=g)
-    wg = torch.randn(H, d, I, device=DEV, dtype=dt, generator=g) / d**0.5
-    wu = torch.randn(H, d, I, device=DEV, dtype=dt, generator=g) / d**0.5
-    wd = torch.randn(H, I, d, device=DEV, dtype=dt, generator=g) / I**0.5
+    wg = torch.randn(H, d, n, device=DEV, dtype=dt, generator=g) / d**0.5
+    wu = torch.randn(H, d, n, device=DEV, dtype=dt, generator=g) / d**0.5
+    wd = torch.randn(H, n, d, device=DEV, dtype=dt, generator=g) / n**0.5
     dy = torch.randn(T, H, d, device=DEV, dtype=dt, generator=g)
     return z, wg, wu, wd, dy
 
 
 # ------------------------------------------------------------------ 1. correctness at full size
-def check(T, H, d, I, dt, modes=("split", "atomic")):
-    z, wg, wu, wd, dy = data(T, H, d, I, dt, seed=T + I)
+def check(T, H, d, n, dt, modes=("split", "atomic")):
+    z, wg, wu, wd, dy = data(T, H, d, n, dt, seed=T + n)
     ref_in = [t.float().requires_grad_() for t in (z, wg, wu, wd)]
     y_ref = ff.mhffn_unfused(*ref_in)
     y_ref.backward(dy.float())
@@ -78,7 +78,7 @@ def check(T, H, d, I, dt, modes=("split", "atomic")):
     y_low = ff.mhffn_unfused(*low_in)
     y_low.backward(dy)
     y = ff.flash_ffn(z, wg, wu, wd)
-    out = dict(shape=f"T{T}_H{H}_dh{d}_I{I}", dtype=str(dt), y=rel(y, y_ref), y_torch_lowp=rel(y_low, y_ref))
+    out = dict(shape=f"T{T}_H{H}_dh{d}_I{n}", dtype=str(dt), y=rel(y, y_ref), y_torch_lowp=rel(y_low, y_ref))
     out["nan"] = bool(torch.isnan(y).any())
     names = ("dz", "dwg", "dwu", "dwd")
     for mode in modes:
@@ -96,15 +96,14 @@ def check(T, H, d, I, dt, modes=("split", "atomic")):
 
 if "check" in SECTIONS:
     res["checks"] = []
-    cases = [tuple(int(v) for v in c.split("x")) + (torch.bfloat16,) for c in os.environ["CHECKS"].split(",")] if "CHECKS" in os.environ else [(4099, 16, 128, 500, torch.bfloat16), (4099, 16, 64, 500, torch.bfloat16), (4099, 16, 128, 500, torch.float16),
-             (4099, 16, 64, 500, torch.float16), (16384, 16, 128, 512, torch.bfloat16), (333, 3, 128, 1000, torch.bfloat16),
-             (16384, 16, 64, 1024, torch.bfloat16)]  # fmt: skip
+    cases = [(*(int(v) for v in c.split("x")), torch.bfloat16) for c in os.environ["CHECKS"].split(",")] if "CHECKS" in os.environ else [(4099, 16, 128, 500, torch.bfloat16), (4099, 16, 64, 500, torch.bfloat16), (4099, 16, 128, 500, torch.float16),
+             (16384, 16, 128, 512, torch.bfloat16), (333, 3, 64, 1000, torch.float16)]  # fmt: skip
     for c in cases:
         if left() < 150:
             break
         try:
             r = check(*c)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             r = dict(shape=str(c), error=repr(e)[:800])
             traceback.print_exc()
         res["checks"].append(r)
@@ -136,10 +135,10 @@ def key(c):
     return f"m{c.block_m}n{c.block_n}w{c.num_warps}s{c.num_stages}"
 
 
-def sweep_one(kind, d, T=None, H=16, I=None):
-    T, I = T or SWEEP_T, I or SWEEP_I
-    z, wg, wu, wd, dy = data(T, H, d, I, torch.bfloat16)
-    fl = 2 * T * H * d * I  # one per-head GEMM unit
+def sweep_one(kind, d, T=None, H=16, n=None):
+    T, n = T or SWEEP_T, n or SWEEP_I
+    z, wg, wu, wd, dy = data(T, H, d, n, torch.bfloat16)
+    fl = 2 * T * H * d * n  # one per-head GEMM unit
     out = []
     base_dz, base_dw = ff.bwd_configs(d)
     cands = {"fwd": FWD, "dz": DZ, "dw": DW, "dw_atomic": DW}[kind][d]
@@ -148,19 +147,19 @@ def sweep_one(kind, d, T=None, H=16, I=None):
             break
         try:
             if kind == "fwd":
-                t = ms(lambda: ff._fwd(z, wg, wu, wd, cfg=c))
+                t = ms(lambda c=c: ff._fwd(z, wg, wu, wd, cfg=c))
                 units = 3
             elif kind == "dz":
-                t = ms(lambda: ff._bwd(z, wg, wu, wd, dy, mode="split", dz_cfg=c, dw_cfg=base_dw))
+                t = ms(lambda c=c: ff._bwd(z, wg, wu, wd, dy, mode="split", dz_cfg=c, dw_cfg=base_dw))
                 units = 11
             elif kind == "dw":
-                t = ms(lambda: ff._bwd(z, wg, wu, wd, dy, mode="split", dz_cfg=base_dz, dw_cfg=c))
+                t = ms(lambda c=c: ff._bwd(z, wg, wu, wd, dy, mode="split", dz_cfg=base_dz, dw_cfg=c))
                 units = 11
             else:
-                t = ms(lambda: ff._bwd(z, wg, wu, wd, dy, mode="atomic", dw_cfg=c))
+                t = ms(lambda c=c: ff._bwd(z, wg, wu, wd, dy, mode="atomic", dw_cfg=c))
                 units = 8
             r = dict(kind=kind, d=d, cfg=key(c), us=round(t * 1e3, 1), tflops_exec=round(units * fl / t / 1e9, 1))
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             r = dict(kind=kind, d=d, cfg=key(c), error=repr(e)[:300])
         out.append(r)
         print("SWEEP", json.dumps(r), flush=True)
@@ -201,12 +200,16 @@ if "sweep" in SECTIONS:
         atom_us = bs["dw_atomic"]["us"] if bs["dw_atomic"] else None
         if split_us and atom_us and atom_us < split_us:
             summary[d]["mode"] = "atomic"
+            if d == 128:  # one mode for all head dims (the one that wins at d_h = 128): its dW tiles
+                ff._BWD_DW[128] = cfg_of(bs["dw_atomic"]["cfg"])
         else:
             summary[d]["mode"] = "split"
     res["best"] = summary
     print("BEST", json.dumps(summary), flush=True)
     # one mode for all head dims: the one that wins at d_h = 128
     ff._MODE = summary[128]["mode"]
+    if ff._MODE == "atomic" and summary[64].get("dw_atomic"):
+        ff._BWD_DW[64] = cfg_of(summary[64]["dw_atomic"][0])
     save()
 
 # ------------------------------------------------------------------ 3. benchmark rows
@@ -218,14 +221,14 @@ if "bench" in SECTIONS:
     rep = float(os.environ.get("REP_MS", "40"))
     rows = []
     for d in dims:
-        for I in inters:
+        for n in inters:
             for T in tokens:
                 if left() < (45 if T >= 65536 else 25):
-                    print("SKIP bench", T, I, d, "time", flush=True)
+                    print("SKIP bench", T, n, d, "time", flush=True)
                     continue
                 try:
-                    rows += suite.ffn_rows([T], [I], [d], 16, "bf16", rounds, rep, tags=TAGS, log=print)
-                except Exception:  # noqa: BLE001
+                    rows += suite.ffn_rows([T], [n], [d], 16, "bf16", rounds, rep, tags=TAGS, log=print)
+                except Exception:
                     traceback.print_exc()
                 harness.write_rows(os.path.join(OUT, "ffn.json"), rows, meta=dict(TAGS, mode=ff._MODE))
     res["bench_rows"] = len(rows)
@@ -233,12 +236,33 @@ if "bench" in SECTIONS:
 
 if "moe" in SECTIONS and left() > 20:
     try:
-        mrows = suite.moe_rows([4096, 16384], 16, 128, 8, 256, 2, "bf16", 2, 40, tags=TAGS, log=print)
-        if left() > 15:
-            mrows += suite.moe_rows([4096], 16, 128, 64, 128, 1, "bf16", 2, 40, tags=TAGS, log=print)
+        # (tokens, heads, d_h, experts per head, expert width, top-k); rows per expert = T k / E_h
+        moe_cases = os.environ.get("MOE", "4096x16x128x8x256x2,16384x16x128x8x256x2,4096x16x128x64x128x1")
+        mrows = []
+        for c in moe_cases.split(","):
+            if left() < 15:
+                break
+            T, H, d, Eh, f, k = (int(v) for v in c.split("x"))
+            mrows += suite.moe_rows([T], H, d, Eh, f, k, "bf16", 2, 40, tags=TAGS, log=print)
         harness.write_rows(os.path.join(OUT, "ffn_moe.json"), mrows, meta=TAGS)
-    except Exception:  # noqa: BLE001
+    except Exception:
         traceback.print_exc()
+
+if "pytest" in SECTIONS and left() > 30:
+    import subprocess
+
+    try:
+        cp = subprocess.run(
+            ["python3", "-m", "pytest", "-q", "-m", "gpu", "-x", "tests/gpu/test_gpu_ffn.py", "-p", "no:cacheprovider"],
+            capture_output=True,
+            text=True,
+            timeout=max(10, left() - 10),
+        )
+        res["pytest"] = dict(rc=cp.returncode, tail=cp.stdout[-3000:] + cp.stderr[-1500:])
+    except subprocess.TimeoutExpired:
+        res["pytest"] = dict(rc="timeout")
+    print("PYTEST", json.dumps(res["pytest"]), flush=True)
+    save()
 
 # ------------------------------------------------------------------ summary
 print("=== SUMMARY (ffn round", ROUND, f"{time.time() - T0:.0f}s)")
@@ -263,5 +287,5 @@ try:
             f"dense x{r.get('speedup_vs_dense', 0):.2f}",
             f"mem x{r.get('memory_ratio') or 0:.1f}",
         )
-except Exception:  # noqa: BLE001
+except Exception:
     pass

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# tilewise.sim ground truth: Nsight Compute counters of ~530 one-warp access patterns (tests/data/ncu/make_fixture.py).
+# tilewise.sim ground truth: Nsight Compute counters of one-warp access patterns (round 1: 530 survey patterns; round 2: 568 probes) (tests/data/ncu/make_fixture.py).
 set -u
 echo "== $(date -u) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
 ncu --version | tail -1; nvcc --version | tail -1
 ncu --query-metrics --chip gh100 2>/dev/null | grep -E '^(l1tex__(data_bank|data_pipe_lsu_wave|t_(sectors|requests)_pipe_lsu_mem_(global|shared))|smsp__sass_inst_executed_op_(global|shared))' > "$OUT_AREA/metrics_list.txt" || true
-python3 tests/data/ncu/make_fixture.py all --out "$OUT_AREA" --round "${SIM_ROUND:-1}" --budget 185 --chunks 3
+python3 tests/data/ncu/make_fixture.py all --out "$OUT_AREA" --round "${SIM_ROUND:-2}" --budget 120 --chunks 3
 rc=$?
 rm -f "$OUT_AREA/twins"
 python3 - "$OUT_AREA" <<'PY'

@@ -41,7 +41,8 @@ def roofline_plot(rows: list[dict[str, Any]], path: str, *, gpu: str | None = No
     xs = [x for _, x in pts] or [1.0]
     lo, hi = min(min(xs) / 2, 0.1), max(max(xs) * 2, 2000)
     bw = _gpus.bandwidth(g, "hbm")
-    dtypes = sorted({_gpus.dtype_name(r.get("dtype", "bf16")) for r, _ in pts} or {"bf16"})
+    # Tensor-Core roofs for the dtypes of rows that use them (a reduction at 0.25 FLOP/B does not).
+    dtypes = sorted({_gpus.dtype_name(r.get("dtype", "bf16")) for r, x in pts if x >= 1} or {"bf16"})
     grid = [lo * (hi / lo) ** (i / 200) for i in range(201)]
     for dt in dtypes:
         peak = _gpus.peak_flops(g, dt)

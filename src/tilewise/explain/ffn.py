@@ -1,12 +1,38 @@
 """`tilewise explain ffn`: FlashFFN, the fused multi-head FFN, reasoned the way the tips document does.
 
-Placeholder while the report is written; the counts below are final.
+The interview's last part: an FFN's hidden dimension is split into heads; "heads make the flash
+kernel fit, and the flash kernel keeps heads from blowing up memory"; then "why is the speedup so
+small?" and "do the N and M from the previous part apply to your kernel?". Every figure below is
+computed from the problem and the GPU registry:
+
+1. the layer and its work (tilewise.model.traffic.mhffn_*);
+2. why the unsplit FFN does not fit a flash kernel: the fp32 output accumulator of a row block is
+   [M, d_model], against 255 registers per thread and 227 KB of shared memory;
+3. why the split FFN without fusion blows up memory: the [T, H, I] intermediate is H times the
+   dense FFN's [T, I], and autograd keeps several of them;
+4. N carries over as the intermediate chunk (shared-memory feed of the up-projections, registers
+   of the two [64, N] fp32 up-projections), M as the token rows of a block (FLOPs per weight byte);
+   the weights are shared by every token block of a head, so L2 reuse decides the HBM intensity;
+5. predicted time and memory, fused and unfused, and the dense SwiGLU of equal FLOPs;
+6. why the speedup is small.
+
+Counts this module adds (to move into tilewise/model/traffic.py and model/tensorcore.py):
+`mhffn_backward_flops`, `mhffn_backward_bytes`, `mhffn_unfused_backward_bytes`,
+`dense_swiglu_flops`, `mhffn_unfused_saved_bytes`, `ffn_register_budget`.
 """
 
 from __future__ import annotations
 
+import argparse
+
+from tilewise import gpus as _gpus
+from tilewise.errors import InputError, positive_int, require
+from tilewise.explain.report import Report, fmt_bytes, fmt_flops, fmt_kib, fmt_time, pct
 from tilewise.gpus import element_bytes
-from tilewise.model import traffic
+from tilewise.model import roofline, tensorcore, traffic
+
+DEFAULTS = dict(tokens=16384, d_model=2048, heads=16, intermediate=512, block_m=128, block_n=64, gpu="h200")
+BACKWARD_MODES = ("useful", "split", "atomic")
 
 # ------------------------------------------------------------------ counts (to move to model/traffic.py)
 
@@ -17,12 +43,12 @@ def mhffn_backward_flops(tokens: int, heads: int, head_dim: int, intermediate: i
     * "useful": what autograd of the unfused layer computes: dWd, da, dz (2), dWg, dWu = 6 U;
     * "split": FlashFFN's two-kernel backward: dW kernel (recompute g, u, da; dWd, dWg, dWu = 6 U)
       plus dz kernel (recompute g, u, da; dz = dg Wg^T + du Wu^T = 5 U) = 11 U;
-    * "atomic": one kernel (recompute g, u, da; three dW; dz with atomics) = 8 U.
+    * "atomic": one kernel (recompute g, u, da; three dW; dz with fp32 atomics) = 8 U.
     """
     u = 2 * tokens * heads * head_dim * intermediate
     units = {"useful": 6, "split": 11, "atomic": 8}
     if mode not in units:
-        raise ValueError(f"mode must be one of {sorted(units)}, got {mode!r}")
+        raise InputError(f"mode must be one of {sorted(units)}, got {mode!r}")
     return units[mode] * u
 
 
@@ -44,6 +70,350 @@ def mhffn_unfused_backward_bytes(tokens: int, heads: int, head_dim: int, interme
     return mhffn_backward_bytes(tokens, heads, head_dim, intermediate, dtype) + 10 * inter
 
 
+def mhffn_unfused_saved_bytes(tokens: int, heads: int, intermediate: int, dtype: str = "bf16") -> int:
+    """[T, H, I] tensors autograd keeps for the backward of bmm / silu / mul / bmm: g, u, silu(g), a = 4."""
+    return 4 * tokens * heads * intermediate * element_bytes(dtype)
+
+
 def dense_swiglu_flops(tokens: int, d_model: int, intermediate: int) -> int:
     """Dense SwiGLU x [T, d] -> [T, I] gate and up -> [T, d]: 3 GEMMs of 2 T d I."""
     return 3 * traffic.gemm_flops(tokens, intermediate, d_model)
+
+
+def ffn_register_budget(block_m: int, block_n: int, head_dim: int, dtype: str = "bf16") -> dict[str, float]:
+    """Registers per thread of one consumer warpgroup owning block_m token rows (the attention budget, FFN-shaped).
+
+    g and u [M, N] fp32 (two up-projections where attention has one S), a = silu(g) u [M, N] in
+    the input dtype (attention's P), the output accumulator [M, d_h] fp32 (attention's O), plus
+    the address registers of `tensorcore.ADDRESS_REGISTERS`; no softmax statistics.
+    """
+    t = tensorcore.WARPGROUP_THREADS
+    acc = tensorcore.ACC_BYTES
+    e = element_bytes(dtype)
+    gu = 2 * block_m * block_n * acc / 4 / t
+    a = block_m * block_n * e / 4 / t
+    o = block_m * head_dim * acc / 4 / t
+    total = gu + a + o + tensorcore.ADDRESS_REGISTERS
+    return dict(gu=gu, a=a, o=o, addresses=tensorcore.ADDRESS_REGISTERS, total=total)
+
+
+# ------------------------------------------------------------------ the report
+
+
+def explain(
+    tokens: int = 16384,
+    d_model: int = 2048,
+    heads: int = 16,
+    intermediate: int = 512,
+    block_m: int = 128,
+    block_n: int = 64,
+    dtype: str = "bf16",
+    gpu: str = "h200",
+) -> Report:
+    """FlashFFN for x [tokens, d_model] split into `heads` heads of d_model / heads, I per head."""
+    T = positive_int("tokens", tokens)
+    D = positive_int("d_model", d_model)
+    H = positive_int("heads", heads)
+    inter = positive_int("intermediate", intermediate)
+    bm = positive_int("block_m", block_m, maximum=512)
+    bn = positive_int("block_n", block_n, maximum=tensorcore.WGMMA_N_MAX)
+    require(D % H == 0, f"d_model must be a multiple of heads, got d_model={D}, heads={H}")
+    require(bn % 8 == 0 and bn >= 16, f"block_n must be a multiple of 8 from 16 to 256 (wgmma's N), got {bn}")
+    g = _gpus.get(gpu)
+    dt = _gpus.dtype_name(dtype)
+    require(dt in ("bf16", "fp16"), f"dtype must be bf16 or fp16, got {dtype!r}")
+    e = element_bytes(dt)
+    d = D // H
+    wm = tensorcore.WGMMA_M
+    regs_lim = g.max_regs_per_thread
+    smem_lim = g.smem_per_block_optin
+    peak = _gpus.peak_flops(g, dt)
+
+    r = Report(
+        kind="ffn",
+        title=f"FlashFFN: {H} heads of d_h = {d}, I = {inter} per head, {T} tokens ({dt}) on {g.name}",
+        gpu={"key": g.key, "name": g.name},
+        inputs=dict(tokens=T, d_model=D, heads=H, head_dim=d, intermediate=inter, block_m=bm, block_n=bn, dtype=dt),
+    )
+
+    # 1. The layer and its work.
+    fl = traffic.mhffn_flops(T, H, d, inter)
+    params = 3 * H * d * inter
+    inter_bytes = T * H * inter * e
+    dense_inter_bytes = T * inter * e
+    s = r.step(
+        "layer",
+        "The layer and its work",
+        flops=fl,
+        parameters=params,
+        intermediate_bytes=inter_bytes,
+        dense_intermediate_bytes=dense_inter_bytes,
+        dense_flops=dense_swiglu_flops(T, D, inter),
+    )
+    s.say(
+        f"z = x W_in viewed as [{T}, {H}, {d}]; per head y_h = (silu(z_h Wg_h) * (z_h Wu_h)) Wd_h with Wg_h, Wu_h "
+        f"[{d}, {inter}] and Wd_h [{inter}, {d}]; out = concat_h(y_h) W_out."
+    )
+    s.say(
+        f"3 GEMMs of 2 x T x H x d_h x I per head: {fmt_flops(fl)}, {params / 1e6:.3g} M parameters: exactly a dense "
+        f"SwiGLU with d_model = {D} and intermediate {inter} ({fmt_flops(dense_swiglu_flops(T, D, inter))}). "
+        f"But the intermediate is [T, H, I] = {fmt_bytes(inter_bytes)}, {H}x the dense [T, I] ({fmt_bytes(dense_inter_bytes)})."
+    )
+
+    # 2. Why the unsplit FFN does not fit a flash kernel.
+    def acc_regs(width: int) -> float:
+        return wm * width * tensorcore.ACC_BYTES / 4 / tensorcore.WARPGROUP_THREADS
+
+    x_tile = wm * D * e
+    s = r.step(
+        "unsplit",
+        "Why the unsplit FFN does not fit a flash kernel",
+        accumulator_regs_per_thread_unsplit=acc_regs(D),
+        accumulator_regs_per_thread_split=acc_regs(d),
+        accumulator_bytes_unsplit=wm * D * tensorcore.ACC_BYTES,
+        register_file_bytes=g.regs_per_sm * 4,
+        x_tile_bytes_unsplit=x_tile,
+        z_tile_bytes_split=wm * d * e,
+        smem_limit_bytes=smem_lim,
+        register_limit=regs_lim,
+        max_head_dim_that_fits=int(2 * (regs_lim - tensorcore.ADDRESS_REGISTERS)) // 64 * 64,
+    )
+    s.say(
+        f"A flash kernel keeps a block of token rows on chip and walks the intermediate dimension, accumulating the "
+        f"down-projection in fp32. wgmma's M is {wm}, so the smallest block is {wm} rows. Unsplit, the accumulator "
+        f"is [{wm}, {D}] fp32 = {fmt_kib(wm * D * 4)}: {acc_regs(D):.0f} registers per thread of a warpgroup "
+        f"against a limit of {regs_lim}, {wm * D * 4 / (g.regs_per_sm * 4):.2g}x the SM's whole register file "
+        f"({fmt_kib(g.regs_per_sm * 4)}). The input rows [{wm}, {D}] alone take {fmt_kib(x_tile)} of the "
+        f"{fmt_kib(smem_lim)} a block may have."
+    )
+    s.say(
+        f"Split into {H} heads of {d}: the accumulator is [{wm}, {d}] = {acc_regs(d):.0f} registers per thread "
+        f"(attention's O), the z tile {fmt_kib(wm * d * e)}. Heads make the flash kernel fit."
+    )
+
+    # 3. Why the split FFN without fusion blows up memory.
+    unf_bytes = traffic.mhffn_unfused_bytes(T, H, d, inter, dt)
+    fus_bytes = traffic.mhffn_bytes(T, H, d, inter, dt)
+    saved = mhffn_unfused_saved_bytes(T, H, inter, dt)
+    rf_unf = roofline.time(g, fl, unf_bytes, dt)
+    s = r.step(
+        "unfused",
+        "Why the split FFN without fusion blows up memory",
+        unfused_bytes=unf_bytes,
+        fused_bytes=fus_bytes,
+        unfused_saved_for_backward_bytes=saved,
+        unfused_intensity=rf_unf.intensity,
+        unfused_bound=rf_unf.bound,
+        unfused_time_s=rf_unf.time_s,
+    )
+    s.say(
+        f"Unfused, every head's gate and up activations [T, I] are written to HBM and read back: 6 passes over "
+        f"{fmt_bytes(inter_bytes)}, {fmt_bytes(unf_bytes)} in all against {fmt_bytes(fus_bytes)} fused. Intensity "
+        f"{rf_unf.intensity:.0f} FLOP/B against a balance of {rf_unf.balance:.0f}: {rf_unf.bound}-bound, at best "
+        f"{fmt_time(rf_unf.time_s)} ({rf_unf.attainable_flops / 1e12:.0f} TFLOP/s)."
+    )
+    s.say(
+        f"For training, autograd keeps g, u, silu(g) and their product: {fmt_bytes(saved)} of activations for "
+        f"a {fmt_bytes(T * H * d * e)} input, {saved / (T * H * d * e):.0f}x. The fused kernel keeps none: its backward "
+        f"recomputes them chunk by chunk, as FlashAttention recomputes S. The flash kernel keeps heads from blowing up "
+        f"memory."
+    )
+
+    # 4a. N: the intermediate chunk.
+    feed_up = tensorcore.smem_feed(max(64, min(256, bn // 8 * 8)), dt, "SS", g.key)
+    feed_dn = tensorcore.smem_feed(d, dt, "RS", g.key)
+    regs = ffn_register_budget(wm, bn, d, dt)
+    max_n = max(
+        (
+            n
+            for n in range(16, tensorcore.WGMMA_N_MAX + 1, 16)
+            if ffn_register_budget(wm, n, d, dt)["total"] <= regs_lim
+        ),
+        default=0,
+    )
+    s = r.step(
+        "n_bound",
+        "N carries over: the intermediate chunk",
+        block_n=bn,
+        up_feed_ratio=feed_up.ratio,
+        up_break_even_n=feed_up.break_even_n,
+        down_feed_ratio=feed_dn.ratio,
+        registers=regs,
+        register_limit=regs_lim,
+        max_block_n=max_n,
+    )
+    s.say(
+        f"The up-projections z_h Wg_h and z_h Wu_h are attention's S = Q K^T with K = d_h: the z tile is wgmma's A, "
+        f"re-read from shared memory by every instruction, the weight chunk [d_h, N] is B. The seed's bound holds "
+        f"unchanged: 0.5 N >= 16 + 0.25 N, N >= {feed_up.break_even_n:.0f}; at N = {feed_up.n} compute / feed = "
+        f"{feed_up.ratio:.2f}."
+    )
+    s.say(
+        f"The down-projection a Wd_h is P V: a = silu(g) * u is made in registers and can feed wgmma from there (RS), "
+        f"ratio {feed_dn.ratio:.2f} at N = d_h = {d}."
+    )
+    s.say(
+        f"Registers set the upper bound, tighter than attention's: two [{wm}, N] fp32 up-projections (N per thread), "
+        f"a in {dt} (N/4) and the output [{wm}, {d}] (d_h/2 = {regs['o']:.0f}). At N = {bn}: {regs['gu']:.0f} + "
+        f"{regs['a']:.0f} + {regs['o']:.0f} + {regs['addresses']} addresses = {regs['total']:.0f} of {regs_lim}; "
+        f"the largest N that fits is {max_n}."
+    )
+
+    # 4b. M: token rows per block, weights from L2.
+    w_bytes_head = 3 * d * inter * e
+    w_bytes = H * w_bytes_head
+    blocks_per_head = -(-T // bm)
+    per_block_intensity = 6 * bm * d * inter / w_bytes_head
+    hit = roofline.ideal_hit_rate(blocks_per_head) if blocks_per_head > 1 else 0.0
+    reuse = roofline.l2_reuse(per_block_intensity, hit, g, dt)
+    s = r.step(
+        "m_bound",
+        "M carries over: token rows per block, and L2 decides",
+        block_m=bm,
+        weight_bytes_per_head=w_bytes_head,
+        weight_bytes=w_bytes,
+        weights_fit_l2=w_bytes <= g.l2_bytes,
+        intensity_per_weight_byte=per_block_intensity,
+        balance=reuse.balance,
+        blocks_per_head=blocks_per_head,
+        ideal_hit_rate=hit,
+        needed_hit_rate=reuse.needed_hit_rate,
+        hbm_intensity=reuse.hbm_intensity,
+        bound=reuse.bound,
+    )
+    s.say(
+        f"A block of M = {bm} token rows does 6 x M x d_h x I FLOPs on the {fmt_bytes(w_bytes_head)} of its head's "
+        f"three weights: {per_block_intensity:.0f} FLOP per weight byte, M again (N and d_h cancel). Against a balance "
+        f"of {reuse.balance:.0f}, M = {bm} needs an L2 hit rate of {pct(reuse.needed_hit_rate)} if every byte came from "
+        f"HBM."
+    )
+    s.say(
+        f"All {blocks_per_head} token blocks of a head read the same weights, and all heads' weights together are "
+        f"{fmt_bytes(w_bytes)} against {fmt_bytes(g.l2_bytes)} of L2 ({'fits' if w_bytes <= g.l2_bytes else 'does NOT fit'}). "
+        f"If only the first read misses, the hit rate is {pct(hit)} and HBM sees {reuse.hbm_intensity:.0f} FLOP/B: "
+        f"{reuse.bound}-bound. Unlike attention's KV, the weights are the same for every sequence, so the reuse does "
+        f"not depend on the sequence length."
+    )
+
+    # 5. Predicted time and memory.
+    rf_fwd = roofline.time(g, fl, fus_bytes, dt)
+    bwd = {m: mhffn_backward_flops(T, H, d, inter, m) for m in BACKWARD_MODES}
+    bwd_bytes = mhffn_backward_bytes(T, H, d, inter, dt)
+    rf_bwd = {m: roofline.time(g, bwd[m], bwd_bytes, dt) for m in ("split", "atomic")}
+    rf_unf_bwd = roofline.time(g, bwd["useful"], mhffn_unfused_backward_bytes(T, H, d, inter, dt), dt)
+    dense_fl = dense_swiglu_flops(T, D, inter)
+    rf_dense = roofline.time(
+        g,
+        dense_fl,
+        traffic.gemm_bytes(T, 2 * inter, D, dt) + traffic.gemm_bytes(T, D, inter, dt) + 3 * T * inter * e,
+        dt,
+    )
+    fused_train_extra = T * H * d * e + 3 * H * d * inter * 4  # dz + fp32 weight-gradient partials
+    unfused_train_extra = saved + 2 * inter_bytes + T * H * d * e  # saved + the backward's dg, du, dz
+    fused_step = rf_fwd.time_s + min(rf_bwd["split"].time_s, rf_bwd["atomic"].time_s)
+    unfused_step = rf_unf.time_s + rf_unf_bwd.time_s
+    s = r.step(
+        "prediction",
+        "Predicted time and memory (roofline)",
+        fused_forward_s=rf_fwd.time_s,
+        unfused_forward_s=rf_unf.time_s,
+        forward_speedup_bound=rf_unf.time_s / rf_fwd.time_s,
+        fused_backward_s={m: v.time_s for m, v in rf_bwd.items()},
+        unfused_backward_s=rf_unf_bwd.time_s,
+        training_step_speedup_bound=unfused_step / fused_step,
+        dense_forward_s=rf_dense.time_s,
+        backward_flops=bwd,
+        fused_training_extra_bytes=fused_train_extra,
+        unfused_training_extra_bytes=unfused_train_extra,
+        memory_ratio=unfused_train_extra / fused_train_extra,
+    )
+    s.say(
+        f"Forward: fused {fmt_time(rf_fwd.time_s)} ({rf_fwd.bound}-bound at {peak / 1e12:.0f} TFLOP/s) vs unfused "
+        f"{fmt_time(rf_unf.time_s)} ({rf_unf.bound}-bound): at most {rf_unf.time_s / rf_fwd.time_s:.2f}x. The dense "
+        f"SwiGLU of equal FLOPs has the same floor, {fmt_time(rf_dense.time_s)}."
+    )
+    s.say(
+        f"Backward: the unfused layer does 6 GEMM units ({fmt_flops(bwd['useful'])}); recomputing costs more: 11 units "
+        f"with a separate dz kernel ({fmt_time(rf_bwd['split'].time_s)}), 8 with dz by fp32 atomics "
+        f"({fmt_time(rf_bwd['atomic'].time_s)}), vs unfused {fmt_time(rf_unf_bwd.time_s)} ({rf_unf_bwd.bound}-bound). "
+        f"A training step: at most {unfused_step / fused_step:.2f}x."
+    )
+    s.say(
+        f"Training memory beyond inputs and weights: fused about {fmt_bytes(fused_train_extra)} (dz and fp32 weight "
+        f"gradients), unfused about {fmt_bytes(unfused_train_extra)} (saved activations plus the backward's dg, du): "
+        f"{unfused_train_extra / fused_train_extra:.1f}x less."
+    )
+
+    # 6. Why is the speedup so small?
+    s = r.step(
+        "small_speedup",
+        "Why the speedup is small",
+        unfused_attainable_tflops=rf_unf.attainable_flops / 1e12,
+        peak_tflops=peak / 1e12,
+        recompute_flops_ratio=(fl + bwd["split"]) / (fl + bwd["useful"]),
+    )
+    s.say(
+        f"The unfused layer is not slow for lack of FLOPs but for bytes: at {rf_unf.intensity:.0f} FLOP/B it can reach "
+        f"{rf_unf.attainable_flops / 1e12:.0f} TFLOP/s. Fusion removes the bytes, so the gain is the distance from there "
+        f"to what the fused kernel's Tensor Cores really deliver, and that is far from {peak / 1e12:.0f}: the "
+        f"up-projections have K = d_h = {d} ({d // 16} k16 steps per chunk), the SiLU sits between the GEMMs on the "
+        f"same warps, and M and N are held down by the register budget above."
+    )
+    s.say(
+        f"Against the dense SwiGLU of equal FLOPs the fused kernel only removes a cost the split created: cuBLAS runs "
+        f"the dense GEMMs with K = {D} and {inter}, long main loops near peak. Training adds the recompute: "
+        f"{(fl + bwd['split']) / (fl + bwd['useful']):.2f}x the FLOPs of a stored-activation step with a separate dz "
+        f"kernel. The benchmark rows (benchmarks/results/h200/ffn.json) carry the measured answer."
+    )
+
+    if not rf_fwd.bound == "compute":
+        r.advice.append("The fused forward is memory-bound here: more token rows per block (M) or more tokens.")
+    if bn < feed_up.break_even_n:
+        r.advice.append(f"block_n = {bn} is below the shared-memory feed's break-even N = 64: raise it.")
+    if regs["total"] > regs_lim:
+        r.advice.append(f"block_n = {bn} does not fit the register budget at M = {wm}: at most {max_n}.")
+    if w_bytes > g.l2_bytes:
+        r.advice.append("The weights do not fit in L2: order the grid head-major so one head's blocks run together.")
+    r.advice.append(
+        "Training: the recompute backward trades FLOPs for memory; if memory allows, storing a alone removes one "
+        "recomputed GEMM per chunk."
+    )
+    return r
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tokens", type=int, default=DEFAULTS["tokens"], help="tokens T (default 16384)")
+    p.add_argument("--d-model", type=int, default=DEFAULTS["d_model"], help="model width (default 2048)")
+    p.add_argument("--heads", type=int, default=DEFAULTS["heads"], help="heads H; d_h = d_model / H (default 16)")
+    p.add_argument("--intermediate", type=int, default=DEFAULTS["intermediate"], help="per-head I (default 512)")
+    p.add_argument("--block-m", type=int, default=DEFAULTS["block_m"], help="token rows per block (default 128)")
+    p.add_argument("--block-n", type=int, default=DEFAULTS["block_n"], help="intermediate chunk N (default 64)")
+    p.add_argument("--dtype", default="bf16", help="bf16 or fp16 (default bf16)")
+    p.add_argument("--gpu", default=DEFAULTS["gpu"], help="registry name (default h200)")
+
+
+def from_args(a: argparse.Namespace) -> Report:
+    return explain(
+        tokens=a.tokens,
+        d_model=a.d_model,
+        heads=a.heads,
+        intermediate=a.intermediate,
+        block_m=a.block_m,
+        block_n=a.block_n,
+        dtype=a.dtype,
+        gpu=a.gpu,
+    )
+
+
+__all__ = [
+    "DEFAULTS",
+    "add_arguments",
+    "dense_swiglu_flops",
+    "explain",
+    "ffn_register_budget",
+    "from_args",
+    "mhffn_backward_bytes",
+    "mhffn_backward_flops",
+    "mhffn_unfused_backward_bytes",
+    "mhffn_unfused_saved_bytes",
+]

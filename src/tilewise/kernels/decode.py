@@ -33,7 +33,7 @@ import triton.language as tl
 from tilewise.errors import InputError, require
 
 LOG2E = 1.4426950408889634
-LN2 = 0.6931471805599453
+LN2 = tl.constexpr(0.6931471805599453)  # a constexpr: jit functions may read only constexpr globals
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 # Keys one program streams at most. 4096 keys x 512 B (K + V, D = 128, bf16) = 2 MB, ~64 us at

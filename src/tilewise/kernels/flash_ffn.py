@@ -30,6 +30,8 @@ too and runs its dots as tf32 on the GPU). d_h in {64, 128}; any T and I.
 from __future__ import annotations
 
 import math
+import sys
+import types
 from dataclasses import dataclass
 
 import torch
@@ -47,6 +49,11 @@ MODES = ("split", "atomic")
 
 def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
+
+
+def _empty(shape: tuple[int, ...], device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+    """Every output the kernels write in full is allocated here (the tests poison it with NaN)."""
+    return torch.empty(shape, device=device, dtype=dtype)
 
 
 def _num_sms(device: torch.device) -> int:
@@ -368,7 +375,7 @@ def _fwd(z, wg, wu, wd, cfg: Config | None = None) -> torch.Tensor:
     T, H, d, I = _check(z, wg, wu, wd)
     z = _rowmajor(z)
     wg, wu, wd = wg.contiguous(), wu.contiguous(), wd.contiguous()
-    y = torch.empty((T, H, d), device=z.device, dtype=z.dtype)
+    y = _empty((T, H, d), z.device, z.dtype)
     if T == 0:
         return y
     cfg = cfg or fwd_config(d)
@@ -381,8 +388,17 @@ def _fwd(z, wg, wu, wd, cfg: Config | None = None) -> torch.Tensor:
 
 
 def _bwd(
-    z, wg, wu, wd, dy, mode: str | None = None, dz_cfg: Config | None = None, dw_cfg: Config | None = None
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    z,
+    wg,
+    wu,
+    wd,
+    dy,
+    mode: str | None = None,
+    dz_cfg: Config | None = None,
+    dw_cfg: Config | None = None,
+    need_dz: bool = True,
+) -> tuple[torch.Tensor | None, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(dz, dWg, dWu, dWd); dz is None when `need_dz` is False (z needs no gradient)."""
     T, H, d, I = _check(z, wg, wu, wd)
     if tuple(dy.shape) != (T, H, d):
         raise InputError(f"dy must have z's shape {[T, H, d]}, got {list(dy.shape)}")
@@ -399,8 +415,8 @@ def _bwd(
     splits = dw_splits(T, H, I, dw_cfg, _num_sms(z.device))
     per_split = _cdiv(_cdiv(T, dw_cfg.block_m), splits)
     splits = _cdiv(_cdiv(T, dw_cfg.block_m), per_split)
-    dwp = torch.empty((splits, 3, H, d, I), device=z.device, dtype=torch.float32)
-    atomic = mode == "atomic"
+    dwp = _empty((splits, 3, H, d, I), z.device, torch.float32)
+    atomic = mode == "atomic" and need_dz
     dz32 = torch.zeros((T, H, d), device=z.device, dtype=torch.float32) if atomic else dwp
     grid = (_cdiv(I, dw_cfg.block_n), H, splits)
     _bwd_dw_kernel[grid](
@@ -410,8 +426,10 @@ def _bwd(
     )  # fmt: skip
     if atomic:
         dz = dz32.to(z.dtype)
+    elif not need_dz:
+        dz = None
     else:
-        dz = torch.empty((T, H, d), device=z.device, dtype=z.dtype)
+        dz = _empty((T, H, d), z.device, z.dtype)
         grid = (_cdiv(T, dz_cfg.block_m), H)
         _bwd_dz_kernel[grid](
             z, dy, wg, wu, wd, dz, T, I,
@@ -440,7 +458,7 @@ class FlashFFNFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dy):
         z, wg, wu, wd = ctx.saved_tensors
-        return _bwd(z, wg, wu, wd, dy)
+        return _bwd(z, wg, wu, wd, dy, need_dz=ctx.needs_input_grad[0])
 
 
 def flash_ffn(z: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_down: torch.Tensor) -> torch.Tensor:
@@ -525,5 +543,15 @@ class MultiHeadFFN(torch.nn.Module):
             f"intermediate={self.intermediate}, fused={self.fused}"
         )
 
+
+class _CallableModule(types.ModuleType):
+    """`from tilewise.kernels import flash_ffn` can hand back this module rather than the function (the
+    package's lazy export and the submodule share the name), so the module itself calls `flash_ffn`."""
+
+    def __call__(self, *args, **kwargs):
+        return flash_ffn(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
 
 __all__ = ["Config", "FlashFFNFunction", "MultiHeadFFN", "bwd_configs", "flash_ffn", "fwd_config", "mhffn_unfused"]

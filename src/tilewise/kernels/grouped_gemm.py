@@ -33,6 +33,7 @@ the tile count from it, so `grouped_matmul` can run inside a CUDA graph (with
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
@@ -83,6 +84,7 @@ class GroupedConfig:
     schedule: str = "map"
     flatten: bool = False  # let the pipeliner flatten the tile loop and the K loop into one
     tma: bool = False  # load tiles with TMA descriptors (weights always; x when not gathered)
+    programs_per_sm: int = 1  # persistent programs per SM (2: one's epilogue overlaps the other's loads)
 
     def key(self) -> str:
         s = f"m{self.block_m}n{self.block_n}k{self.block_k}w{self.num_warps}s{self.num_stages}"
@@ -92,29 +94,46 @@ class GroupedConfig:
             + f"-{self.schedule}"
             + ("-flat" if self.flatten else "")
             + ("-tma" if self.tma else "")
+            + (f"-p{self.programs_per_sm}" if self.programs_per_sm != 1 else "")
         )
 
 
-def choose_config(rows_per_expert: float, n: int, k: int, dtype: torch.dtype, on_gpu: bool = True) -> GroupedConfig:
+def choose_config(
+    rows_per_expert: float, n: int, k: int, dtype: torch.dtype, on_gpu: bool = True, glu: bool = False
+) -> GroupedConfig:
     """A tile for the average rows per expert.
 
     Under the interpreter the tiles are small so the tests run fast and exercise the edges.
-    On the GPU: see the table in docs/readme/moe.md (H200 sweep, benchmarks/gpu/queue/moe.sh).
+    On the GPU, the H200 sweep of round 1 (2026-11-30, bf16, 128 experts, K 2048, N 1536;
+    benchmarks/gpu/queue/moe_gpu.py; us vs torch._grouped_mm in the same run):
+      8 rows:   m16n128k128 w4 s4 flat 197.5 (x1.34; without flatten 202.3, x1.31)
+      16 rows:  m16n128k128 w4 s4 flat 201.1 (x1.27)
+      32 rows:  m32n128k128 w4 s4 flat 206.8 (x1.35; m16 226.9)
+      64 rows:  m64n256k64 w8 s3 flat 210.8 (x1.29; m64n128k64 s4 215.5)
+      128 rows: m128n256k64 w8 s3 flat 230.7 (x1.16; m128n128k64 s4 235.3, m64n128 306.1)
+      16 x 1024 rows, K 4096, N 14336: m128n256k64 w8 s3 2680 (x1.01; flat 2714)
+    All with TMA loads; without TMA (pointer loads) m128n128k64: 249.3 vs 247.6.
+    glu (the MoE gate/up GEMM: a gate and an up tile per step): half the block_n, so a stage
+    holds as many weight bytes as without it.
     """
     if not on_gpu:
         return GroupedConfig(16, 32, 32, 4, 2, tma=True, flatten=True)
     f = dict(tma=True, flatten=True)
     if dtype == torch.float32:
-        return GroupedConfig(64, 64, 32, 4, 3, **f)
-    if rows_per_expert <= 16:
-        return GroupedConfig(16, 128, 128, 4, 4, **f)
-    if rows_per_expert <= 32:
-        return GroupedConfig(32, 128, 128, 4, 4, **f)
-    if rows_per_expert <= 64:
-        return GroupedConfig(64, 128, 64, 4, 4, **f)
-    if rows_per_expert >= 512 and n >= 4096:
-        return GroupedConfig(128, 256, 64, 8, 3, **f)
-    return GroupedConfig(128, 128, 64, 8, 4, **f)
+        cfg = GroupedConfig(64, 64, 32, 4, 3, **f)
+    elif rows_per_expert <= 16:
+        cfg = GroupedConfig(16, 128, 128, 4, 4, **f)
+    elif rows_per_expert <= 32:
+        cfg = GroupedConfig(32, 128, 128, 4, 4, **f)
+    elif rows_per_expert <= 64:
+        cfg = GroupedConfig(64, 256, 64, 8, 3, **f)
+    elif rows_per_expert >= 512 and n >= 4096:
+        cfg = GroupedConfig(128, 256, 64, 8, 3, tma=True)
+    else:
+        cfg = GroupedConfig(128, 256, 64, 8, 3, **f)
+    if glu:
+        cfg = dataclasses.replace(cfg, block_n=max(16, cfg.block_n // 2))
+    return cfg
 
 
 # ------------------------------------------------------------------------------ kernels
@@ -414,7 +433,7 @@ def _launch(
         raise InputError(f"config.schedule must be one of {list(SCHEDULES)}, got {cfg.schedule!r}")
     use_map = cfg.schedule == "map"
     inline = cfg.schedule == "inline"
-    P = programs or _num_sms(dev)
+    P = programs or _num_sms(dev) * cfg.programs_per_sm
     P = max(1, min(P, bound))
     if inline:
         prefix = torch.empty((P, E + 1), dtype=torch.int32, device=dev)  # scratch, one row per program
@@ -434,7 +453,7 @@ def _launch(
             E,
             n_tiles,
             BLOCK_M=cfg.block_m,
-            BLOCK_E=triton.next_power_of_2(E),
+            BLOCK_E=max(16, triton.next_power_of_2(E)),
             MAP_CHUNK=256,
             WRITE_MAP=use_map,
             num_warps=4,
@@ -487,7 +506,7 @@ def _launch(
         TMA_X=tma_x,
         TMA_W=tma_w,
         INLINE_PREFIX=inline,
-        BLOCK_E=triton.next_power_of_2(E),
+        BLOCK_E=max(16, triton.next_power_of_2(E)),
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,
     )

@@ -32,24 +32,32 @@ def route(router_logits: torch.Tensor, top_k: int, gate: str = "softmax", normal
         equals a softmax over the k kept logits; Qwen3-MoE's norm_topk_prob).
     sigmoid: sigmoid of each logit, keep the top k (normalize: divide by their sum, as
         DeepSeek-V3 does; its group-limited selection and bias are not modelled).
+    Both gates are monotonic, so the top k of the logits are the top k of the scores: the
+    [T, E] scores are never formed.
     """
     logits = router_logits.float()
+    top, experts = torch.topk(logits, top_k, dim=-1)
     if gate == "softmax":
-        scores = torch.softmax(logits, dim=-1)
+        weights = (
+            torch.softmax(top, dim=-1) if normalize else torch.exp(top - torch.logsumexp(logits, -1, keepdim=True))
+        )
     else:
-        scores = torch.sigmoid(logits)
-    weights, experts = torch.topk(scores, top_k, dim=-1)
-    if normalize:
-        weights = weights / weights.sum(dim=-1, keepdim=True)
+        weights = torch.sigmoid(top)
+        if normalize:
+            weights = weights / weights.sum(dim=-1, keepdim=True)
     return weights, experts
 
 
 def permute(experts: torch.Tensor, num_experts: int):
-    """Slots sorted by expert: (order int64 [T k]: slot of each permuted row, offsets int32 [E])."""
+    """Slots sorted by expert: (order int64 [T k]: slot of each permuted row, offsets int32 [E]).
+
+    No host sync (torch.bincount would read the maximum back to size its output): the offsets
+    are a search of the sorted expert ids.
+    """
     flat = experts.reshape(-1)
-    order = torch.argsort(flat, stable=True)
-    counts = torch.bincount(flat, minlength=num_experts)
-    offsets = torch.cumsum(counts, 0).to(torch.int32)
+    sorted_ids, order = torch.sort(flat, stable=True)
+    ids = torch.arange(num_experts, device=flat.device, dtype=sorted_ids.dtype)
+    offsets = torch.searchsorted(sorted_ids, ids, right=True).to(torch.int32)
     return order, offsets
 
 
@@ -95,7 +103,9 @@ def moe_configs(
 ) -> tuple[GroupedConfig, GroupedConfig]:
     """Tiles for the gate/up GEMM (N = d_ff, two weight tiles per step) and the down GEMM (N = d_model)."""
     rows = tokens * top_k / experts
-    return choose_config(rows, d_ff, d_model, dtype, on_gpu), choose_config(rows, d_model, d_ff, dtype, on_gpu)
+    return choose_config(rows, d_ff, d_model, dtype, on_gpu, glu=True), choose_config(
+        rows, d_model, d_ff, dtype, on_gpu
+    )
 
 
 # ------------------------------------------------------------------------------ public op

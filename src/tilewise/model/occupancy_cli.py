@@ -83,7 +83,7 @@ def render(o: Occupancy, tables: dict[str, list[dict]], g: _gpus.GPU) -> str:
     lines += [
         "",
         f"  blocks per SM: {o.blocks_per_sm}   warps per SM: {o.warps_per_sm} of {o.max_warps_per_sm}   "
-        f"occupancy: {100 * o.occupancy:.1f}%   limiter: {o.limiter}",
+        f"occupancy: {100 * o.occupancy:.1f}%   limiter: {', '.join(o.limiters)}",
         f"  allocated per block: {o.registers_per_block} registers, {o.smem_per_block} B shared memory; "
         f"SM carveout {o.smem_per_sm_config // 1024} KB",
     ]

@@ -21,6 +21,7 @@ WARP = 32
 SECTOR = 32  # bytes in a global-memory sector
 BANKS = 32
 BANK_BYTES = 4
+ROW = BANKS * BANK_BYTES  # 128 bytes: one word in every bank
 WIDTHS = (1, 2, 4, 8, 16)
 SPACES = ("global", "shared")
 
@@ -113,29 +114,73 @@ def _distinct_bytes(addr: np.ndarray, act: np.ndarray, width: int) -> np.ndarray
     return _distinct_per_row(addr, act) * width
 
 
-def _shared(addr: np.ndarray, act: np.ndarray, width: int, store: bool) -> dict:
-    rows = addr.shape[0]
-    any_lane = act.any(axis=1)
-    # every 4-byte word the lanes touch (a 1- or 2-byte access touches one word)
-    nw = max(1, width // BANK_BYTES)
-    words = (addr // BANK_BYTES)[:, :, None] + np.arange(nw)[None, None, :]
-    words = words.reshape(rows, -1)
-    wact = np.repeat(act, nw, axis=1)
-    bank = words % BANKS
-    # distinct words per bank: sort by (bank, word) and count changes
-    key = np.where(wact, bank * (_BIG >> 6) + words, _BIG)
+def _bank_counts(words: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """Distinct 4-byte words per bank, per row: (rows, words) -> (rows, 32)."""
+    rows = words.shape[0]
+    key = np.where(valid, (words % BANKS) * (np.int64(1) << 48) + words, _BIG)
     key = np.sort(key, axis=1)
     new = np.ones(key.shape, dtype=bool)
     new[:, 1:] = key[:, 1:] != key[:, :-1]
     new &= key != _BIG
     row = np.broadcast_to(np.arange(rows)[:, None], key.shape)
-    kb = key[new] // (_BIG >> 6)
-    per_bank = np.bincount(row[new] * BANKS + kb, minlength=rows * BANKS).reshape(rows, BANKS)
-    wavefronts = np.where(any_lane, np.maximum(per_bank.max(axis=1), 1), 0)
-    nbytes = _distinct_bytes(addr, act, width)
-    ideal = np.where(any_lane, np.maximum(1, -(-nbytes // (BANKS * BANK_BYTES))), 0)
-    conflicts = wavefronts - ideal
-    return {"wavefronts": wavefronts, "bank_conflicts": conflicts, "ideal": ideal, "active_lanes": act.sum(axis=1)}
+    bank = key[new] >> 48
+    return np.bincount(row[new] * BANKS + bank, minlength=rows * BANKS).reshape(rows, BANKS)
+
+
+def _lane_words(addr: np.ndarray, act: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """The 4-byte words each lane touches (a 1- or 2-byte access touches one), flattened per row."""
+    nw = max(1, width // BANK_BYTES)
+    words = (addr // BANK_BYTES)[..., None] + np.arange(nw)
+    return words.reshape(*addr.shape[:-1], -1), np.repeat(act, nw, axis=-1)
+
+
+def _shared(addr: np.ndarray, act: np.ndarray, width: int, store: bool) -> dict:
+    """Wavefronts and bank conflicts of one shared-memory instruction per row, as measured on an H200.
+
+    The hardware works in phases of 128 bytes of lane data: the whole warp for 1-, 2- and 4-byte
+    accesses, half-warps (16 lanes) for 8 bytes, quarter-warps (8 lanes) for 16 bytes. A phase takes as
+    many wavefronts as the most distinct 4-byte words any one bank holds among its active lanes.
+    Stores: every active phase is processed on its own (a broadcast store of 16 bytes takes 4 wavefronts).
+    Loads: two neighbouring phases (the warp for 8 bytes, each half-warp for 16 bytes) share one
+    wavefront when all their active lanes read one address, or when together they need each bank at
+    most once (a word read by both phases counts twice: multicast across phases is not merged).
+    bank_conflicts = wavefronts - ideal, where ideal is one wavefront per 128 bytes of active lanes'
+    data in each phase pair (loads) or one per active phase (stores); never below zero.
+    """
+    rows = addr.shape[0]
+    lanes_per_phase = WARP if width <= BANK_BYTES else (BANKS * BANK_BYTES) // width
+    nph = WARP // lanes_per_phase
+    a = addr.reshape(rows * nph, lanes_per_phase)
+    m = act.reshape(rows * nph, lanes_per_phase)
+    words, wvalid = _lane_words(a, m, width)
+    counts = _bank_counts(words, wvalid)  # (rows * nph, 32)
+    ph_active = m.any(axis=1)
+    ph_wf = np.where(ph_active, np.maximum(counts.max(axis=1), 1), 0).reshape(rows, nph)
+    ph_lanes = m.sum(axis=1).reshape(rows, nph)
+    if store or nph == 1:
+        wavefronts = ph_wf.sum(axis=1)
+        ideal = -(-(ph_lanes * width) // (BANKS * BANK_BYTES))
+        conflicts = np.maximum(ph_wf - ideal, 0).sum(axis=1)
+        return {"wavefronts": wavefronts, "bank_conflicts": conflicts, "ideal": ideal.sum(axis=1)}
+    # loads of 8 or 16 bytes: phase pairs
+    ng = nph // 2
+    pair_counts = counts.reshape(rows, ng, 2, BANKS).sum(axis=2)
+    ga = addr.reshape(rows, ng, 2 * lanes_per_phase)
+    gm = act.reshape(rows, ng, 2 * lanes_per_phase)
+    g_active = gm.any(axis=2)
+    hi = np.where(gm, ga, -1).max(axis=2)
+    lo = np.where(gm, ga, _BIG).min(axis=2)
+    same_row = (hi // ROW) == (lo // ROW)
+    fits = (pair_counts.max(axis=2) <= 1) & same_row
+    one_address = g_active & (hi == lo)
+    pw = ph_wf.reshape(rows, ng, 2)
+    g_wf = np.where(g_active, np.where(one_address | fits, 1, pw.sum(axis=2)), 0)
+    g_ideal = -(-(gm.sum(axis=2) * width) // (BANKS * BANK_BYTES))
+    return {
+        "wavefronts": g_wf.sum(axis=1),
+        "bank_conflicts": np.maximum(g_wf - g_ideal, 0).sum(axis=1),
+        "ideal": g_ideal.sum(axis=1),
+    }
 
 
 def analyze_batch(addr: np.ndarray, act: np.ndarray, width: int, space: str, store: bool = False) -> dict:
@@ -144,4 +189,6 @@ def analyze_batch(addr: np.ndarray, act: np.ndarray, width: int, space: str, sto
     act = np.asarray(act, dtype=bool)
     if space == "global":
         return _global(addr, act, width, store)
-    return _shared(addr, act, width, store)
+    r = _shared(addr, act, width, store)
+    r["active_lanes"] = act.sum(axis=1)
+    return r

@@ -184,8 +184,42 @@ def hierarchy(p: Params) -> dict:
         "b_tile_bytes": block["b_tile_bytes"],
         "k_steps": block["k_steps"],
         "sub_partitions": g.sub_partitions,
-        "explain": {s.key: s.lines for s in rep.steps if s.key in ("tiling", "waves", "block")},
+        "explain": {s.key: s.lines for s in rep.steps if s.key in ("tiling", "waves", "block", "mma", "roofline")},
         "tail_efficiency": w["tail_efficiency"],
+        "mma": rep["mma"],
+        "memory": [
+            {
+                "level": "HBM",
+                "capacity_bytes": g.memory_bytes,
+                "bytes_per_s": _gpus.bandwidth(g, "hbm"),
+                "balance": _gpus.balance(g, "hbm", "bf16"),
+                "holds": "all the weights and activations",
+            },
+            {
+                "level": "L2",
+                "capacity_bytes": g.l2_bytes,
+                "bytes_per_s": _gpus.bandwidth(g, "l2"),
+                "balance": _gpus.balance(g, "l2", "bf16"),
+                "holds": "re-read tiles (a model bandwidth: none is published)",
+            },
+            {
+                "level": "shared memory (SRAM)",
+                "capacity_bytes": g.smem_per_sm,
+                "per_sm": True,
+                "bytes_per_s": _gpus.bandwidth(g, "smem"),
+                "balance": _gpus.balance(g, "smem", "bf16"),
+                "holds": "the A and B tiles of a K step",
+            },
+            {
+                "level": "registers",
+                "capacity_bytes": g.regs_per_sm * 4,
+                "per_sm": True,
+                "bytes_per_s": None,
+                "balance": None,
+                "holds": "fragments and the accumulator",
+            },
+        ],
+        "peak_flops_bf16": _gpus.peak_flops(g, "bf16"),
     }
 
 
@@ -383,7 +417,7 @@ def decode_panel(p: Params) -> dict:
 @panel(
     "moe",
     "MoE: the persistent grouped GEMM's tile scheduler",
-    ("gpu", "rows", "block_m", "n", "block_n", "programs"),
+    ("gpu", "rows", "block_m", "n", "block_n", "programs", "k"),
     needs=(
         "tilewise.model.waves:grouped_schedule",
         "tilewise.model.waves:tile_owner",
@@ -402,6 +436,7 @@ def moe(p: Params) -> dict:
     n = p.int("n", 512, 1, 1 << 16)
     block_n = p.int("block_n", 128, 16, 256)
     programs = p.int("programs", g.sms, 1, 1024)
+    k = p.int("k", 2048, 16, 1 << 16)
     s = waves.grouped_schedule(rows, block_m, n, block_n)
     if s.total_tiles > MAX_DRAWN_TILES:
         raise InputError(
@@ -413,13 +448,30 @@ def moe(p: Params) -> dict:
         for rnd, t in enumerate(waves.persistent_tiles(s.total_tiles, programs, prog)):
             e, local = waves.tile_owner(s.prefix, t)
             mt, nt = waves.local_tile_coords(s, e, local)
-            tiles.append({"tile": t, "expert": e, "local": local, "m_tile": mt, "n_tile": nt, "program": prog, "round": rnd})
+            tiles.append(
+                {"tile": t, "expert": e, "local": local, "m_tile": mt, "n_tile": nt, "program": prog, "round": rnd}
+            )
     tiles.sort(key=lambda d: d["tile"])
     busy = min(programs, s.total_tiles)
     rounds = max((d["round"] for d in tiles), default=-1) + 1
+    cost = None
+    if s.total_tiles and hasattr(waves, "grouped_gemm_cost"):
+        c = waves.grouped_gemm_cost(rows, k, n, block_m, block_n, 64, "bf16", g)
+        cost = {
+            "k": k,
+            "tile": c.tile.to_dict(),
+            "m_fill": c.m_fill,
+            "wgmma_fill": c.wgmma_fill,
+            "cycles_persistent": c.cycles_persistent,
+            "cycles_per_launch": c.cycles_per_launch,
+            "overhead_share_persistent": c.overhead_share_persistent,
+            "overhead_share_per_launch": c.overhead_share_per_launch,
+            "persistent": c.persistent.to_dict(),
+        }
     return {
         "gpu": _gpu_summary(g),
         "schedule": s.to_dict(),
+        "cost": cost,
         "programs": programs,
         "busy_programs": busy,
         "idle_programs": programs - busy,

@@ -24,7 +24,9 @@ def _check_port(port: int) -> None:
         try:
             s.bind(("127.0.0.1", port))
         except OSError:
-            raise InputError(f"--port {port} is in use on 127.0.0.1; pick another (or --port 0 for any free one)") from None
+            raise InputError(
+                f"--port {port} is in use on 127.0.0.1; pick another (or --port 0 for any free one)"
+            ) from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -56,6 +58,8 @@ def register(sub) -> None:
         epilog="examples:\n  tilewise explore\n  tilewise explore --port 9000 --no-browser",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port on 127.0.0.1 (default {DEFAULT_PORT}; 0 = any)")
+    p.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"port on 127.0.0.1 (default {DEFAULT_PORT}; 0 = any)"
+    )
     p.add_argument("--no-browser", action="store_true", help="do not open a browser; just print the address")
     p.set_defaults(func=run)

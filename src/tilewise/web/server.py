@@ -177,8 +177,8 @@ def serve(port: int = 8765, open_browser: bool = True, host: str = "127.0.0.1") 
 class BackgroundServer:
     """The explorer served by uvicorn in a daemon thread on a free loopback port (for tests and scripts).
 
-        with BackgroundServer() as url:
-            urllib.request.urlopen(url + "api/gpus")
+    with BackgroundServer() as url:
+        urllib.request.urlopen(url + "api/gpus")
     """
 
     def __init__(self, port: int = 0, host: str = "127.0.0.1"):

@@ -11,8 +11,10 @@ So the l1tex counters of one launch are the counters of that one instruction.
     python3 tests/data/ncu/make_fixture.py build                # + nvcc -> twins (CPU, compile check)
     python3 tests/data/ncu/make_fixture.py all --out DIR        # gen + build + ncu (device) -> DIR/ncu_access.json
 
-The fixture `ncu_access_roundN.json` beside this script is what `all` wrote on the H200
-(benchmarks/gpu/queue/sim.sh runs it). Each record: space, op, width, mask, offsets and the metrics.
+The fixtures `ncu_access_roundN.json` beside this script are what `all --round N` wrote on the H200
+(benchmarks/gpu/queue/sim.sh runs it; copied from benchmarks/gpu/results/sim/roundN/). Each record:
+space, op, width, mask, offsets (bytes from a 256-byte aligned global buffer or from the start of
+the shared window) and the metrics, as ncu printed them.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import random
 import re
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -76,7 +79,15 @@ def _random_mask(rng, density):
 
 
 def patterns(round_no: int = 1) -> list[dict]:
-    """The access patterns, deterministic (seeded)."""
+    """The access patterns of one round, deterministic (seeded).
+
+    Round 1: a survey (every space, op and width; strides, broadcasts, multicasts, half and quarter
+    warps on the same banks, masks, random windows). Round 2: probes of what round 1 found surprising,
+    the 8- and 16-byte shared loads (when two half- or quarter-warps share a wavefront, and what the
+    bank-conflict counter counts then), plus many random patterns of every kind.
+    """
+    if round_no == 2:
+        return _interleave(_round2())
     rng = random.Random(20261130 + round_no)
     out: list[dict] = []
     L = range(32)
@@ -122,7 +133,11 @@ def patterns(round_no: int = 1) -> list[dict]:
                 # random masks on a contiguous row and on a broadcast
                 P([i * w for i in L], mask=_random_mask(rng, 0.5), name="contiguous_randmask")
                 P([0] * 32, mask=_random_mask(rng, 0.5), name="broadcast_randmask")
-    # Interleave the (space, op, width) groups so that every ncu chunk covers all of them.
+    return _interleave(out)
+
+
+def _interleave(out: list[dict]) -> list[dict]:
+    """Interleave the (space, op, width) groups so that every ncu chunk covers all of them; number them."""
     groups: dict[tuple, list[dict]] = {}
     for p in out:
         groups.setdefault((p["space"], p["op"], p["width"]), []).append(p)
@@ -132,6 +147,72 @@ def patterns(round_no: int = 1) -> list[dict]:
     for i, p in enumerate(order):
         p["id"] = i
     return order
+
+
+def _round2() -> list[dict]:
+    rng = random.Random(20261202)
+    out: list[dict] = []
+    L = range(32)
+
+    def P(space, op, w, offs, mask, name):
+        out.append(_pat(space, op, w, offs, mask, name))
+
+    # 1. two active lanes: same phase or neighbouring phases, and how their addresses relate
+    for op in OPS:
+        for w in (8, 16):
+            ph = 128 // w  # lanes per phase
+            for lanes, lname in (((0, ph), "phase0+phase1"), ((0, 1), "same_phase"), ((0, 2 * ph), "pair0+pair1")):
+                if lanes[1] >= 32:
+                    continue
+                for rel, (a, b) in {
+                    "same_addr": (0, 0),
+                    "same_row_next_banks": (0, w),
+                    "same_row_far_banks": (0, 64),
+                    "next_row_same_banks": (0, 128),
+                    "next_row_other_banks": (0, 128 + 64),
+                    "far_row_same_banks": (0, 4096),
+                    "same_word_pair_other_row": (64, 64 + 1024),
+                }.items():
+                    offs = [0] * 32
+                    offs[lanes[0]], offs[lanes[1]] = a, b
+                    P("shared", op, w, offs, (1 << lanes[0]) | (1 << lanes[1]), f"two_lanes_{lname}_{rel}")
+    # 2. partial masks over regular addresses (round 1: 0x55555555 on contiguous counted a conflict)
+    masks = [0x55555555, 0xAAAAAAAA, 0x33333333, 0x0F0F0F0F, 0x00FF00FF, 0x11111111, 0x01010101, 0x0000FF0F]
+    for op in OPS:
+        for w in (8, 16):
+            for mask in masks:
+                act = [i for i in L if mask >> i & 1]
+                packed = [0] * 32
+                for k, i in enumerate(act):
+                    packed[i] = k * w
+                P("shared", op, w, [i * w for i in L], mask, "contiguous_mask")
+                P("shared", op, w, packed, mask, "packed_mask")
+                P("shared", op, w, [(i * w) % 128 for i in L], mask, "one_row_mask")
+
+    # 3. random patterns: many 8/16-byte shared loads, some of everything else
+    def rand(space, op, w, n):
+        for _ in range(n):
+            window = rng.choice([64, 128, 256, 512, 1024, 4096])
+            window = max(window, w)
+            offs = [rng.randrange(0, window // w) * w for _ in L]
+            if rng.random() < 0.3:  # rows of a matrix: row-major chunks
+                stride = rng.choice([128, 132, 136, 144, 256, 264])
+                cols = rng.choice([2, 4, 8, 16])
+                offs = [((i // cols) * stride + (i % cols) * w) // w * w for i in L]
+            mask = FULL if rng.random() < 0.35 else _random_mask(rng, rng.choice([0.2, 0.4, 0.6, 0.8]))
+            P(space, op, w, offs, mask, f"random_{window}B")
+
+    rand("shared", "ld", 8, 110)
+    rand("shared", "ld", 16, 110)
+    rand("shared", "st", 8, 30)
+    rand("shared", "st", 16, 30)
+    for w in (1, 2, 4):
+        for op in OPS:
+            rand("shared", op, w, 12)
+    for w in WIDTHS:
+        for op in OPS:
+            rand("global", op, w, 5)
+    return out
 
 
 # ----------------------------------------------------------------------------- CUDA twin
@@ -328,7 +409,7 @@ def run_ncu(pats: list[dict], exe: str, txt: str, out: str, chunks: int, budget_
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("what", choices=["gen", "build", "all"])
-    ap.add_argument("--out", default=os.path.join(HERE, "build"), help="working/output folder")
+    ap.add_argument("--out", default=os.path.join(tempfile.gettempdir(), "tilewise_ncu"), help="working/output folder")
     ap.add_argument("--round", type=int, default=1)
     ap.add_argument("--chunks", type=int, default=3)
     ap.add_argument("--budget", type=float, default=200.0, help="seconds for all ncu runs")

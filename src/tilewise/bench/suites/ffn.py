@@ -113,134 +113,151 @@ def infer_memory(fn) -> float:
 def ffn_rows(
     tokens, inters, head_dims, heads, dtype_name, rounds, rep_ms, dense=True, progress=None, tags=None, log=None
 ) -> list[dict[str, Any]]:
+    """Rows for every (T, I, d_h): forward and forward + backward, each with the dense SwiGLU beside it."""
+    from tilewise.bench import harness
+
+    tags = tags or harness.env_tags()
+    cases = [(t, n, d) for d in head_dims for n in inters for t in tokens]
+    it = progress(cases, total=len(cases), desc="ffn") if progress else cases
+    rows: list[dict[str, Any]] = []
+    for t, n, d in it:
+        rows += _ffn_case(t, heads, d, n, dtype_name, rounds, rep_ms, dense, tags, log)
+    return rows
+
+
+def _ffn_case(T, H, d, inter, dtype_name, rounds, rep_ms, dense, tags, log) -> list[dict[str, Any]]:
     import torch
 
     from tilewise.bench import harness
     from tilewise.explain import ffn as xffn
-    from tilewise.kernels.flash_ffn import flash_ffn
+    from tilewise.kernels.flash_ffn import _MODE, flash_ffn
     from tilewise.model import traffic
 
     dt = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
-    tags = tags or harness.env_tags()
-    H = heads
-    rows: list[dict[str, Any]] = []
-    cases = [(T, I, d) for d in head_dims for I in inters for T in tokens]
-    it = progress(cases, total=len(cases), desc="ffn") if progress else cases
-    for T, I, d in it:
-        dev = DEVICE
-        gen = torch.Generator(device=dev).manual_seed(T + I + d)
-        z = torch.randn(T, H, d, device=dev, dtype=dt, generator=gen)
-        wg = torch.randn(H, d, I, device=dev, dtype=dt, generator=gen) / d**0.5
-        wu = torch.randn(H, d, I, device=dev, dtype=dt, generator=gen) / d**0.5
-        wd = torch.randn(H, I, d, device=dev, dtype=dt, generator=gen) / I**0.5
-        zh = z.transpose(0, 1).contiguous()  # the peer's layout [H, T, d]
-        shape = f"T{T}_H{H}_dh{d}_I{I}"
-        fl = traffic.mhffn_flops(T, H, d, I)
-        nb = traffic.mhffn_bytes(T, H, d, I, dtype_name)
+    dev = DEVICE
+    gen = torch.Generator(device=dev).manual_seed(T + inter + d)
+    z = torch.randn(T, H, d, device=dev, dtype=dt, generator=gen)
+    wg = torch.randn(H, d, inter, device=dev, dtype=dt, generator=gen) / d**0.5
+    wu = torch.randn(H, d, inter, device=dev, dtype=dt, generator=gen) / d**0.5
+    wd = torch.randn(H, inter, d, device=dev, dtype=dt, generator=gen) / inter**0.5
+    zh = z.transpose(0, 1).contiguous()  # the peer's layout [H, T, d]
+    shape = f"T{T}_H{H}_dh{d}_I{inter}"
+    fl = traffic.mhffn_flops(T, H, d, inter)
+    nb = traffic.mhffn_bytes(T, H, d, inter, dtype_name)
+    common = dict(tokens=T, heads=H, head_dim=d, intermediate=inter, intermediate_MiB=T * H * inter * 2 / 2**20)
+    rows = []
 
-        # ---- inference
+    # ---- inference
+    with torch.no_grad():
+        tp = harness.time_pair(
+            lambda i: flash_ffn(z, wg, wu, wd),
+            lambda i: unfused_heads_first(zh, wg, wu, wd),
+            rounds=rounds,
+            rep_ms=rep_ms,
+        )
+    extra: dict[str, Any] = dict(
+        common,
+        ours_p20_ms=tp["ours_p20_ms"],
+        ours_p80_ms=tp["ours_p80_ms"],
+        peer_p20_ms=tp["peer_p20_ms"],
+        peer_p80_ms=tp["peer_p80_ms"],
+        infer_peak_MiB=infer_memory(lambda: flash_ffn(z, wg, wu, wd)),
+        peer_infer_peak_MiB=infer_memory(lambda: unfused_heads_first(zh, wg, wu, wd)),
+    )
+    # dense SwiGLU with the same parameters and FLOPs: d_model = H d_h, intermediate I
+    dm = H * d
+    if dense:
+        x = torch.randn(T, dm, device=dev, dtype=dt, generator=gen)
+        wgu = torch.randn(2 * inter, dm, device=dev, dtype=dt, generator=gen) / dm**0.5
+        wdn = torch.randn(dm, inter, device=dev, dtype=dt, generator=gen) / inter**0.5
         with torch.no_grad():
-            tp = harness.time_pair(
-                lambda i: flash_ffn(z, wg, wu, wd),
-                lambda i: unfused_heads_first(zh, wg, wu, wd),
-                rounds=rounds,
-                rep_ms=rep_ms,
-            )
-        mem_ours = infer_memory(lambda: flash_ffn(z, wg, wu, wd))
-        mem_peer = infer_memory(lambda: unfused_heads_first(zh, wg, wu, wd))
-        extra: dict[str, Any] = dict(
-            ours_p20_ms=tp["ours_p20_ms"],
-            ours_p80_ms=tp["ours_p80_ms"],
-            peer_p20_ms=tp["peer_p20_ms"],
-            peer_p80_ms=tp["peer_p80_ms"],
-            infer_peak_MiB=mem_ours,
-            peer_infer_peak_MiB=mem_peer,
-            intermediate_MiB=T * H * I * 2 / 2**20,
-            tokens=T,
-            heads=H,
-            head_dim=d,
-            intermediate=I,
+            td = harness.time_pair(lambda i: dense_swiglu(x, wgu, wdn), None, rounds=rounds, rep_ms=rep_ms)
+        extra.update(
+            dense_ms=td["ours_ms"],
+            speedup_vs_dense=td["ours_ms"] / tp["ours_ms"],
+            dense_tflops=xffn.dense_swiglu_flops(T, dm, inter) / (td["ours_ms"] * 1e-3) / 1e12,
         )
-        # dense SwiGLU of equal parameters and FLOPs
-        dm = H * d
-        if dense:
-            x = torch.randn(T, dm, device=dev, dtype=dt, generator=gen)
-            wgu = torch.randn(2 * I, dm, device=dev, dtype=dt, generator=gen) / dm**0.5
-            wdn = torch.randn(dm, I, device=dev, dtype=dt, generator=gen) / I**0.5
-            with torch.no_grad():
-                td = harness.time_pair(lambda i: dense_swiglu(x, wgu, wdn), None, rounds=rounds, rep_ms=rep_ms)
-            extra.update(dense_ms=td["ours_ms"], speedup_vs_dense=td["ours_ms"] / tp["ours_ms"])
-        rows.append(
-            harness.make_row(
-                kernel="flash_ffn_fwd", shape=shape, dtype=dtype_name, peer="unfused_bmm_torch",
-                ours_ms=tp["ours_ms"], peer_ms=tp["peer_ms"], flops=fl, nbytes=nb, tags=tags, extra=extra,
-            )
-        )  # fmt: skip
-        if log:
-            log(harness.format_table(rows[-1:]))
-
-        # ---- training step
-        zr = z.detach().clone().requires_grad_()
-        zhr = zh.detach().clone().requires_grad_()
-        ws = [w.detach().clone().requires_grad_() for w in (wg, wu, wd)]
-        gy = torch.randn_like(z)
-        gyh = gy.transpose(0, 1).contiguous()
-
-        def ours_step(i=0):
-            flash_ffn(zr, *ws).backward(gy)
-
-        def peer_step(i=0):
-            unfused_heads_first(zhr, *ws).backward(gyh)
-
-        tp2 = harness.time_pair(ours_step, peer_step, rounds=rounds, rep_ms=rep_ms)
-        peak_o, saved_o = train_memory(lambda: flash_ffn(zr, *ws), [zr, *ws], gy)
-        peak_p, saved_p = train_memory(lambda: unfused_heads_first(zhr, *ws), [zhr, *ws], gyh)
-        extra2: dict[str, Any] = dict(
-            ours_p20_ms=tp2["ours_p20_ms"],
-            ours_p80_ms=tp2["ours_p80_ms"],
-            peer_p20_ms=tp2["peer_p20_ms"],
-            peer_p80_ms=tp2["peer_p80_ms"],
-            train_peak_extra_MiB=peak_o,
-            peer_train_peak_extra_MiB=peak_p,
-            memory_ratio=peak_p / peak_o if peak_o else None,
-            saved_for_backward_MiB=saved_o,
-            peer_saved_for_backward_MiB=saved_p,
-            executed_flops=fl + xffn.mhffn_backward_flops(T, H, d, I, "split"),
-            tokens=T,
-            heads=H,
-            head_dim=d,
-            intermediate=I,
+    rows.append(
+        harness.make_row(
+            kernel="flash_ffn_fwd", shape=shape, dtype=dtype_name, peer="unfused_bmm_torch",
+            ours_ms=tp["ours_ms"], peer_ms=tp["peer_ms"], flops=fl, nbytes=nb, tags=tags, extra=extra,
         )
-        if dense:
-            xr = x.detach().clone().requires_grad_()
-            wd2 = [wgu.detach().clone().requires_grad_(), wdn.detach().clone().requires_grad_()]
-            gx = torch.randn_like(x)
+    )  # fmt: skip
+    if log:
+        log(harness.format_table(rows[-1:]))
 
-            def dense_step(i=0):
-                dense_swiglu(xr, *wd2).backward(gx)
+    # ---- training step
+    zr = z.detach().clone().requires_grad_()
+    zhr = zh.detach().clone().requires_grad_()
+    ws = [w.detach().clone().requires_grad_() for w in (wg, wu, wd)]
+    gy = torch.randn_like(z)
+    gyh = gy.transpose(0, 1).contiguous()
 
-            td2 = harness.time_pair(dense_step, None, rounds=rounds, rep_ms=rep_ms)
-            peak_d, _ = train_memory(lambda: dense_swiglu(xr, *wd2), [xr, *wd2], gx)
-            extra2.update(
-                dense_ms=td2["ours_ms"], speedup_vs_dense=td2["ours_ms"] / tp2["ours_ms"], dense_train_peak_MiB=peak_d
-            )
-            del xr, wd2, gx, x, wgu, wdn
-        rows.append(
-            harness.make_row(
-                kernel="flash_ffn_fwdbwd", shape=shape, dtype=dtype_name, peer="unfused_bmm_torch",
-                ours_ms=tp2["ours_ms"], peer_ms=tp2["peer_ms"],
-                flops=fl + xffn.mhffn_backward_flops(T, H, d, I, "useful"),
-                nbytes=nb + xffn.mhffn_backward_bytes(T, H, d, I, dtype_name), tags=tags, extra=extra2,
-            )
-        )  # fmt: skip
-        if log:
-            log(harness.format_table(rows[-1:]))
-        del z, wg, wu, wd, zh, zr, zhr, ws, gy, gyh
+    def ours_step(i=0):
+        flash_ffn(zr, *ws).backward(gy)
+
+    def peer_step(i=0):
+        unfused_heads_first(zhr, *ws).backward(gyh)
+
+    tp2 = harness.time_pair(ours_step, peer_step, rounds=rounds, rep_ms=rep_ms)
+    peak_o, saved_o = train_memory(lambda: flash_ffn(zr, *ws), [zr, *ws], gy)
+    peak_p, saved_p = train_memory(lambda: unfused_heads_first(zhr, *ws), [zhr, *ws], gyh)
+    extra2: dict[str, Any] = dict(
+        common,
+        ours_p20_ms=tp2["ours_p20_ms"],
+        ours_p80_ms=tp2["ours_p80_ms"],
+        peer_p20_ms=tp2["peer_p20_ms"],
+        peer_p80_ms=tp2["peer_p80_ms"],
+        train_peak_extra_MiB=peak_o,
+        peer_train_peak_extra_MiB=peak_p,
+        memory_ratio=peak_p / peak_o if peak_o else None,
+        saved_for_backward_MiB=saved_o,
+        peer_saved_for_backward_MiB=saved_p,
+        backward_mode=_MODE,
+        executed_flops=fl + xffn.mhffn_backward_flops(T, H, d, inter, _MODE),
+    )
+    if dense:
+        xr = x.detach().clone().requires_grad_()
+        wd2 = [wgu.detach().clone().requires_grad_(), wdn.detach().clone().requires_grad_()]
+        gx = torch.randn_like(x)
+
+        def dense_step(i=0):
+            dense_swiglu(xr, *wd2).backward(gx)
+
+        td2 = harness.time_pair(dense_step, None, rounds=rounds, rep_ms=rep_ms)
+        peak_d, _ = train_memory(lambda: dense_swiglu(xr, *wd2), [xr, *wd2], gx)
+        extra2.update(
+            dense_ms=td2["ours_ms"], speedup_vs_dense=td2["ours_ms"] / tp2["ours_ms"], dense_train_peak_MiB=peak_d
+        )
+    rows.append(
+        harness.make_row(
+            kernel="flash_ffn_fwdbwd", shape=shape, dtype=dtype_name, peer="unfused_bmm_torch",
+            ours_ms=tp2["ours_ms"], peer_ms=tp2["peer_ms"],
+            flops=fl + xffn.mhffn_backward_flops(T, H, d, inter, "useful"),
+            nbytes=nb + xffn.mhffn_backward_bytes(T, H, d, inter, dtype_name), tags=tags, extra=extra2,
+        )
+    )  # fmt: skip
+    if log:
+        log(harness.format_table(rows[-1:]))
+    if dev == "cuda":
         torch.cuda.empty_cache()
     return rows
 
 
 def moe_rows(tokens, heads, head_dim, experts, width, top_k, dtype_name, rounds, rep_ms, tags=None, log=None):
+    """MH-MoE expert FFN (routing done, plan built) on our grouped GEMM vs torch._grouped_mm, same plan."""
+    from tilewise.bench import harness
+
+    tags = tags or harness.env_tags()
+    rows = []
+    for t in tokens:
+        rows.append(_moe_case(t, heads, head_dim, experts, width, top_k, dtype_name, rounds, rep_ms, tags))
+        if log:
+            log(harness.format_table(rows[-1:]))
+    return rows
+
+
+def _moe_case(T, heads, head_dim, experts, width, top_k, dtype_name, rounds, rep_ms, tags) -> dict[str, Any]:
     import torch
 
     from tilewise.bench import harness
@@ -248,43 +265,41 @@ def moe_rows(tokens, heads, head_dim, experts, width, top_k, dtype_name, rounds,
     from tilewise.model import traffic
 
     dt = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
-    tags = tags or harness.env_tags()
-    rows = []
-    for T in tokens:
-        layer = mhmoe.MultiHeadMoE(
-            heads * head_dim, heads, head_dim, experts, width, top_k, device=DEVICE, dtype=dt
-        ).eval()
-        x = torch.randn(T, heads * head_dim, device=DEVICE, dtype=dt)
-        with torch.no_grad():
-            z, weights, experts_idx = layer.route(x)
-            plan = mhmoe.plan(weights, experts_idx, heads * experts)
-            tp = harness.time_pair(
-                lambda i: layer.experts_forward(z, plan),
-                lambda i: mhmoe.experts_forward_torch(z, plan, layer.w_gate_up, layer.w_down),
-                rounds=rounds,
-                rep_ms=rep_ms,
+    layer = mhmoe.MultiHeadMoE(heads * head_dim, heads, head_dim, experts, width, top_k, device=DEVICE, dtype=dt)
+    x = torch.randn(T, heads * head_dim, device=DEVICE, dtype=dt)
+    with torch.no_grad():
+        z, weights, experts_idx = layer.route(x)
+        z = z.contiguous()
+        p = mhmoe.plan(weights, experts_idx, heads * experts)
+        tp = harness.time_pair(
+            lambda i: layer.experts_forward(z, p),
+            lambda i: mhmoe.experts_forward_torch(z, p, layer.w_gate_up, layer.w_down),
+            rounds=rounds,
+            rep_ms=rep_ms,
+        )
+        err = (
+            (
+                layer.experts_forward(z, p).float()
+                - mhmoe.experts_forward_torch(z, p, layer.w_gate_up, layer.w_down).float()
             )
-        slots = T * heads * top_k
-        per_expert = [slots // (heads * experts)] * (heads * experts)
-        fl = traffic.moe_layer_flops(T * heads, top_k, head_dim, width)
-        nb = traffic.moe_layer_bytes(T * heads, top_k, head_dim, width, heads * experts, dtype_name)
-        rows.append(
-            harness.make_row(
-                kernel="mhmoe_fwd", shape=f"T{T}_H{heads}_dh{head_dim}_E{experts}_f{width}_k{top_k}",
-                dtype=dtype_name, peer="torch._grouped_mm", ours_ms=tp["ours_ms"], peer_ms=tp["peer_ms"],
-                flops=fl, nbytes=nb, tags=tags,
-                extra=dict(
-                    ours_p20_ms=tp["ours_p20_ms"], ours_p80_ms=tp["ours_p80_ms"], peer_p20_ms=tp["peer_p20_ms"],
-                    peer_p80_ms=tp["peer_p80_ms"], rows_per_expert_mean=per_expert[0], tokens=T, heads=heads,
-                    head_dim=head_dim, experts_per_head=experts, expert_width=width, top_k=top_k,
-                ),
-            )
-        )  # fmt: skip
-        if log:
-            log(harness.format_table(rows[-1:]))
-        del layer, x, z
-        torch.cuda.empty_cache()
-    return rows
+            .abs()
+            .max()
+            .item()
+        )
+    counts = torch.diff(p.offsets.long(), prepend=p.offsets.new_zeros(1).long())
+    fl = traffic.moe_layer_flops(T * heads, top_k, head_dim, width)
+    nb = traffic.moe_layer_bytes(T * heads, top_k, head_dim, width, int((counts > 0).sum()), dtype_name)
+    return harness.make_row(
+        kernel="mhmoe_fwd", shape=f"T{T}_H{heads}_dh{head_dim}_E{experts}_f{width}_k{top_k}",
+        dtype=dtype_name, peer="torch._grouped_mm", ours_ms=tp["ours_ms"], peer_ms=tp["peer_ms"],
+        flops=fl, nbytes=nb, tags=tags,
+        extra=dict(
+            ours_p20_ms=tp["ours_p20_ms"], ours_p80_ms=tp["ours_p80_ms"], peer_p20_ms=tp["peer_p20_ms"],
+            peer_p80_ms=tp["peer_p80_ms"], rows_per_expert_mean=float(counts.float().mean()),
+            rows_per_expert_min=int(counts.min()), rows_per_expert_max=int(counts.max()), max_abs_diff_vs_peer=err,
+            tokens=T, heads=heads, head_dim=head_dim, experts_per_head=experts, expert_width=width, top_k=top_k,
+        ),
+    )  # fmt: skip
 
 
 def run(args: argparse.Namespace, progress) -> list[dict[str, Any]]:

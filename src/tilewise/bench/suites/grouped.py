@@ -83,11 +83,12 @@ def prologue_share(counts, K: int, N: int, block_m: int, block_n: int, block_k: 
 
 
 def model_columns(counts, K: int, N: int, cfg, sms: int = 132) -> dict:
-    """Tiles, waves over `sms` persistent programs and the prologue/epilogue share."""
+    """Tiles, waves over the persistent programs (`sms` x programs per SM) and the prologue/epilogue share."""
     from tilewise.model import waves
 
     sched = waves.grouped_schedule(counts, cfg.block_m, N, cfg.block_n)
     tiles = sched.total_tiles
+    sms = sms * getattr(cfg, "programs_per_sm", 1)  # persistent programs
     return {
         "config": cfg.key(),
         "tiles": tiles,

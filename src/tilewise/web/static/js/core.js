@@ -187,7 +187,7 @@ const TW = (() => {
     width = 300, height = 150, points, series, x, y, xLabel, yLabel, yMax, yMin = 0, marker, hline, hlineLabel,
     step = true, color: c = "#2563eb", yFormat = fmt.int, xFormat = fmt.int,
   }) {
-    const pad = { l: 40, r: 10, t: 10, b: 30 };
+    const pad = { l: 50, r: 10, t: 10, b: 30 };
     const all = series || [{ points, color: c }];
     const xs = all.flatMap((sr) => sr.points.map(x));
     const ys = all.flatMap((sr) => sr.points.map(y)).filter((v) => v !== null && v !== undefined);
@@ -223,7 +223,7 @@ const TW = (() => {
       s("text", { x: pad.l, y: height - 8, class: "small" }, xFormat(x0)),
       s("text", { x: width - pad.r, y: height - 8, class: "small", "text-anchor": "end" }, xFormat(x1)),
       s("text", { x: (pad.l + width - pad.r) / 2, y: height - 8, class: "small", "text-anchor": "middle" }, xLabel),
-      s("text", { x: 6, y: pad.t + 2, class: "small", transform: `rotate(90 6 ${pad.t + 2})` }, yLabel || ""),
+      s("text", { x: 4, y: pad.t + 2, class: "small", transform: `rotate(90 4 ${pad.t + 2})` }, yLabel || ""),
     );
   }
 

@@ -54,5 +54,18 @@
       card.dataset.busy = "0";
     }
   }
+  // Highlight the panel in view in the table of contents.
+  if ("IntersectionObserver" in window) {
+    const links = new Map([...toc.querySelectorAll("a")].map((a) => [a.getAttribute("href").slice(1), a]));
+    const io = new IntersectionObserver((entries) => {
+      for (const e of entries) {
+        if (!e.isIntersecting) continue;
+        links.forEach((a) => a.classList.remove("active"));
+        const a = links.get(e.target.id);
+        if (a) a.classList.add("active");
+      }
+    }, { rootMargin: "-20% 0px -70% 0px" });
+    document.querySelectorAll(".panel").forEach((p) => io.observe(p));
+  }
   document.body.dataset.ready = "1";
 })();

@@ -41,11 +41,15 @@ TW.register({
     const waveLabel = el("div", { class: "caption", dataset: { k: "hier-wave-label" } });
     const smLegend = el("div", { class: "caption" }, "Each box is an SM; #n is the block it runs in this wave. Blocks are handed out in order to whichever SM has room.");
     const proseBox = el("div");
+    const mmaBox = el("div");
+    const memBox = el("div");
     body.append(
       el("div", { class: "stats" }, Object.values(st).map((x) => x.node)),
       el("h3", { class: "muted" }, "① The grid: one block per output tile"), gridFig,
       el("h3", { class: "muted" }, "② Blocks on SMs, wave by wave"), waveLabel, smFig, smLegend,
       el("h3", { class: "muted" }, "③ Inside one block: warps of 32 threads"), blockFig,
+      el("h3", { class: "muted" }, "④ Warps → registers → Tensor Cores, and the memory they draw from"),
+      el("div", { class: "cols even" }, mmaBox, memBox),
       proseBox,
     );
 
@@ -129,6 +133,27 @@ TW.register({
       }, 1200);
     }
 
+    function drawMma() {
+      const m = data.mma;
+      TW.mount(mmaBox,
+        el("div", { class: "stats" },
+          [[m.mma_shape.join("×"), "one MMA (m × n × k)"], [fmt.int(m.flops_per_mma), "FLOPs per MMA"],
+            [fmt.int(m.mmas_per_k_step), "MMAs per block per K step"], [fmt.fixed(m.mmas_per_warp_per_k_step, 0), "per warp per K step"]]
+            .map(([v, l]) => el("div", { class: "stat" }, el("div", { class: "v" }, v), el("div", { class: "l" }, l)))),
+        TW.prose(data.explain.mma || []));
+      const rows = data.memory.map((lv) => el("tr", {},
+        el("td", {}, lv.level),
+        el("td", {}, `${lv.capacity_bytes >= 1e10 ? `${+(lv.capacity_bytes / 1e9).toPrecision(3)} GB` : fmt.bytes(lv.capacity_bytes)}${lv.per_sm ? " per SM" : ""}`),
+        el("td", {}, lv.bytes_per_s === null ? "—" : `${fmt.si(lv.bytes_per_s, "B/s", 3)}`),
+        el("td", {}, lv.balance === null ? "—" : `${fmt.fixed(lv.balance, 0)} FLOP/B`)));
+      TW.mount(memBox,
+        el("table", { class: "kv mem" },
+          el("tr", {}, ["level", "capacity", "bandwidth", "balance (bf16)"].map((h) => el("td", { class: "muted" }, h))),
+          rows,
+          el("tr", {}, el("td", {}, "Tensor Cores"), el("td", {}, "—"), el("td", {}, fmt.si(data.peak_flops_bf16, "FLOP/s", 4)), el("td", {}, ""))),
+        el("div", { class: "caption" }, "Balance: FLOPs the Tensor Cores can do per byte the level delivers. Below it, that level is the bottleneck."));
+    }
+
     const update = TW.live(ctx.card, ctx.errBox, async () => {
       const [tm, tn] = tileSel.value.split("x");
       const d = await TW.api("hierarchy", { gpu: ctx.gpu, m: mSel.value, n: nSel.value, tile_m: tm, tile_n: tn, threads: thrSel.value });
@@ -143,7 +168,8 @@ TW.register({
         st.ksteps.set(fmt.int(d.k_steps));
         show(0);
         drawBlock();
-        TW.mount(proseBox, TW.prose([...d.explain.tiling, ...d.explain.waves.slice(0, 1), ...d.explain.block]));
+        drawMma();
+        TW.mount(proseBox, TW.prose([...d.explain.tiling, ...d.explain.waves.slice(0, 1), ...d.explain.block, ...(d.explain.roofline || [])]));
       };
     });
     ctx.onGpu(update);

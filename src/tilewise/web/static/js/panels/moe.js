@@ -5,12 +5,13 @@ TW.register({
   id: "moe",
   title: "MoE: the persistent grouped GEMM's tile scheduler",
   short: "MoE scheduler",
-  source: "model.waves.grouped_schedule / tile_owner / local_tile_coords / persistent_tiles · /api/moe",
+  source: "model.waves.grouped_schedule / tile_owner / local_tile_coords / persistent_tiles / grouped_gemm_cost · /api/moe",
   lede: [
     "Each expert gets few tokens, so its matrices are small, sometimes with fewer tiles than SMs. Write the grouped " +
       "GEMM as a persistent kernel: launch as many programs as SMs, keep each resident, and let it loop over tiles.",
     "The experts share K and N but each has its own M. Take a prefix sum over their tile counts; whichever range a " +
-      "global tile index falls into names its expert, found with a binary search. Click a tile to see the search.",
+      "global tile index falls into names its expert, found with a binary search. Click a tile to see the search. " +
+      "The costs below compare one prologue per program (persistent) with one per tile, for the chosen K.",
   ],
   build(body, ctx) {
     const { el, s, fmt } = TW;
@@ -20,14 +21,18 @@ TW.register({
     rowsIn.addEventListener("input", () => { clearTimeout(debounce); debounce = setTimeout(() => update(), 250); });
     const bmSel = TW.select({ key: "moe-block-m", label: "BLOCK_M", value: 64, options: [[16, "16"], [32, "32"], [64, "64"], [128, "128"]], onChange: () => update() });
     const nSel = TW.select({ key: "moe-n", label: "N (BLOCK_N = 128)", value: 512, options: [[256, "256"], [512, "512"], [1024, "1024"], [2048, "2048"]], onChange: () => update() });
+    const kSel = TW.select({ key: "moe-k", label: "K (the main loop's length)", value: 2048, options: [[256, "256"], [1024, "1024"], [2048, "2048"], [7168, "7168"]], onChange: () => update() });
     const progs = TW.slider({ key: "moe-programs", label: "persistent programs", min: 1, max: 132, value: 132, onInput: () => update() });
     body.append(el("div", { class: "controls" },
-      el("label", { class: "ctl" }, el("span", {}, "tokens (rows) per expert"), rowsIn), bmSel.node, nSel.node, progs.node));
+      el("label", { class: "ctl" }, el("span", {}, "tokens (rows) per expert"), rowsIn), bmSel.node, nSel.node, kSel.node, progs.node));
     const st = {
       tiles: TW.stat("moe-tiles", "tiles in all"),
       busy: TW.stat("moe-busy", "programs with work"),
       rounds: TW.stat("moe-rounds", "tiles per busy program, at most"),
       idle: TW.stat("moe-idle", "programs idle", "hot"),
+      fill: TW.stat("moe-fill", "rows of the M tiles with data"),
+      ohp: TW.stat("moe-overhead-persistent", "prologue + epilogue, persistent"),
+      ohl: TW.stat("moe-overhead-launch", "prologue + epilogue, a block per tile"),
     };
     const fig = el("div", { class: "figure" });
     const search = el("div");
@@ -88,7 +93,7 @@ TW.register({
     const update = TW.live(ctx.card, ctx.errBox, async () => {
       const info = ctx.gpuInfo();
       if (info) progs.setMax(Math.max(info.sms, 132));
-      const d = await TW.api("moe", { gpu: ctx.gpu, rows: rowsIn.value.replace(/\s+/g, ""), block_m: bmSel.value, n: nSel.value, block_n: 128, programs: progs.value });
+      const d = await TW.api("moe", { gpu: ctx.gpu, rows: rowsIn.value.replace(/\s+/g, ""), block_m: bmSel.value, n: nSel.value, block_n: 128, programs: progs.value, k: kSel.value });
       return () => {
         data = d;
         if (picked >= d.schedule.total_tiles) picked = 0;
@@ -96,6 +101,10 @@ TW.register({
         st.busy.set(`${fmt.int(d.busy_programs)} / ${fmt.int(d.programs)}`);
         st.rounds.set(fmt.int(d.rounds));
         st.idle.set(fmt.int(d.idle_programs), d.idle_programs > 0 ? "hot" : "ok");
+        const c = d.cost;
+        st.fill.set(c ? fmt.pct(c.m_fill) : "—", c && c.m_fill < 0.75 ? "hot" : "");
+        st.ohp.set(c ? fmt.pct(c.overhead_share_persistent) : "—");
+        st.ohl.set(c ? fmt.pct(c.overhead_share_per_launch) : "—", c && c.overhead_share_per_launch > 0.2 ? "hot" : "");
         draw();
       };
     });

@@ -46,7 +46,7 @@ TW.register({
     function drawBars(d) {
       const o = d.result, hw = d.hardware;
       const names = Object.keys(o.limits);
-      const W = 580, rowH = 30, left = 138, top = 8;
+      const W = 600, rowH = 30, left = 160, top = 8;
       const scaleMax = hw.max_blocks_per_sm;
       const H = top + names.length * rowH + 64;
       const sx = (v) => left + (Math.min(v, scaleMax) / scaleMax) * (W - left - 60);

@@ -111,6 +111,12 @@ TW.register({
       }
       g.append(s("text", { x: accX, y: cy + tr * cs + 16, class: "small" },
         step.op === "store" ? "K loop done: store once" : `holds k < ${step.acc_k} of ${p.k}`));
+      // The legend, in the empty corner above A.
+      [["#2563eb", "A tile loaded this step"], ["#f59e0b", "B tile loaded this step"], ["#c9dafc", "n = times read so far"],
+        ["#10b981", "C written (once)"], ["#8b5cf6", "accumulator in registers"]].forEach(([c, t], i) => {
+        g.append(s("rect", { x: ax, y: by + i * 18, width: 11, height: 11, rx: 2, fill: c }),
+          s("text", { x: ax + 17, y: by + i * 18 + 10, "font-size": 11 }, t));
+      });
       TW.mount(fig, g);
       note.textContent = step.op === "mma"
         ? `Program (${step.pid.join(", ")}), K step ${step.k_step + 1} of ${d.k_steps}: load A[${step.rows[0]}:${step.rows[1]}, ${step.k[0]}:${step.k[1]}] and B[${step.k[0]}:${step.k[1]}, ${step.cols[0]}:${step.cols[1]}], accumulate in registers.`
