@@ -110,6 +110,7 @@ class GPU:
     tensor_cores_per_sm: int
     dense_macs_per_tc_per_cycle: dict[str, int]  # multiply-adds per Tensor Core per cycle
     fp32_lanes_per_sm: int  # CUDA-core FP32 FMA lanes
+    sfu_ops_per_cycle_per_sm: int  # special-function results (exp2, rcp) per cycle
     wgmma: bool  # warpgroup MMA (sm_90a)
     tcgen05: bool  # single-thread MMA with Tensor Memory (sm_100a)
     tma: bool
@@ -219,6 +220,7 @@ def _hopper_common() -> dict:
         tensor_cores_per_sm=4,
         dense_macs_per_tc_per_cycle={"bf16": 512, "fp16": 512, "tf32": 256, "fp8": 1024, "int8": 1024},
         fp32_lanes_per_sm=128,
+        sfu_ops_per_cycle_per_sm=16,
         wgmma=True,
         tcgen05=False,
         tma=True,
@@ -237,6 +239,7 @@ _HOPPER_SOURCES = {
     "reg_alloc_unit": _OCC_H,
     "sub_partitions": _OCC_H + "; the tips document: 'The SM is split into 4 partitions'",
     "max_barriers_per_block": "PTX ISA: barrier ids 0..15",
+    "sfu_ops_per_cycle_per_sm": "CUDA C++ Programming Guide arithmetic-throughput table (16 per SM per cycle); FA3 paper: 3.9 TFLOPS of special functions on an H100 SXM",
     "dense_macs_per_tc_per_cycle": "derived from the whitepaper's dense peaks: 989.4 TFLOPS bf16 / (132 SMs x 4 TCs x 1.83 GHz x 2)",
     "smem_bytes_per_cycle_per_sm": "32 banks x 4 bytes per cycle (the tips document; CUDA guide)",
     "l2_bytes_per_s": "order-of-magnitude estimate; NVIDIA publishes no L2 bandwidth",
@@ -348,6 +351,7 @@ _register(
         tensor_cores_per_sm=4,
         dense_macs_per_tc_per_cycle={"bf16": 256, "fp16": 256, "tf32": 128, "int8": 512},
         fp32_lanes_per_sm=64,
+        sfu_ops_per_cycle_per_sm=16,
         wgmma=False,
         tcgen05=False,
         tma=False,
@@ -394,6 +398,7 @@ _register(
         tensor_cores_per_sm=4,
         dense_macs_per_tc_per_cycle={"bf16": 1024, "fp16": 1024, "tf32": 512, "fp8": 2048, "int8": 2048},
         fp32_lanes_per_sm=128,
+        sfu_ops_per_cycle_per_sm=16,
         wgmma=False,
         tcgen05=True,
         tma=True,

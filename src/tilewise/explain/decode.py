@@ -15,7 +15,7 @@ import argparse
 from tilewise import gpus as _gpus
 from tilewise.errors import positive_int, require
 from tilewise.explain.report import Report, fmt_bytes, fmt_flops, fmt_time, pct
-from tilewise.model import decode, latency
+from tilewise.model import decode, latency, traffic
 
 DEFAULTS = dict(batch=8, heads=32, kv_heads=8, seq_len=8192, head_dim=128, dtype="bf16", gpu="h100-sxm", block_n=64)
 
@@ -94,7 +94,7 @@ def explain(
     plan = decode.split_plan(batch, kv_heads, seq_len, g.sms, block_n)
     one = plan.candidates[0]
     chosen = plan.candidates[plan.splits - 1]
-    merge = 2 * plan.splits * batch * heads * (head_dim + 1) * 4 if plan.splits > 1 else 0
+    merge = traffic.split_kv_merge_bytes(plan.splits, batch, heads, head_dim)
     shown = sorted({1, 2, 4, 8, 16, 32, 64, plan.splits} & set(range(1, plan.max_splits + 1)))
     s = r.step(
         "split_kv",

@@ -42,7 +42,7 @@ ROW_BLOCKS = 2  # the CTA's two 64-row halves of Q (two consumers in design c)
 # Published: the FA3 paper (Shah et al., 2024) gives the H100 SXM5 3.9 TFLOPS of special
 # functions = 16 per cycle per SM x 132 SMs x 1.83 GHz (the whitepaper's 16 SFUs per SM).
 # TODO(lead): move to tilewise.gpus as a GPU field.
-SFU_PER_SM_PER_CYCLE = 16
+SFU_PER_SM_PER_CYCLE = _gpus.get("h100-sxm").sfu_ops_per_cycle_per_sm  # kept for callers; the figure lives in gpus
 
 
 @dataclass(frozen=True)
@@ -268,10 +268,11 @@ def attention_tile_times(
     h = fraction("hit_rate", hit_rate)
     g = _gpus.get(gpu)
     dt = _gpus.dtype_name(dtype)
-    e = _gpus.element_bytes(dtype)
-    mma = 4 * m * n * d / _gpus.tensor_flops_per_cycle_per_sm(g, dt)
-    soft = m * n / SFU_PER_SM_PER_CYCLE
-    kv = 2 * n * d * e
+    from tilewise.model import traffic
+
+    mma = traffic.attention_tile_flops(m, n, d) / _gpus.tensor_flops_per_cycle_per_sm(g, dt)
+    soft = m * n / g.sfu_ops_per_cycle_per_sm
+    kv = traffic.kv_tile_bytes(n, d, dtype)
     load = kv * (1 - h) / hbm_bytes_per_cycle_per_sm(g)
     return AttentionTileTimes(
         head_dim=d,

@@ -221,7 +221,8 @@ def kv_tile_intensity(block_m: int = 64, block_n: int = 128, head_dim: int = 128
     from tilewise.errors import positive_int
 
     m, n, d = positive_int("block_m", block_m), positive_int("block_n", block_n), positive_int("head_dim", head_dim)
-    e = _gpus.element_bytes(dtype)
-    flops = 4 * m * n * d  # S = Q K^T and O += P V, 2 FLOPs per multiply-add each
-    kv = 2 * n * d * e
+    from tilewise.model import traffic
+
+    flops = traffic.attention_tile_flops(m, n, d)
+    kv = traffic.kv_tile_bytes(n, d, dtype)
     return KVIntensity(m, n, d, flops, kv, flops / kv)

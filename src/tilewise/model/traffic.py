@@ -106,6 +106,24 @@ def attention_bytes(
     return (q + kv + o) * e + (batch * heads * sq * 4 if lse else 0)
 
 
+def attention_tile_flops(block_m: int, block_n: int, head_dim: int) -> int:
+    """One (query-row block, K/V tile) step: S = Q K^T and O += P V, 2 x 2 x d per pair."""
+    return 4 * block_m * block_n * head_dim
+
+
+def kv_tile_bytes(block_n: int, head_dim: int, dtype: str = "bf16") -> int:
+    """One K tile and one V tile, each [block_n, head_dim]."""
+    return 2 * block_n * head_dim * element_bytes(dtype)
+
+
+def split_kv_merge_bytes(splits: int, batch: int, heads: int, head_dim: int) -> int:
+    """Split-KV's second pass: each split writes and the merge reads a partial output (fp32)
+    and its log-sum-exp per (sequence, query head). Nothing to merge with one split."""
+    if splits <= 1:
+        return 0
+    return 2 * splits * batch * heads * (head_dim + 1) * 4
+
+
 def decode_flops(seq_lens: Sequence[int], heads: int, head_dim: int) -> int:
     """One new query per sequence: 4 x d FLOPs per (query head, cached key)."""
     return 4 * heads * head_dim * sum(int(x) for x in seq_lens)
