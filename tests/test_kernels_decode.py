@@ -103,6 +103,20 @@ def test_four_dim_query_list_lengths_and_scale():
     assert out.shape == (2, 4, 1, 32)
 
 
+def test_tma_and_plain_loads_agree():
+    """Key tiles through TMA descriptors (contiguous cache) and through plain loads give the same answer."""
+    torch.manual_seed(10)
+    q, k, v = rand(2, 8, 32, dtype=torch.float32), rand(2, 2, 200, 32, dtype=torch.float32), None
+    v = rand(2, 2, 200, 32, dtype=torch.float32)
+    a, la = decode_attention(q, k, v, [200, 130], num_splits=2, use_desc=True)
+    b, lb = decode_attention(q, k, v, [200, 130], num_splits=2, use_desc=False)
+    assert torch.allclose(a, b, atol=1e-6) and torch.allclose(la, lb, atol=1e-6)
+    # a strided cache (a [B, L, H, D] buffer seen as [B, H, L, D]) takes the plain path
+    ks = rand(2, 200, 2, 32, dtype=torch.float32).transpose(1, 2)
+    vs = rand(2, 200, 2, 32, dtype=torch.float32).transpose(1, 2)
+    check(q, ks, vs, [200, 3], num_splits=3)
+
+
 def test_device_lengths_plan_from_cache_capacity():
     """seq_lens on the cache's device: no host read; the plan assumes the cache capacity."""
     torch.manual_seed(8)

@@ -86,6 +86,22 @@ def test_matmul_non_contiguous_inputs_and_output(dtype):
     assert torch.isnan(big[:, 1::3]).all(), "wrote outside the output view"
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
+def test_matmul_reads_row_padding_but_never_uses_it(dtype):
+    """B is a view with 16-byte padded rows whose padding holds NaN: the kernel may load the
+    padding (to keep 16-byte loads when N is not a multiple of 8) but no output may see it."""
+    m, n, k = 19, 13, 37
+    unit = 16 // torch.empty((), dtype=dtype).element_size()
+    big = torch.full((k, -(-n // unit) * unit), float("nan"), dtype=dtype, device=DEV)
+    b = big[:, :n]
+    b.copy_(torch.randn(k, n, dtype=dtype, device=DEV))
+    a_t = torch.full((k, -(-m // unit) * unit), float("nan"), dtype=dtype, device=DEV)  # column-major A, padded
+    a = a_t[:, :m].t()
+    a.copy_(torch.randn(m, k, dtype=dtype, device=DEV))
+    c = matmul(a, b, out=poisoned(m, n, dtype), config=SMALL)
+    assert_close(c, a, b, reference(a, b))
+
+
 @pytest.mark.parametrize("split_k", [2, 3])
 def test_matmul_split_k_fixup_and_counter_reset(split_k):
     m, n, k = 33, 40, 100  # K not a multiple of split x BLOCK_K: the last split is short

@@ -1,4 +1,4 @@
-# ruff: noqa: B023
+# ruff: noqa: B023, F821
 """Round 2 on the H200 (area attn), the final one: decode checks, a short tile sweep, then the rows.
 
 1. decode correctness at full size (bf16/fp16, varlen with 0 and 1, paged, every split path);

@@ -86,19 +86,24 @@ def _budget(head_dim: int, block_m: int, block_n: int, num_warps: int, stages: i
 
 
 # Candidates per head dim in order of preference, (BLOCK_M, BLOCK_N, warps, stages); the first
-# that the model's register and shared-memory budgets accept is taken. The order is the
-# measurement: H200 sweep of round 1 (benchmarks/gpu/queue/attn_sweep.py, docs/readme/attention.md).
+# that the model's register and shared-memory budgets accept is taken. The order is measured:
+# H200, bf16, 2026-11-30, triton 3.6 (benchmarks/gpu/queue/attn_final.py, docs/readme/attention.md),
+# TFLOP/s at B4 H32 S4096 (D 64 / 128) and B2 H16 S4096 (D 256):
+#   D 64 causal:   64x64 w4 s3 393 | 128x64 w4 s3 372 | 128x64 w4 s4 371 | 128x128 w8 s3 316 | 128x128 w4 s3 190
+#   D 128:         128x128 w8 s3 498 / 442 (non-causal / causal, plain loads), 492 / 433 (TMA) |
+#                  128x64 w8 s3 483 / 415 | 128x64 w8 s4 473 / 408 | 128x128 w8 s2 453 / 388
+#   D 256 causal:  128x64 w8 s2 439 | 64x32 w4 s3 360 | 64x64 w4 s2 347
 _CANDIDATES: dict[int, list[tuple[int, int, int, int]]] = {
     16: [(64, 64, 4, 2)],
     32: [(64, 64, 4, 2)],
-    64: [(128, 64, 4, 3), (128, 128, 8, 3)],  # B4 H32 S4096 causal: 372 vs 316 TFLOP/s
-    128: [(128, 128, 8, 3), (128, 64, 8, 3)],  # B4 H32 S4096: 492 vs 483 (non-causal), 435 vs 415 (causal)
-    256: [(64, 64, 4, 2), (64, 32, 4, 2)],
+    64: [(64, 64, 4, 3), (128, 64, 4, 3), (128, 128, 8, 3)],
+    128: [(128, 128, 8, 3), (128, 64, 8, 3)],
+    256: [(128, 64, 8, 2), (64, 64, 4, 2), (64, 32, 4, 2)],
 }
 
-
-# Head dims whose K/V tiles load faster through plain pointer loads (cp.async) than TMA descriptors.
-_NO_TMA: set[int] = set()
+# Head dims whose K/V tiles load faster through plain pointer loads (cp.async) than TMA descriptors
+# (D 128: 498 vs 492 and 442 vs 433 TFLOP/s above; within noise, but it is what the rows measured).
+_NO_TMA: set[int] = {128}
 
 
 def _forward_config(head_dim: int, causal: bool, dtype: torch.dtype, seq_q: int) -> ForwardConfig:

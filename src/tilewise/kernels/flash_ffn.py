@@ -29,6 +29,7 @@ too and runs its dots as tf32 on the GPU). d_h in {64, 128}; any T and I.
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 import types
@@ -58,8 +59,13 @@ def _empty(shape: tuple[int, ...], device: torch.device, dtype: torch.dtype) -> 
 
 def _num_sms(device: torch.device) -> int:
     if device.type == "cuda":
-        return torch.cuda.get_device_properties(device).multi_processor_count
+        return _cuda_sms(device.index if device.index is not None else torch.cuda.current_device())
     return 132  # the interpreter: pretend an H100/H200 so the split logic is exercised the same way
+
+
+@functools.lru_cache(maxsize=16)
+def _cuda_sms(index: int) -> int:
+    return torch.cuda.get_device_properties(index).multi_processor_count
 
 
 # ---------------------------------------------------------------------- config choice
@@ -276,6 +282,7 @@ def _bwd_dw_kernel(
     D: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
+    EVEN_M: tl.constexpr,
     EVEN_N: tl.constexpr,
     ATOMIC_DZ: tl.constexpr,
 ):
@@ -307,8 +314,12 @@ def _bwd_dw_kernel(
         offs_m = mb * BLOCK_M + tl.arange(0, BLOCK_M)
         rows = offs_m.to(tl.int64)
         mmask = offs_m[:, None] < T  # zero rows give g = u = da = 0: no contribution
-        z = tl.load(Z + rows[:, None] * stride_zt + h * stride_zh + offs_d[None, :], mask=mmask, other=0.0)
-        dy = tl.load(DY + rows[:, None] * stride_dyt + h * stride_dyh + offs_d[None, :], mask=mmask, other=0.0)
+        if EVEN_M:
+            z = tl.load(Z + rows[:, None] * stride_zt + h * stride_zh + offs_d[None, :])
+            dy = tl.load(DY + rows[:, None] * stride_dyt + h * stride_dyh + offs_d[None, :])
+        else:
+            z = tl.load(Z + rows[:, None] * stride_zt + h * stride_zh + offs_d[None, :], mask=mmask, other=0.0)
+            dy = tl.load(DY + rows[:, None] * stride_dyt + h * stride_dyh + offs_d[None, :], mask=mmask, other=0.0)
         g = tl.dot(z, wg)
         u = tl.dot(z, wu)
         da = tl.dot(dy, wdt)
@@ -422,7 +433,7 @@ def _bwd(
     _bwd_dw_kernel[grid](
         z, dy, wg, wu, wd, dwp, dz32, T, I, H, per_split,
         z.stride(0), z.stride(1), dy.stride(0), dy.stride(1),
-        D=d, EVEN_N=I % dw_cfg.block_n == 0, ATOMIC_DZ=atomic, **dw_cfg.kwargs(),
+        D=d, EVEN_M=T % dw_cfg.block_m == 0, EVEN_N=I % dw_cfg.block_n == 0, ATOMIC_DZ=atomic, **dw_cfg.kwargs(),
     )  # fmt: skip
     if atomic:
         dz = dz32.to(z.dtype)

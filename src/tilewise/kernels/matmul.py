@@ -40,6 +40,11 @@ ACTIVATIONS = ("none", "relu", "gelu", "silu")
 # --------------------------------------------------------------------------- helpers
 
 
+def _cdiv(a: int, b: int) -> int:
+    """Ceil division in Python (`triton.cdiv` is a jit function: ~6 us per call from Python)."""
+    return -(-a // b)
+
+
 def _interpreting() -> bool:
     import os
 
@@ -116,7 +121,7 @@ class Config:
 
 
 def _tiles(m: int, n: int, bm: int, bn: int) -> int:
-    return triton.cdiv(m, bm) * triton.cdiv(n, bn)
+    return _cdiv(m, bm) * _cdiv(n, bn)
 
 
 def choose_split_k(m: int, n: int, k: int, bm: int, bn: int, bk: int, sms: int, blocks_per_sm: int) -> int:
@@ -128,7 +133,7 @@ def choose_split_k(m: int, n: int, k: int, bm: int, bn: int, bk: int, sms: int, 
     prologue stays small next to its main loop (the tips document's short-main-loop warning).
     """
     tiles = _tiles(m, n, bm, bn)
-    k_steps = triton.cdiv(k, bk)
+    k_steps = _cdiv(k, bk)
     best, best_eff = 1, waves.grid_waves(tiles, sms, blocks_per_sm).efficiency
     for s in (2, 3, 4, 6, 8, 12, 16):
         if k_steps // s < 8:
@@ -163,34 +168,47 @@ def bytes_in_flight(cfg: Config, m: int, n: int, e: int, sms: int, gpu: str = "h
     return resident * (cfg.num_stages - 1) * (cfg.block_m + cfg.block_n) * cfg.block_k * e
 
 
-# Measured on the H200 (triton 3.6, torch 2.11, 2026-11-30, benchmarks/gpu/results/gemm/round1), bf16:
+# Measured on the H200 (triton 3.6, torch 2.11, 2026-11-30; benchmarks/gpu/results/gemm/round1 and
+# round2), bf16, each against cuBLAS measured right beside it:
 #
-#  regime                     shape               config                      ours      cuBLAS
-#  memory-bound, M <= 16      1 x 24576 x 8192    16x128x256 w4 st4           107.3 us  103.4 us  (x0.96)
-#                             16 x 24576 x 8192   16x64x512 w4 st3            107.8 us  103.0 us  (x0.955)
-#  memory-bound, M <= 64      64 x 24576 x 8192   64x256x64 w8 st4 (96 tiles) 106.5 us  104.0 us  (x0.98)
-#                                                 64x128x128 w4 st4           109.6 us             (x0.95)
-#                                                 64x64x128 w4 st4            112.6 us             (x0.93)
-#  split-K lost everywhere it was tried with one program per SM: 64x128x128 s2 117.5 us vs s1 109.6;
-#  64x256x64 s2 117.3 vs s1 106.5. Each extra program generation pays a pipeline fill and a
-#  fix-up; a memory-bound grid does not need every SM busy, only enough bytes in flight (96
-#  programs x 3 stages x 40 KB = 11.5 MB > 4.3 TB/s x ~2 us), and BLOCK_N = 256 cuts the
-#  re-reads of A through L2 (N / BLOCK_N copies of A: 96 MB instead of 384 MB at BLOCK_N = 64).
-#  compute-bound              8192^3              128x256x64 w8 st4           770 TF/s  786 TF/s
-#                                                 the same at st3             623 TF/s  (fewer bytes in flight)
-#                                                 persistent TMA st3          740 TF/s
-#                             1024 x 24576 x 8192 persistent 128x256x64 st3   697 TF/s  643 TF/s (x0.99 side by side)
-#                                                 128x256x64 st3              620 TF/s
-#                             256 x 24576 x 8192  persistent 128x128x64 st4   592 TF/s  665 TF/s (x0.97)
-#                                                 128x256x64 st3 (192 tiles)  480 TF/s
-SKINNY_16 = Config(16, 128, 256, 8, 1, 4, 4, reason="memory-bound, M <= 16: stream B in 128-column tiles")
-SKINNY_64 = Config(64, 256, 64, 8, 1, 8, 4, reason="memory-bound, M <= 64: BLOCK_N 256 reads A N/256 times")
-SKINNY_128 = Config(128, 64, 128, 8, 1, 4, 4, reason="memory-bound, M <= 128")
+#  regime                     shape               config                          ours      cuBLAS
+#  memory-bound, M <= 8       1 x 24576 x 8192    16x128x256 w4 st4               105.4 us  100.8 us
+#                                                 16x64x512 w4 st3 / 16x512x64    109.7 / 108.1 us
+#  memory-bound, M <= 16      16 x 24576 x 8192   16x64x512 w4 st3                106.0 us  101.7 us
+#                                                 16x128x256 w4 st4               107.3 us  101.2 us
+#  memory-bound, M <= 64      64 x 24576 x 8192   64x256x64 w4 st4 (96 tiles)     104.6 us  103.2 us
+#                                                 64x256x64 w8 st4 / st5          105.2 / 108.8 us
+#                                                 64x128x64 w4 st4 / 64x512x64    109.2 / 115.2 us
+#                             48 x 11008 x 4096   64x128x64 w4 st4 (86 tiles)     37.7 us   35.2 us
+#                                                 64x256x64 w8 st4 (43 tiles)     39.4 us
+#  memory-bound, M <= 128     128 x 24576 x 8192  128x256x64 w8 st4 (96 tiles)    109.4 us  105.6 us
+#                                                 128x128x64 w8 st3 / 128x64x128  114.6 / 123.9 us
+#  Split K lost wherever the grid already had ~100 programs: 64x256x32 s2 126.6 us vs s1 111.9;
+#  64x128x64 s2 116.7 vs s1 109.2. Each extra program generation pays a pipeline fill and a
+#  fix-up; a memory-bound grid needs enough bytes in flight (96 programs x 3 stages x 40 KB =
+#  11.5 MB against 4.3 TB/s x ~2 us), not every SM, and BLOCK_N = 256 cuts the re-reads of A
+#  through L2 (N / BLOCK_N copies of A: 96 MB instead of 384 MB at BLOCK_N = 64). With only a
+#  few dozen programs (48 x 11008: 43 at BLOCK_N 256) split K still paid: s2 38.5 us vs s1 39.4.
+#  compute-bound              8192^3              persistent, warp-specialized    1368 us   1637 us (803 TF/s)
+#                                                   128x256x64 w8 st3
+#                                                 128x256x64 w8 st4               1539 us   1560 us
+#                                                 persistent TMA 128x256x64 st3   1562 us   1572 us
+#                                                 the same, w4 + warp-specialized: compiler error (caught)
+#                             1024 x 24576 x 8192 persistent TMA 128x256x64 st3   511 us    554 us
+#                                                 128x256x64 w8 st4               547 us    578 us
+#                             256 x 24576 x 8192  persistent TMA 128x128x64 st4   163 us    147 us
+#                                                 persistent 128x256x64 st4       177 us    147 us
+SKINNY_8 = Config(16, 128, 256, 8, 1, 4, 4, reason="memory-bound, M <= 8: stream B, 16x128x256 tiles")
+SKINNY_16 = Config(16, 64, 512, 8, 1, 4, 3, reason="memory-bound, M <= 16: stream B, 16x64x512 tiles")
+SKINNY_64 = Config(64, 256, 64, 8, 1, 4, 4, reason="memory-bound, M <= 64: BLOCK_N 256 reads A N/256 times")
+SKINNY_64_FEW = Config(64, 128, 64, 8, 1, 4, 4, reason="memory-bound, M <= 64, few tiles: BLOCK_N 128")
+SKINNY_128 = Config(128, 256, 64, 8, 1, 8, 4, reason="memory-bound, M <= 128: 128x256 tiles")
+SKINNY_128_FEW = Config(128, 128, 64, 8, 1, 8, 3, reason="memory-bound, M <= 128, few tiles: 128x128")
 # Compute-bound candidates, largest tile first; the first whose grid keeps the last wave
 # >= 80% full (model.waves.grid_waves) wins.
 COMPUTE = (
-    Config(128, 256, 64, 8, 1, 8, 4, reason="compute-bound: 128x256 tiles, 4 stages"),
-    Config(128, 128, 64, 8, 1, 8, 4, True, reason="compute-bound, few tiles: persistent 128x128"),
+    Config(128, 256, 64, 8, 1, 8, 3, True, "compute-bound: persistent, warp-specialized 128x256", True),
+    Config(128, 128, 64, 8, 1, 8, 4, True, reason="compute-bound, fewer tiles: persistent 128x128"),
     Config(64, 128, 64, 8, 1, 4, 4, reason="small problem: 64x128 tiles to fill the SMs"),
     Config(64, 64, 64, 8, 1, 4, 4, reason="small problem: 64x64 tiles to fill the SMs"),
 )
@@ -205,9 +223,17 @@ def _choose_cached(m: int, n: int, k: int, dtype: str, key: str, sms: int) -> Co
     if e == 4:
         return _fill(TF32, m, n, k, key, sms, e)
     if pred.bound == "memory" and m <= 128 and n >= 16 * m:
-        # Skinny: the time is streaming B once. Measured table above.
-        base = SKINNY_16 if m <= 16 else SKINNY_64 if m <= 64 else SKINNY_128
-        return base
+        # Skinny: the time is streaming B once (the roofline says so). Measured table above;
+        # wide tiles unless they leave fewer than ~70% of the SMs a program.
+        if m <= 8:
+            cfg = SKINNY_8
+        elif m <= 16:
+            cfg = SKINNY_16
+        elif m <= 64:
+            cfg = SKINNY_64 if _tiles(m, n, 64, 256) >= 0.7 * sms else SKINNY_64_FEW
+        else:
+            cfg = SKINNY_128 if _tiles(m, n, 128, 256) >= 0.7 * sms else SKINNY_128_FEW
+        return _fill(cfg, m, n, k, key, sms, e)
     for cand in COMPUTE:
         # One tile per SM keeps its Tensor Cores busy (the tips document: cutlass runs one block
         # per SM on Hopper), so the waves are counted at one program per SM.
@@ -218,11 +244,11 @@ def _choose_cached(m: int, n: int, k: int, dtype: str, key: str, sms: int) -> Co
 
 
 def _fill(cfg: Config, m: int, n: int, k: int, key: str, sms: int, e: int) -> Config:
-    """Split K when even this config leaves most SMs idle and K is long (>= 8 steps per split)."""
-    bps = blocks_per_sm(key, cfg, e)
-    if _tiles(m, n, cfg.block_m, cfg.block_n) >= sms * bps // 2:
+    """Split K when this config leaves more than half of the SMs without a program and K is
+    long (>= 8 BLOCK_K steps per split); persistent configs never split."""
+    if cfg.persistent or _tiles(m, n, cfg.block_m, cfg.block_n) >= sms // 2:
         return cfg
-    split = choose_split_k(m, n, k, cfg.block_m, cfg.block_n, cfg.block_k, sms, bps)
+    split = choose_split_k(m, n, k, cfg.block_m, cfg.block_n, cfg.block_k, sms, 1)
     if split == 1:
         return cfg
     return dataclasses.replace(cfg, split_k=split, reason=cfg.reason + f"; split-K {split}: too few tiles")
@@ -270,13 +296,14 @@ def _epilogue(acc, bias_ptr, offs_n, N, HAS_BIAS: tl.constexpr, ACTIVATION: tl.c
 def _matmul_kernel(
     # pointers
     a_ptr, b_ptr, c_ptr, bias_ptr, ws_ptr, counter_ptr,
-    # sizes
-    M, N, K, K_PER_SPLIT,
+    # sizes (M_LOAD / N_LOAD: the rows / columns loads wrap at, passed divided by MUL_ML / MUL_NL)
+    M, N, K, K_PER_SPLIT, M_LOAD, N_LOAD,
     # strides
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
     # meta-parameters
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     SPLIT_K: tl.constexpr, EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr,
+    MUL_ML: tl.constexpr, MUL_NL: tl.constexpr,
     INPUT_PRECISION: tl.constexpr, BIG: tl.constexpr, A_EVICT: tl.constexpr, B_EVICT: tl.constexpr,
     # each stride was passed divided by its largest power of two (up to 16 bytes): the compiler
     # then knows rows start 16-byte aligned and can use wide (cp.async 16 B) loads
@@ -297,9 +324,13 @@ def _matmul_kernel(
     tiles_n = tl.cdiv(N, BLOCK_N)
     pid_m, pid_n = _tile_coords(tile, tiles_m, tiles_n, GROUP_M)
 
-    # Rows and columns past the edge wrap onto valid ones: loads need no mask, the store has one.
-    offs_m = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
-    offs_n = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    # Rows and columns past the edge wrap onto readable ones: loads need no mask, the store has
+    # one. The wrap point is passed as quotient x power of two so that the compiler keeps the
+    # columns contiguous in 16-byte runs (N = 5000 is 8 x 625: 16-byte loads; with a plain
+    # `% N` only N % 16 == 0 gets them). N_LOAD may exceed N by up to 15 bytes of row padding
+    # the launcher checked is readable; those columns only feed outputs the store masks off.
+    offs_m = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % (M_LOAD * MUL_ML)
+    offs_n = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % (N_LOAD * MUL_NL)
     if BIG:
         offs_m = offs_m.to(tl.int64)
         offs_n = offs_n.to(tl.int64)
@@ -310,16 +341,20 @@ def _matmul_kernel(
     b_ptrs = b_ptr + (k_lo + offs_k)[:, None] * stride_bk + offs_n[None, :] * stride_bn
 
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(k_lo, k_hi, BLOCK_K):
-        if EVEN_K:
-            a = tl.load(a_ptrs, eviction_policy=A_EVICT)
-            b = tl.load(b_ptrs, eviction_policy=B_EVICT)
-        else:
-            a = tl.load(a_ptrs, mask=(k + offs_k)[None, :] < k_hi, other=0.0, eviction_policy=A_EVICT)
-            b = tl.load(b_ptrs, mask=(k + offs_k)[:, None] < k_hi, other=0.0, eviction_policy=B_EVICT)
+    # Main loop over whole BLOCK_K steps without masks (a mask that varies along K would cut
+    # the loads to one element: 5000^3 ran at 36 TFLOP/s with the K mask in every step).
+    k_main = k_lo + ((k_hi - k_lo) // BLOCK_K) * BLOCK_K
+    for _k in range(k_lo, k_main, BLOCK_K):
+        a = tl.load(a_ptrs, eviction_policy=A_EVICT)
+        b = tl.load(b_ptrs, eviction_policy=B_EVICT)
         acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
         a_ptrs += BLOCK_K * stride_ak
         b_ptrs += BLOCK_K * stride_bk
+    if not EVEN_K:  # one masked step for the K remainder (the last split only)
+        if k_main < k_hi:
+            a = tl.load(a_ptrs, mask=(k_main + offs_k)[None, :] < k_hi, other=0.0)
+            b = tl.load(b_ptrs, mask=(k_main + offs_k)[:, None] < k_hi, other=0.0)
+            acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
 
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -463,6 +498,20 @@ def _span(t: torch.Tensor) -> int:
     return sum((d - 1) * abs(st) for d, st in zip(t.shape, t.stride())) + 1
 
 
+def _load_extent(t: torch.Tensor, dim: int, size: int, unit: int) -> int:
+    """Where loads along `dim` (M of A: dim 0, N of B: dim 1) may wrap: `size`, or `size` rounded up
+    to `unit` elements when `dim` is the unit-stride one, the other stride leaves room for the
+    rounded rows and the storage holds the last one (padding, never another tensor's bytes)."""
+    padded = -(-size // unit) * unit
+    if padded == size or t.stride(dim) != 1:
+        return size
+    other = t.stride(1 - dim)
+    last = t.storage_offset() + (t.shape[1 - dim] - 1) * other + padded
+    if other % unit or other < padded or last * t.element_size() > t.untyped_storage().nbytes():
+        return size
+    return padded
+
+
 def _split_stride(stride: int, cap: int) -> tuple[int, int]:
     """stride = quotient x multiplier, the multiplier its largest power of two up to `cap`."""
     if stride in (0, 1):
@@ -496,29 +545,49 @@ def _padded(t: torch.Tensor) -> torch.Tensor:
 PAD_MIN_FLOPS_PER_BYTE = 64
 
 
+_WS_FAILED: set[str] = set()
+
+
+def _launch_persistent(a, b, c, bias, activation, cfg: Config) -> None:
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    m, k = a.shape
+    n = b.shape[1]
+    has_bias = bias is not None
+    a_desc = TensorDescriptor.from_tensor(a, [cfg.block_m, cfg.block_k])
+    b_desc = TensorDescriptor.from_tensor(b, [cfg.block_k, cfg.block_n])
+    split_epi = cfg.block_n >= 128
+    c_desc = TensorDescriptor.from_tensor(c, [cfg.block_m, cfg.block_n // 2 if split_epi else cfg.block_n])
+    programs = min(num_sms(a.device), _tiles(m, n, cfg.block_m, cfg.block_n))
+    _matmul_tma_persistent_kernel[(programs,)](
+        a_desc, b_desc, c_desc, bias if has_bias else c, m, n, k,
+        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
+        NUM_PROGRAMS=programs, HAS_BIAS=has_bias, ACTIVATION=activation,
+        EPILOGUE_SPLIT=split_epi, OUT_DTYPE=_TL_DTYPES[c.dtype],
+        WARP_SPECIALIZE=cfg.warp_specialize, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+    )  # fmt: skip
+
+
 def _launch(a, b, c, bias, activation, cfg: Config) -> None:
     m, k = a.shape
     n = b.shape[1]
     has_bias = bias is not None
     if cfg.persistent:
-        from triton.tools.tensor_descriptor import TensorDescriptor
-
-        a_desc = TensorDescriptor.from_tensor(a, [cfg.block_m, cfg.block_k])
-        b_desc = TensorDescriptor.from_tensor(b, [cfg.block_k, cfg.block_n])
-        split_epi = cfg.block_n >= 128
-        c_desc = TensorDescriptor.from_tensor(c, [cfg.block_m, cfg.block_n // 2 if split_epi else cfg.block_n])
-        programs = min(num_sms(a.device), _tiles(m, n, cfg.block_m, cfg.block_n))
-        _matmul_tma_persistent_kernel[(programs,)](
-            a_desc, b_desc, c_desc, bias if has_bias else c, m, n, k,
-            BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
-            NUM_PROGRAMS=programs, HAS_BIAS=has_bias, ACTIVATION=activation,
-            EPILOGUE_SPLIT=split_epi, OUT_DTYPE=_TL_DTYPES[c.dtype],
-            WARP_SPECIALIZE=cfg.warp_specialize, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
-        )  # fmt: skip
+        if cfg.warp_specialize and cfg.tag() in _WS_FAILED:
+            cfg = dataclasses.replace(cfg, warp_specialize=False)
+        try:
+            _launch_persistent(a, b, c, bias, activation, cfg)
+        except Exception:
+            if not cfg.warp_specialize:
+                raise
+            # Warp specialization needs triton >= 3.5 on Hopper and compiles only some shapes
+            # (128x256x64 w4 st3 hit an internal compiler error on triton 3.6): fall back once.
+            _WS_FAILED.add(cfg.tag())
+            _launch_persistent(a, b, c, bias, activation, dataclasses.replace(cfg, warp_specialize=False))
         return
     split = cfg.split_k
-    k_per_split = triton.cdiv(triton.cdiv(k, split), cfg.block_k) * cfg.block_k
-    split = triton.cdiv(k, k_per_split)  # no empty splits
+    k_per_split = _cdiv(_cdiv(k, split), cfg.block_k) * cfg.block_k
+    split = _cdiv(k, k_per_split)  # no empty splits
     tiles = _tiles(m, n, cfg.block_m, cfg.block_n)
     if split > 1:
         ws = torch.empty(tiles * split * cfg.block_m * cfg.block_n, dtype=torch.float32, device=a.device)
@@ -527,15 +596,18 @@ def _launch(a, b, c, bias, activation, cfg: Config) -> None:
         ws = counters = c
     big = max(_span(a), _span(b), _span(c)) >= 2**31 - 1
     cap = max(1, 16 // a.element_size())
+    mq, mml = _split_stride(_load_extent(a, 0, m, cap), cap)
+    nq, mnl = _split_stride(_load_extent(b, 1, n, cap), cap)
     (sam, mam), (sak, mak) = _split_stride(a.stride(0), cap), _split_stride(a.stride(1), cap)
     (sbk, mbk), (sbn, mbn) = _split_stride(b.stride(0), cap), _split_stride(b.stride(1), cap)
     (scm, mcm), (scn, mcn) = _split_stride(c.stride(0), cap), _split_stride(c.stride(1), cap)
     _matmul_kernel[(tiles, split)](
         a, b, c, bias if has_bias else c, ws, counters,
-        m, n, k, k_per_split,
+        m, n, k, k_per_split, mq, nq,
         sam, sak, sbk, sbn, scm, scn,
         BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
-        SPLIT_K=split, EVEN_K=(k % k_per_split == 0), HAS_BIAS=has_bias, ACTIVATION=activation,
+        SPLIT_K=split, EVEN_K=(k % cfg.block_k == 0), HAS_BIAS=has_bias, ACTIVATION=activation,
+        MUL_ML=mml, MUL_NL=mnl,
         INPUT_PRECISION="tf32" if a.dtype == torch.float32 else "ieee", BIG=big,
         A_EVICT="evict_last" if cfg.stream_b else "", B_EVICT="evict_first" if cfg.stream_b else "",
         MUL_AM=mam, MUL_AK=mak, MUL_BK=mbk, MUL_BN=mbn, MUL_CM=mcm, MUL_CN=mcn,
@@ -576,7 +648,10 @@ def matmul(
     if not _row_aligned(b) and flops >= PAD_MIN_FLOPS_PER_BYTE * b.numel() * b.element_size():
         b = _padded(b)
     if cfg.persistent and not _tma_ok(a, b, c):
-        cfg = dataclasses.replace(cfg, persistent=False)
+        # The pointer kernel with the same tiles; 4 stages where they fit (128x256x64 at st4:
+        # 770 TFLOP/s against 623 at st3 on 8192^3, round 1).
+        st = 4 if _smem_bytes(cfg.block_m, cfg.block_n, cfg.block_k, 4, a.element_size()) <= 200 * 1024 else 3
+        cfg = dataclasses.replace(cfg, persistent=False, warp_specialize=False, num_stages=max(cfg.num_stages, st))
     _launch(a, b, c, bias, activation, cfg)
     return c
 

@@ -137,18 +137,18 @@ def _lane_words(addr: np.ndarray, act: np.ndarray, width: int) -> tuple[np.ndarr
 def _shared(addr: np.ndarray, act: np.ndarray, width: int, store: bool) -> dict:
     """Wavefronts and bank conflicts of one shared-memory instruction per row, as measured on an H200.
 
-    The hardware works in phases of 128 bytes of lane data: the whole warp for 1-, 2- and 4-byte
-    accesses, half-warps (16 lanes) for 8 bytes, quarter-warps (8 lanes) for 16 bytes. A phase takes as
-    many wavefronts as the most distinct 4-byte words any one bank holds among its active lanes.
-    Stores: every active phase is processed on its own (a broadcast store of 16 bytes takes 4 wavefronts).
-    Loads: two neighbouring phases (the warp for 8 bytes, each half-warp for 16 bytes) share one
-    wavefront when all their active lanes read one address, or when together they need each bank at
-    most once (a word read by both phases counts twice: multicast across phases is not merged).
-    bank_conflicts = wavefronts - ideal, where ideal is one wavefront per 128 bytes of active lanes'
-    data in each phase pair (loads) or one per active phase (stores); never below zero.
+    A phase is 128 bytes of lane data: the whole warp for 1-, 2- and 4-byte accesses, a half-warp
+    (16 lanes) for 8 bytes, a quarter-warp (8 lanes) for 16 bytes. One phase takes as many wavefronts
+    as the most distinct 4-byte words any one bank holds among its active lanes.
+    Stores: each active phase on its own (a 16-byte broadcast store takes 4 wavefronts).
+    Loads of 8 and 16 bytes: two neighbouring phases (the warp for 8 bytes, a half-warp for 16 bytes)
+    go through together, as one phase of their union, when every 32 bytes of lane data (4 lanes of
+    8 bytes, 2 lanes of 16) ask for at most 16 distinct bytes; otherwise each phase goes on its own.
+    So a 16-byte broadcast load takes 2 wavefronts, and quarters that read the same 128 bytes take 4.
+    bank_conflicts = wavefronts minus one per pass (a merged pair, or each active phase on its own).
     """
     rows = addr.shape[0]
-    lanes_per_phase = WARP if width <= BANK_BYTES else (BANKS * BANK_BYTES) // width
+    lanes_per_phase = WARP if width <= BANK_BYTES else ROW // width
     nph = WARP // lanes_per_phase
     a = addr.reshape(rows * nph, lanes_per_phase)
     m = act.reshape(rows * nph, lanes_per_phase)
@@ -156,30 +156,34 @@ def _shared(addr: np.ndarray, act: np.ndarray, width: int, store: bool) -> dict:
     counts = _bank_counts(words, wvalid)  # (rows * nph, 32)
     ph_active = m.any(axis=1)
     ph_wf = np.where(ph_active, np.maximum(counts.max(axis=1), 1), 0).reshape(rows, nph)
+    ph_conf = np.maximum(ph_wf - 1, 0)
     ph_lanes = m.sum(axis=1).reshape(rows, nph)
+    ideal_ph = -(-(ph_lanes * width) // ROW)
     if store or nph == 1:
-        wavefronts = ph_wf.sum(axis=1)
-        ideal = -(-(ph_lanes * width) // (BANKS * BANK_BYTES))
-        conflicts = np.maximum(ph_wf - ideal, 0).sum(axis=1)
-        return {"wavefronts": wavefronts, "bank_conflicts": conflicts, "ideal": ideal.sum(axis=1)}
-    # loads of 8 or 16 bytes: phase pairs
+        return {"wavefronts": ph_wf.sum(axis=1), "bank_conflicts": ph_conf.sum(axis=1), "ideal": ideal_ph.sum(axis=1)}
+    # loads of 8 or 16 bytes: can the phase pair go through as one?
     ng = nph // 2
-    pair_counts = counts.reshape(rows, ng, 2, BANKS).sum(axis=2)
-    ga = addr.reshape(rows, ng, 2 * lanes_per_phase)
-    gm = act.reshape(rows, ng, 2 * lanes_per_phase)
-    g_active = gm.any(axis=2)
-    hi = np.where(gm, ga, -1).max(axis=2)
-    lo = np.where(gm, ga, _BIG).min(axis=2)
-    same_row = (hi // ROW) == (lo // ROW)
-    fits = (pair_counts.max(axis=2) <= 1) & same_row
-    one_address = g_active & (hi == lo)
+    glanes = 2 * lanes_per_phase
+    seg = ROW // (4 * width) * 1  # lanes per 32 bytes of lane data: 4 for 8-byte, 2 for 16-byte lanes
+    seg = 32 // width
+    sa = np.where(act, addr, -1).reshape(rows, WARP // seg, seg)
+    sa = np.sort(sa, axis=2)
+    distinct = ((sa[:, :, 1:] != sa[:, :, :-1]) & (sa[:, :, 1:] >= 0)).sum(axis=2) + (sa[:, :, 0] >= 0)
+    ok = (distinct * width <= 16).reshape(rows, ng, glanes // seg).all(axis=2)
+    ga = addr.reshape(rows * ng, glanes)
+    gm = act.reshape(rows * ng, glanes)
+    gwords, gvalid = _lane_words(ga, gm, width)
+    g_active = gm.any(axis=1).reshape(rows, ng)
+    union = np.maximum(_bank_counts(gwords, gvalid).max(axis=1), 1).reshape(rows, ng)
     pw = ph_wf.reshape(rows, ng, 2)
-    g_wf = np.where(g_active, np.where(one_address | fits, 1, pw.sum(axis=2)), 0)
-    g_ideal = -(-(gm.sum(axis=2) * width) // (BANKS * BANK_BYTES))
+    pc = ph_conf.reshape(rows, ng, 2)
+    g_wf = np.where(g_active, np.where(ok, union, pw.sum(axis=2)), 0)
+    g_conf = np.where(g_active, np.where(ok, union - 1, pc.sum(axis=2)), 0)
+    g_lanes = gm.sum(axis=1).reshape(rows, ng)
     return {
         "wavefronts": g_wf.sum(axis=1),
-        "bank_conflicts": np.maximum(g_wf - g_ideal, 0).sum(axis=1),
-        "ideal": g_ideal.sum(axis=1),
+        "bank_conflicts": g_conf.sum(axis=1),
+        "ideal": (-(-(g_lanes * width) // ROW)).sum(axis=1),
     }
 
 

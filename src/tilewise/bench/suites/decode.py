@@ -49,7 +49,7 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
 
     from tilewise.bench import harness
     from tilewise.errors import InputError
-    from tilewise.kernels.decode import _DECODE_TILE, choose_splits, decode_attention
+    from tilewise.kernels.decode import _DECODE_TILE, _DECODE_TMA, _MAX_CHUNK, choose_splits, decode_attention
     from tilewise.model import traffic
 
     if args.shapes == "all":
@@ -115,7 +115,8 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
                 "peer_copy_fraction": nbytes / (t["peer_ms"] * 1e-3) / 1e12 / copy_tbps,
                 "splits": splits,
                 "chunk_keys": chunk,
-                "tile": f"BLOCK_N={_DECODE_TILE[0]} warps={_DECODE_TILE[1]} stages={_DECODE_TILE[2]}",
+                "tile": f"BLOCK_N={_DECODE_TILE[0]} warps={_DECODE_TILE[1]} stages={_DECODE_TILE[2]} "
+                f"tma={_DECODE_TMA} max_chunk={_MAX_CHUNK}",
                 "max_abs_err_vs_sdpa": err,
                 "total_keys": sum(lens),
                 **{k_: v_ for k_, v_ in t.items() if k_.endswith(("p20_ms", "p80_ms"))},
