@@ -113,9 +113,14 @@ def test_public_import_and_weights_only_gradient():
     for w, r in zip(ws, g64[1:]):
         assert rel(w.grad, r) <= TOL[torch.float32]
     assert ff._bwd(z, wg, wu, wd, dy, need_dz=False)[0] is None
+    # frozen weights: only dz
+    zr = z.clone().requires_grad_()
+    flash_ffn(zr, wg, wu, wd).backward(dy)
+    assert rel(zr.grad, g64[0]) <= TOL[torch.float32]
+    assert ff._bwd(z, wg, wu, wd, dy, mode="atomic", need_dw=False)[1:] == (None, None, None)
 
 
-def test_dw_token_splits_sum_to_the_full_gradient():
+def test_dw_token_splits_sum_to_the_full_gradient(poison):
     """Many token blocks and few I chunks: the dW kernel splits the tokens and sums fp32 partials."""
     cfg = ff.Config(16, 64, 4, 2)
     assert ff.dw_splits(192, 1, 64, cfg, 132) > 1

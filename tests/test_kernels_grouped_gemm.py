@@ -177,3 +177,30 @@ def test_bad_out():
     x, w, o = _good()
     with pytest.raises(InputError, match="out must be"):
         grouped_matmul(x, w, o, out=torch.empty(5, 7))
+
+
+try:
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+except ImportError:  # pragma: no cover
+    given = None
+
+if given is not None:
+
+    @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(
+        counts=st.lists(st.integers(0, 40), min_size=1, max_size=9).filter(lambda c: sum(c) > 0),
+        programs=st.integers(1, 5),
+        schedule=st.sampled_from(["map", "search", "inline"]),
+    )
+    def test_property_every_tile_once_in_model_order(counts, programs, schedule):
+        """Any split of rows over experts: the kernel takes every tile of the model's schedule once."""
+        N, BM, BN = 24, 16, 16
+        x, w, off = _inputs(counts, 16, N, torch.float32, seed=sum(counts))
+        y, tr = _run(x, w, off, GroupedConfig(BM, BN, 16, 4, 2, schedule=schedule), programs=programs, trace=True)
+        sch = waves.grouped_schedule(counts, BM, N, BN)
+        tr = tr.cpu().tolist()
+        for t in range(sch.total_tiles):
+            e, local = waves.tile_owner(sch.prefix, t)
+            assert tr[t] == [t % programs, e, *waves.local_tile_coords(sch, e, local)]
+        _check(y, _reference(x, w, counts), sum(counts), torch.float32)

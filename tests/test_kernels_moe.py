@@ -97,10 +97,25 @@ def test_no_tokens():
         (lambda a: {**a, "w_gate_up": a["w_gate_up"][..., :15]}, "w_gate_up must have shape"),
         (lambda a: {**a, "router_logits": a["router_logits"][:, :3]}, r"router_logits must have shape \[9, 4\]"),
         (lambda a: {**a, "w_down": a["w_down"].half()}, "w_down must have the dtype of x"),
-        (lambda a: {**a, "w_gate_up": a["w_gate_up"].half()}, "w must have the dtype of x"),
+        (lambda a: {**a, "w_gate_up": a["w_gate_up"].half()}, "w_gate_up must have the dtype of x"),
+        (
+            lambda a: {**a, "x": a["x"].int(), "w_gate_up": a["w_gate_up"].int(), "w_down": a["w_down"].int()},
+            "x must be float16",
+        ),
         (lambda a: {**a, "x": a["x"][None]}, r"x must have shape \[tokens, d_model\]"),
     ],
-    ids=["k0", "k-too-big", "gate", "w_down", "odd-gate-up", "logits", "w_down-dtype", "w_gate_up-dtype", "x-3d"],
+    ids=[
+        "k0",
+        "k-too-big",
+        "gate",
+        "w_down",
+        "odd-gate-up",
+        "logits",
+        "w_down-dtype",
+        "w_gate_up-dtype",
+        "int-x",
+        "x-3d",
+    ],
 )
 def test_bad_inputs(mutate, match):
     x, lg, wgu, wd = _inputs(9, 16, 8, 4, torch.float32)

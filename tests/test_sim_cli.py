@@ -31,7 +31,7 @@ def test_trace_tiled_gemm_reproduces_the_seed(capsys):
         assert x["sectors_per_request"] == 4.0 and x["sectors"] == x["ideal_sectors"]
     sa, sb = by["sA[ty][k]"], by["sB[k][tx]"]
     assert sa["broadcasts"] == sa["inst"] and sa["bank_conflicts"] == 0  # a broadcast
-    assert sb["wavefronts_per_inst"] == 1.0 and sb["bank_conflicts"] == 0  # 32 banks, no conflict
+    assert sb["wavefronts_per_inst"] == 1.0 and sb["bank_conflicts"] == 0 and sb["banks_per_inst"] == 32
     assert r["hazards"] == []
     assert r["check"]["max_abs_error_vs_numpy"] < 1e-3
     assert r["blocks_simulated"] == 2

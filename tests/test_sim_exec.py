@@ -369,3 +369,84 @@ def test_python_builtins_are_elementwise(rng):
     y = np.zeros(32, dtype=np.float32)
     launch(k_builtins, 1, 32, x, y)
     np.testing.assert_array_equal(y, np.clip(x, -1, 1))
+
+
+@kernel
+def k_float4_shared(x, y):
+    s = shared(128, float32)
+    s4 = vec(s, 4)
+    i = threadIdx.x
+    s[i] = x[i]
+    syncthreads()
+    v = s4[i % 8]  # every quarter-warp reads the same 128 bytes
+    b = s4[0]  # a 16-byte broadcast
+    y[i] = v.x + b.y
+
+
+def test_float4_shared_loads_follow_the_measured_phases(rng):
+    x = rng.standard_normal(128).astype(np.float32)
+    y = np.zeros(128, dtype=np.float32)
+    t = launch(k_float4_shared, 1, 128, x, y)
+    np.testing.assert_array_equal(y, x.reshape(-1, 4)[np.arange(128) % 8, 0] + x[1])
+    by = {s.text: s.counts for s in t.sites.values()}
+    assert by["s4[i % 8]"]["wavefronts"] == 4 * 4 and by["s4[i % 8]"]["bank_conflicts"] == 0
+    assert by["s4[0]"]["wavefronts"] == 2 * 4 and by["s4[0]"]["broadcasts"] == 4
+
+
+@kernel
+def k_nested(x, out):
+    i = threadIdx.x
+    v = x[i]
+    s = 0
+    if v % 3 != 0:
+        k = 0
+        while True:
+            k += 1
+            if k > v:
+                break
+            if k % 5 == 4:
+                continue
+            if k == 17:
+                out[i] = -1
+                return  # these threads leave the kernel from inside the loop
+            s += k
+    else:
+        s = 1000
+    out[i] = s
+
+
+def test_nested_divergent_loops_with_return_break_continue():
+    x = np.arange(64, dtype=np.int64)
+    out = np.zeros(64, dtype=np.int64)
+    launch(k_nested, 1, 64, x, out)
+
+    def ref(v):
+        if v % 3 == 0:
+            return 1000
+        s = 0
+        for k in range(1, v + 1):
+            if k % 5 == 4:
+                continue
+            if k == 17:
+                return -1
+            s += k
+        return s
+
+    assert out.tolist() == [ref(int(v)) for v in x]
+
+
+@device
+def bad_device(v):
+    if v > 0:
+        return v
+    return -v
+
+
+@kernel
+def k_calls_bad_device(x):
+    x[threadIdx.x] = bad_device(x[threadIdx.x])
+
+
+def test_device_return_inside_branch_is_refused():
+    with pytest.raises(InputError, match="return only at its end"):
+        launch(k_calls_bad_device, 1, 32, np.ones(32))

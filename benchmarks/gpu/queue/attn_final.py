@@ -104,7 +104,10 @@ DEC_CHECKS = [
     (3, 32, 8, 4096, 128, [4096, 100, 2500], torch.bfloat16, True),
 ]
 if SMOKE:
-    DEC_CHECKS = [(2, 8, 2, 512, 32, [0, 300], torch.float16, False), (2, 8, 2, 512, 32, [512, 77], torch.float16, True)]
+    DEC_CHECKS = [
+        (2, 8, 2, 512, 32, [0, 300], torch.float16, False),
+        (2, 8, 2, 512, 32, [512, 77], torch.float16, True),
+    ]
 for B, Hq, Hk, L, D, lens, dt, paged in DEC_CHECKS:
     key = f"dec B{B} Hq{Hq} Hk{Hk} L{L} D{D} {lens} {dt} paged={paged}"
     try:
@@ -182,13 +185,19 @@ print(f"[{el():.0f}s] decode tile {dm._DECODE_TILE} max_chunk {dm._MAX_CHUNK}", 
 save()
 
 # ------------------------------------------------------------------ 3. decode rows
-dec_rows = run_suite(decode_suite, "decode", ["--rounds", "3", "--rep-ms", "40"] + (["--head-dim", "32"] if SMOKE else []))
+dec_rows = run_suite(
+    decode_suite, "decode", ["--rounds", "3", "--rep-ms", "40"] + (["--head-dim", "32"] if SMOKE else [])
+)
 
 # ------------------------------------------------------------------ 4. forward sweep
 fwd_sweep = [
     (128, (4, 32, 4096, False), [(128, 128, 8, 3, True), (128, 128, 8, 3, False), (128, 64, 8, 4, True)]),
     (128, (4, 32, 4096, True), [(128, 128, 8, 3, True), (128, 128, 8, 3, False), (128, 64, 8, 4, True)]),
-    (64, (4, 32, 4096, True), [(128, 64, 4, 3, True), (128, 64, 4, 4, True), (128, 128, 4, 3, True), (64, 64, 4, 3, True)]),
+    (
+        64,
+        (4, 32, 4096, True),
+        [(128, 64, 4, 3, True), (128, 64, 4, 4, True), (128, 128, 4, 3, True), (64, 64, 4, 3, True)],
+    ),
     (256, (2, 16, 4096, True), [(64, 64, 4, 2, True), (64, 32, 4, 3, True), (128, 64, 8, 2, True)]),
 ]
 if SMOKE:

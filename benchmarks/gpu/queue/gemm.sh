@@ -6,6 +6,7 @@ START=$(date +%s)
 el() { echo $(($(date +%s) - START)); }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv || true
 BUDGET_S=30 SWEEP_NAME=checks python3 benchmarks/gpu/queue/gemm_round2.py --checks --no-sweeps 2>&1 | grep "^check\|Error\|error" | head -40
+if [ -e "$OUT_AREA/NO_WS" ]; then echo "warp-specialized check FAILED: benchmarking without it"; export TILEWISE_NO_WARP_SPECIALIZE=1; fi
 echo "--- bench gemm (t=$(el)s)"
 python3 benchmarks/gpu/queue/gemm_bench.py gemm --shapes all --rounds 3 --rep-ms 40 --json "$OUT_AREA/gemm.json" \
   --command "tilewise bench gemm --shapes all --rounds 3 --rep-ms 40 --json benchmarks/results/h200/gemm.json" \

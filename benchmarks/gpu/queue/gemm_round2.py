@@ -50,6 +50,8 @@ def check(m, n, k, trans_a=False, trans_b=False):
         flush=True,
     )
     res.setdefault("checks", {})[f"{m}x{n}x{k}/{trans_a}/{trans_b}"] = dict(err=err, ok=bool(ok))
+    if not ok and choose_config(m, n, k, "bf16", a.device).warp_specialize:
+        open(os.path.join(OUT, "NO_WS"), "w").write(f"{m}x{n}x{k} err={err}\n")  # the bench then runs without WS
 
 
 def sweep(m, n, k, cfgs):
@@ -114,7 +116,7 @@ if "--checks" in sys.argv:
 
 PLAN = {
     (256, 24576, 8192): [
-        C(128, 128, 64, 8, 1, 8, 4, True, "", True), C(128, 256, 64, 8, 1, 8, 3, True, "", True),
+        C(128, 128, 64, 8, 1, 8, 4, True), C(128, 256, 64, 8, 1, 8, 3, True, "", True),
         C(128, 128, 64, 8, 1, 8, 3, True, "", True),
     ],
     (4096, 4096, 4096): [C(128, 256, 64, 8, 1, 8, 4), C(128, 256, 64, 8, 1, 8, 3, True)],

@@ -57,26 +57,13 @@ def main():
             os.path.join(OUT, fname), rows, meta=harness.env_tags(cmd + "  (via benchmarks/gpu/queue/moe.sh)")
         )
         out[suite.NAME] = rows
-        print(
-            harness.format_table(
-                rows,
-                (
-                    "shape",
-                    "peer",
-                    "ours_ms",
-                    "peer_ms",
-                    "speedup",
-                    "tflops",
-                    "tbps",
-                    "weight_tbps",
-                    "config",
-                    "waves",
-                    "prologue_share",
-                    "roofline_fraction",
-                ),
-            ),
-            flush=True,
-        )
+        if suite is grouped:
+            cols = ("shape", "peer", "ours_ms", "peer_ms", "speedup", "tflops", "tbps", "weight_tbps", "config")
+            cols += ("waves", "prologue_share", "roofline_fraction")
+        else:
+            cols = ("shape", "ours_ms", "peer_ms", "speedup", "tflops", "tbps", "up_config", "down_config")
+            cols += ("up_waves", "up_prologue_share", "roofline_fraction")
+        print(harness.format_table(rows, cols), flush=True)
     print(f"bench total {time.time() - T0:.0f}s")
 
 

@@ -20,7 +20,7 @@ from tilewise.bench.suites import grouped as G
 from tilewise.bench.suites import moe as M
 from tilewise.kernels.grouped_gemm import GroupedConfig as C
 from tilewise.kernels.grouped_gemm import grouped_matmul
-from tilewise.kernels.moe import moe, moe_reference
+from tilewise.kernels.moe import moe, moe_reference, permute, route
 
 T0 = time.time()
 OUT = os.environ.get("OUT_AREA", "/tmp/out")
@@ -113,7 +113,11 @@ def correctness():
         except Exception:
             RESULTS["errors"].append(dict(what="trace", err=traceback.format_exc()[-2000:]))
         del x, w
-    # MoE layer at full width, small T, bf16 vs a float32 reference on the GPU
+    moe_correct()
+
+
+def moe_correct():
+    """MoE layer at full width, small T, bf16 and fp16 vs a float32 reference on the GPU."""
     for name, T in CORRECT_MOE:
         for dtype in (torch.bfloat16, torch.float16):
             try:
@@ -193,28 +197,67 @@ SWEEP = {
 MOE_SWEEP = {
     "qwen3_t4096": [
         None,
-        (C(128, 128, 64, 8, 3, **INL), C(128, 256, 64, 8, 3, **INL)),
-        (C(128, 64, 64, 8, 4, **F), C(128, 256, 64, 8, 3, **F)),
-        (C(64, 128, 64, 4, 4, **F), C(128, 128, 64, 8, 4, **F)),
-        (C(128, 128, 64, 8, 3, **F), C(128, 128, 128, 8, 3, **F)),
+        (C(128, 128, 64, 8, 3, **F), C(128, 256, 64, 8, 3, **F)),
+        (C(128, 128, 64, 8, 3, tma=True, schedule="inline"), C(128, 256, 64, 8, 3, **INL)),
     ],
     "dsv3_t4096": [
         None,
-        (C(128, 128, 64, 8, 3, **INL), C(128, 256, 64, 8, 3, **INL)),
-        (C(128, 64, 64, 8, 4, **F), C(128, 256, 64, 8, 3, **F)),
+        (C(128, 128, 64, 8, 3, **F), C(128, 256, 64, 8, 3, **F)),
     ],
     "qwen3_t512": [
         None,
+        (C(32, 128, 64, 4, 3, **F), C(32, 256, 64, 4, 3, **F)),
         (C(32, 64, 128, 4, 4, **INL), C(32, 128, 128, 4, 4, **INL)),
-        (C(32, 128, 64, 4, 4, **F), C(32, 128, 128, 4, 4, **F)),
-        (C(16, 64, 128, 4, 4, **F), C(16, 128, 128, 4, 4, **F)),
     ],
     "dsv3_t512": [
         None,
-        (C(16, 64, 128, 4, 4, **INL), C(16, 128, 128, 4, 4, **INL)),
-        (C(16, 128, 64, 4, 4, **F), C(16, 128, 128, 4, 4, **F)),
+        (C(16, 64, 128, 4, 4, **F), C(16, 128, 128, 4, 4, **F)),
+        (C(16, 128, 64, 4, 4, **INL), C(16, 128, 128, 4, 4, **INL)),
     ],
 }
+
+
+def launch_overhead():
+    """CPU cost of one call (tiny problem, so the GPU waits on the CPU): per config and for moe()."""
+    counts = [8] * 8
+    (x, w), off = G.make_inputs(counts, 256, 256, torch.bfloat16)
+    y = torch.empty(x.shape[0], 256, device=DEV, dtype=x.dtype)
+    for cfg in (
+        C(16, 128, 128, 4, 4, **F),
+        C(16, 128, 128, 4, 4, **INL),
+        C(16, 128, 128, 4, 4, flatten=True),
+        C(16, 128, 128, 4, 4, flatten=True, schedule="inline"),
+    ):
+        fn = lambda cfg=cfg: grouped_matmul(x, w, off, out=y, config=cfg, check_offsets=False)
+        cpu = cpu_per_call(fn)
+        print(f"[{el():5.0f}s] LAUNCH grouped_matmul {cfg.key():36s} {cpu:6.1f} us per call (CPU)")
+        RESULTS.setdefault("launch", []).append(dict(what="grouped_matmul", cfg=cfg.key(), cpu_us=cpu))
+    xm = torch.randn(64, 256, device=DEV, dtype=torch.bfloat16)
+    lg = torch.randn(64, 8, device=DEV)
+    wgu = torch.randn(8, 256, 256, device=DEV, dtype=torch.bfloat16)
+    wd = torch.randn(8, 128, 256, device=DEV, dtype=torch.bfloat16)
+    for label, fn in (
+        ("moe (ours)", lambda: moe(xm, lg, wgu, wd, 2)),
+        ("moe_torch (peer)", lambda: M.moe_torch(xm, lg, wgu, wd, 2)),
+        ("route+permute", lambda: permute(route(lg, 2)[1], 8)),
+        ("torch._grouped_mm", lambda: torch._grouped_mm(x, w, offs=off)),
+    ):
+        cpu = cpu_per_call(fn)
+        print(f"[{el():5.0f}s] LAUNCH {label:50s} {cpu:6.1f} us per call (CPU)")
+        RESULTS.setdefault("launch", []).append(dict(what=label, cpu_us=cpu))
+    save()
+
+
+def cpu_per_call(fn, n=200):
+    for _ in range(5):
+        fn()
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(n):
+        fn()
+    dt = time.perf_counter() - t
+    torch.cuda.synchronize()
+    return dt / n * 1e6
 
 
 def profile(names):
@@ -288,7 +331,7 @@ def moe_sweep(budget, names):
 
 def moe_sweep_one(name, budget):
     x, lg, wgu, wd, k, gate = M.make_inputs(name, torch.bfloat16)
-    peer = do_bench(lambda: M.moe_torch(x, lg, wgu, wd, k, gate), warmup=10, rep=100)
+    peer = do_bench(lambda: M.moe_torch(x, lg, wgu, wd, k, gate), warmup=10, rep=100, return_mode="median")
     ref = M.moe_torch(x, lg, wgu, wd, k, gate)
     print(f"[{el():5.0f}s] moe {name}: torch {peer * 1e3:.1f} us")
     for cfgs in MOE_SWEEP[name]:
@@ -298,7 +341,12 @@ def moe_sweep_one(name, budget):
         try:
             y = moe(x, lg, wgu, wd, k, gate=gate, configs=cfgs)
             err = rel_err(y, ref)
-            t = do_bench(lambda cfgs=cfgs: moe(x, lg, wgu, wd, k, gate=gate, configs=cfgs), warmup=10, rep=100)
+            t = do_bench(
+                lambda cfgs=cfgs: moe(x, lg, wgu, wd, k, gate=gate, configs=cfgs),
+                warmup=10,
+                rep=100,
+                return_mode="median",
+            )
             RESULTS["moe"].append(
                 dict(name=name, cfg=label, ours_us=t * 1e3, torch_us=peer * 1e3, speedup=peer / t, err=err)
             )
@@ -392,32 +440,36 @@ def moe_one(name):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--budget", type=float, default=120)
-    ap.add_argument("--phases", default="c,p,x,s,b")
+    ap.add_argument("--phases", default="m,b,l,x")
     ap.add_argument("--shapes", default=",".join(SWEEP))
     ap.add_argument("--moe", default=",".join(MOE_SWEEP))
     ap.add_argument("--profile", default="qwen3_t4096,qwen3_t512")
     a = ap.parse_args()
     print(torch.__version__, torch.cuda.get_device_name(0), file=sys.stderr)
-    ph = a.phases.split(",")
-    if "c" in ph:
-        correctness()
-    if "p" in ph:
-        profile(a.profile.split(","))
-    if "x" in ph:
-        moe_sweep(a.budget * 0.45, a.moe.split(","))
-    if "s" in ph:
-        sweep(a.budget * 0.75, a.shapes.split(","))
-    if "b" in ph and el() < a.budget:
-        import moe_bench
+    for phase in a.phases.split(","):  # in the order given
+        if phase == "c":
+            correctness()
+        elif phase == "m":
+            moe_correct()
+        elif phase == "p":
+            profile(a.profile.split(","))
+        elif phase == "x":
+            moe_sweep(a.budget * 0.8, a.moe.split(","))
+        elif phase == "s":
+            sweep(a.budget * 0.75, a.shapes.split(","))
+        elif phase == "l":
+            launch_overhead()
+        elif phase == "b" and el() < a.budget:
+            import moe_bench
 
-        sys_argv = sys.argv
-        sys.argv = ["moe_bench.py"]
-        try:
-            moe_bench.main()
-        except Exception:
-            RESULTS["errors"].append(dict(what="bench", err=traceback.format_exc()[-2000:]))
-            print("bench ERROR", traceback.format_exc()[-1500:])
-        sys.argv = sys_argv
+            sys_argv = sys.argv
+            sys.argv = ["moe_bench.py"]
+            try:
+                moe_bench.main()
+            except Exception:
+                RESULTS["errors"].append(dict(what="bench", err=traceback.format_exc()[-2000:]))
+                print("bench ERROR", traceback.format_exc()[-1500:])
+            sys.argv = sys_argv
     print("\n==== SUMMARY ====")
     for r in RESULTS["correct"]:
         if not r.get("ok"):

@@ -56,9 +56,10 @@ def roofline_plot(rows: list[dict[str, Any]], path: str, *, gpu: str | None = No
         ax.axvline(peak / bw, color="gray", lw=0.5, ls=":")
     copy = MEASURED_COPY_BYTES_PER_S.get(g.key)
     if copy:
+        top = max(_gpus.peak_flops(g, dt) for dt in dtypes)
         ax.plot(
             grid,
-            [x * copy / 1e12 for x in grid],
+            [min(top, x * copy) / 1e12 for x in grid],
             "--",
             color="gray",
             lw=1,

@@ -308,8 +308,10 @@ def explain(
         traffic.gemm_bytes(T, 2 * inter, D, dt) + traffic.gemm_bytes(T, D, inter, dt) + 3 * T * inter * e,
         dt,
     )
-    fused_train_extra = T * H * d * e + 3 * H * d * inter * 4  # dz + fp32 weight-gradient partials
-    unfused_train_extra = saved + 2 * inter_bytes + T * H * d * e  # saved + the backward's dg, du, dz
+    # beyond inputs and weights: y and dz, the weight gradients and one fp32 copy of them (the dW kernel's
+    # accumulators; one partial per token split when it splits)
+    fused_train_extra = 2 * T * H * d * e + 3 * H * d * inter * (e + 4)
+    unfused_train_extra = T * H * d * e + saved + 2 * inter_bytes  # y, the saved activations, the backward's dg, du, dz
     fused_step = rf_fwd.time_s + min(rf_bwd["split"].time_s, rf_bwd["atomic"].time_s)
     unfused_step = rf_unf.time_s + rf_unf_bwd.time_s
     s = r.step(
@@ -339,8 +341,9 @@ def explain(
         f"A training step: at most {unfused_step / fused_step:.2f}x."
     )
     s.say(
-        f"Training memory beyond inputs and weights: fused about {fmt_bytes(fused_train_extra)} (dz and fp32 weight "
-        f"gradients), unfused about {fmt_bytes(unfused_train_extra)} (saved activations plus the backward's dg, du): "
+        f"Training memory beyond inputs and weights: fused about {fmt_bytes(fused_train_extra)} (y, dz, the weight "
+        f"gradients and their fp32 accumulators), unfused about {fmt_bytes(unfused_train_extra)} (y, the saved "
+        f"activations, the backward's dg and du): "
         f"{unfused_train_extra / fused_train_extra:.1f}x less."
     )
 

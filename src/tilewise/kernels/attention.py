@@ -26,6 +26,7 @@ natural log (fp32, [B, H, Sq]); rows that see no key get out 0 and lse -inf.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -107,6 +108,15 @@ _NO_TMA: set[int] = {128}
 
 
 def _forward_config(head_dim: int, causal: bool, dtype: torch.dtype, seq_q: int) -> ForwardConfig:
+    """Tile sizes for the forward kernel (cached: the model's budget costs ~0.15 ms of Python per call)."""
+    cands = tuple(_CANDIDATES.get(head_dim, [(64, 64, 4, 2)]))
+    return _forward_config_cached(head_dim, bool(causal), dtype, _interpreting(), cands, head_dim in _NO_TMA)
+
+
+@functools.lru_cache(maxsize=256)
+def _forward_config_cached(
+    head_dim: int, causal: bool, dtype: torch.dtype, interpreting: bool, cands: tuple, no_tma: bool
+) -> ForwardConfig:
     """Tile sizes for the forward kernel, with the reason in numbers (the tips document's derivation).
 
     * BLOCK_N >= 64: wgmma is m64 nN k16; per k16 slice the Tensor Cores take 0.5 N cycles
@@ -123,10 +133,9 @@ def _forward_config(head_dim: int, causal: bool, dtype: torch.dtype, seq_q: int)
       tiles of the same head, which the grid order runs next to each other.
     """
     dt = _dtype_key(dtype) if dtype != torch.float32 else "fp16"
-    if _interpreting():
+    if interpreting:
         # the interpreter runs whole tiles in numpy; 32 x 32 tiles keep small test shapes cheap
         return ForwardConfig(32, 32, 4, 1, True, False, "interpreter: 32 x 32 tiles")
-    cands = _CANDIDATES.get(head_dim, [(64, 64, 4, 2)])
     notes = []
     for bm, bn, w, st in cands:
         b = _budget(head_dim, bm, bn, w, st, dt)
@@ -138,7 +147,7 @@ def _forward_config(head_dim: int, causal: bool, dtype: torch.dtype, seq_q: int)
             f"wgmma feed 0.5N/(16+0.25N) = {0.5 * bn / (16 + 0.25 * bn):.2f}"
         )
         if b["fits"]:
-            tma = head_dim not in _NO_TMA
+            tma = not no_tma
             return ForwardConfig(bm, bn, w, st, tma, False, note + ("; " + " | ".join(notes) if notes else ""))
         notes.append("rejected " + note)
     bm, bn, w, st = cands[-1]

@@ -23,6 +23,7 @@ Paged caches: pass `block_table` [B, max_pages] (int32, page ids) and k/v caches
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
@@ -65,6 +66,7 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+@functools.lru_cache(maxsize=16)
 def _sm_count(device: torch.device) -> int:
     if device.type == "cuda":
         return torch.cuda.get_device_properties(device).multi_processor_count
@@ -88,11 +90,19 @@ def _local_choose_num_splits(batch: int, kv_heads: int, seq_len: int, sms: int, 
     return next(s for s in range(1, most + 1) if eff(s) >= 0.98 * best)
 
 
-def choose_splits(batch: int, kv_heads: int, max_len: int, sms: int, block_n: int) -> tuple[int, int]:
-    """(num_splits, chunk): the model's wave rule, then chunks capped at _MAX_CHUNK keys.
+def choose_splits(
+    batch: int, kv_heads: int, max_len: int, sms: int, block_n: int, max_chunk: int | None = None
+) -> tuple[int, int]:
+    """(num_splits, chunk): the model's wave rule, then chunks capped at `max_chunk` (_MAX_CHUNK) keys.
 
-    chunk is a multiple of block_n; num_splits = ceil(max_len / chunk).
+    chunk is a multiple of block_n; num_splits = ceil(max_len / chunk). Cached: the model's plan
+    costs ~0.2 ms of Python, more than a whole decode step on the GPU.
     """
+    return _choose_splits_cached(batch, kv_heads, max_len, sms, block_n, max_chunk or _MAX_CHUNK)
+
+
+@functools.lru_cache(maxsize=4096)
+def _choose_splits_cached(batch: int, kv_heads: int, max_len: int, sms: int, block_n: int, max_chunk: int):
     try:
         from tilewise.model.decode import choose_num_splits
     except ImportError:
@@ -101,7 +111,7 @@ def choose_splits(batch: int, kv_heads: int, max_len: int, sms: int, block_n: in
         splits = choose_num_splits(batch, kv_heads, max(max_len, 1), sms, block_n=block_n, max_splits=_MAX_SPLITS)
     else:
         splits = _local_choose_num_splits(batch, kv_heads, max_len, sms, block_n, _MAX_SPLITS)
-    splits = max(int(splits), _cdiv(max_len, _MAX_CHUNK), 1)
+    splits = max(int(splits), _cdiv(max_len, max_chunk), 1)
     chunk = _cdiv(_cdiv(max(max_len, 1), splits), block_n) * block_n
     return _cdiv(max(max_len, 1), chunk), chunk
 
@@ -362,53 +372,67 @@ def _as_lens(seq_lens, batch: int, device: torch.device) -> tuple[torch.Tensor, 
     return torch.tensor(host, dtype=torch.int32, device=device), (max(host) if host else 0), host
 
 
+def _need(ok: bool, message) -> None:
+    """Raise InputError(message()) unless ok: the message is built only on failure (decode steps are short)."""
+    if not ok:
+        raise InputError(message())
+
+
 def _check(q, k_cache, v_cache, block_table, scale):
     for name, t in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache)):
-        require(isinstance(t, torch.Tensor), f"{name} must be a torch.Tensor, got {type(t).__name__}")
-    require(
+        _need(isinstance(t, torch.Tensor), lambda n=name, t=t: f"{n} must be a torch.Tensor, got {type(t).__name__}")
+    _need(
         q.dim() in (3, 4),
-        f"q must have shape [batch, heads, head_dim] or [batch, heads, 1, head_dim], got {list(q.shape)}",
+        lambda: f"q must have shape [batch, heads, head_dim] or [batch, heads, 1, head_dim], got {list(q.shape)}",
     )
     if q.dim() == 4:
-        require(q.shape[2] == 1, f"q must hold one new token per sequence (dim 2 of size 1), got {list(q.shape)}")
+        _need(q.shape[2] == 1, lambda: f"q must hold one new token per sequence (dim 2 of size 1), got {list(q.shape)}")
     for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
-        require(t.dim() == 4, f"{name} must have shape [batch, kv_heads, cache_len, head_dim], got {list(t.shape)}")
-    require(q.dtype in _DTYPES, f"q must be float16, bfloat16 or float32, got {q.dtype}")
-    require(
+        _need(
+            t.dim() == 4,
+            lambda n=name, t=t: f"{n} must have shape [batch, kv_heads, cache_len, head_dim], got {list(t.shape)}",
+        )
+    _need(q.dtype in _DTYPES, lambda: f"q must be float16, bfloat16 or float32, got {q.dtype}")
+    _need(
         k_cache.dtype == q.dtype and v_cache.dtype == q.dtype,
-        f"q, k_cache and v_cache must share one dtype, got q {q.dtype}, k_cache {k_cache.dtype}, v_cache {v_cache.dtype}",
+        lambda: (
+            f"q, k_cache and v_cache must share one dtype, got q {q.dtype}, k_cache {k_cache.dtype}, "
+            f"v_cache {v_cache.dtype}"
+        ),
     )
-    require(
+    _need(
         q.device == k_cache.device == v_cache.device,
-        f"q, k_cache and v_cache must be on one device, got q {q.device}, k_cache {k_cache.device}, "
-        f"v_cache {v_cache.device}",
+        lambda: (
+            f"q, k_cache and v_cache must be on one device, got q {q.device}, k_cache {k_cache.device}, "
+            f"v_cache {v_cache.device}"
+        ),
     )
-    require(
+    _need(
         k_cache.shape == v_cache.shape,
-        f"k_cache and v_cache must have the same shape, got {list(k_cache.shape)} and {list(v_cache.shape)}",
+        lambda: f"k_cache and v_cache must have the same shape, got {list(k_cache.shape)} and {list(v_cache.shape)}",
     )
     B, Hq, D = q.shape[0], q.shape[1], q.shape[-1]
     NB, Hk, _L, Dk = k_cache.shape
-    require(Dk == D, f"k_cache must have head_dim {D} like q, got {Dk}")
-    require(D in (16, 32, 64, 128, 256), f"head_dim must be one of 16, 32, 64, 128, 256, got {D}")
-    require(Hq % Hk == 0, f"q heads must be a multiple of the cache's kv heads (GQA), got q {Hq} and cache {Hk}")
+    _need(Dk == D, lambda: f"k_cache must have head_dim {D} like q, got {Dk}")
+    _need(D in (16, 32, 64, 128, 256), lambda: f"head_dim must be one of 16, 32, 64, 128, 256, got {D}")
+    _need(Hq % Hk == 0, lambda: f"q heads must be a multiple of the cache's kv heads (GQA), got q {Hq} and cache {Hk}")
     if block_table is None:
-        require(NB == B, f"k_cache must have batch {B} like q, got {NB}")
+        _need(NB == B, lambda: f"k_cache must have batch {B} like q, got {NB}")
     else:
-        require(isinstance(block_table, torch.Tensor), "block_table must be a torch.Tensor of page ids")
-        require(
+        _need(isinstance(block_table, torch.Tensor), lambda: "block_table must be a torch.Tensor of page ids")
+        _need(
             block_table.dim() == 2 and block_table.shape[0] == B,
-            f"block_table must have shape [{B}, max_pages], got {list(block_table.shape)}",
+            lambda: f"block_table must have shape [{B}, max_pages], got {list(block_table.shape)}",
         )
-        require(
+        _need(
             block_table.dtype in (torch.int32, torch.int64),
-            f"block_table must be int32 or int64, got {block_table.dtype}",
+            lambda: f"block_table must be int32 or int64, got {block_table.dtype}",
         )
-        require(block_table.device == q.device, f"block_table must be on {q.device}, got {block_table.device}")
+        _need(block_table.device == q.device, lambda: f"block_table must be on {q.device}, got {block_table.device}")
     if scale is not None:
-        require(
+        _need(
             isinstance(scale, (int, float)) and math.isfinite(scale),
-            f"scale must be a finite number or None, got {scale!r}",
+            lambda: f"scale must be a finite number or None, got {scale!r}",
         )
 
 
@@ -467,14 +491,7 @@ def decode_attention(
     group = Hq // Hk
     block_g = max(16, triton.next_power_of_2(group))
     if num_splits is None:
-        global _MAX_CHUNK
-        saved = _MAX_CHUNK
-        if max_chunk is not None:
-            _MAX_CHUNK = max_chunk
-        try:
-            splits, chunk = choose_splits(B, Hk, max(max_len, 1), _sm_count(q.device), block_n)
-        finally:
-            _MAX_CHUNK = saved
+        splits, chunk = choose_splits(B, Hk, max(max_len, 1), _sm_count(q.device), block_n, max_chunk)
     else:
         splits = int(num_splits)
         require(splits >= 1, f"num_splits must be >= 1, got {num_splits}")

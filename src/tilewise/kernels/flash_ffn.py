@@ -20,8 +20,10 @@ of storing it:
 
 * `_bwd_dz_kernel` (row-stationary like the forward): dz = dg Wg^T + du Wu^T, walking I;
 * `_bwd_dw_kernel` (column-stationary, one I chunk of one head, walking the token blocks of a
-  T split): dWg = z^T dg, dWu = z^T du, dWd = a^T dy; optionally it also adds its chunk's share
-  of dz with fp32 atomics (`mode="atomic"`, 8 GEMMs of recompute-and-gradient instead of 11).
+  T split): dWg = z^T dg, dWu = z^T du, dWd = a^T dy, written directly in the weights' dtype, or
+  as fp32 partials that `_dw_finish_kernel` sums when the tokens are split (too few I chunks x
+  heads to fill the SMs); optionally it also adds its chunk's share of dz with fp32 atomics
+  (`mode="atomic"`, 8 GEMM units of 2 T H d_h I instead of 11, but slower on the H200: below).
 
 Shapes: z [T, H, d_h]; w_gate, w_up [H, d_h, I]; w_down [H, I, d_h]; bf16, fp16 (fp32 is accepted
 too and runs its dots as tf32 on the GPU). d_h in {64, 128}; any T and I.
@@ -84,15 +86,20 @@ class Config:
         return dict(BLOCK_M=self.block_m, BLOCK_N=self.block_n, num_warps=self.num_warps, num_stages=self.num_stages)
 
 
-# Forward / dz: BLOCK_M = 128 token rows per program (two consumer warpgroups' worth of M = 64, the
-# tips document's wgmma shape), BLOCK_N = 64: the two [128, 64] fp32 up-projections cost 64
-# registers per thread at 8 warps, beside the [128, d_h] accumulator (64 at d_h = 128): the
-# tips document's register budget with N = 64, the shared-memory feed's break-even point.
-# Placeholders until the H200 sweep (benchmarks/gpu/queue/ffn.sh) replaces them with measured ones.
+# Measured on the H200 (round 1 of benchmarks/gpu/queue/ffn_gpu.py, 2026-11-30, triton 3.6, bf16,
+# T 16384, H 16, I 512; the sweep's rows are in docs/readme/ffn.md):
+# * forward: BLOCK_M 128 token rows (two warpgroups' worth of wgmma's M = 64), BLOCK_N 64: 262 µs at
+#   d_h 128 (394 TFLOP/s; N = 128 276 µs, N = 32 309 µs, M = 64 307 µs), 148 µs at d_h 64 (349 TFLOP/s,
+#   4 warps; N = 128 185 µs). N = 64 is the seed's feed break-even and the register budget's
+#   comfortable point: two [128, 64] fp32 up-projections are 64 registers per thread at 8 warps.
+# * dz: 128 x 64, 8 warps, 3 stages at d_h 128; 64 x 64, 4 warps at d_h 64.
+# * dW: BLOCK_M 128 tokens per step, BLOCK_N 64, 8 warps: 1045 µs for the whole split backward at
+#   d_h 128 (64-token steps 1524 µs, N = 128 2783 µs: the three [d_h, N] fp32 accumulators spill).
 _FWD = {64: Config(128, 64, 4, 3), 128: Config(128, 64, 8, 3)}
-_BWD_DZ = {64: Config(128, 64, 4, 2), 128: Config(128, 64, 8, 2)}
-# dW: three [d_h, BLOCK_N] fp32 accumulators stay in registers for the whole token walk.
-_BWD_DW = {64: Config(64, 64, 4, 2), 128: Config(64, 64, 8, 2)}
+_BWD_DZ = {64: Config(64, 64, 4, 3), 128: Config(128, 64, 8, 3)}
+_BWD_DW = {64: Config(128, 64, 8, 2), 128: Config(128, 64, 8, 2)}
+# "atomic" (dz by fp32 atomics from the dW kernel, 8 GEMM units instead of 11) lost on the H200:
+# 1461 µs vs 1042 µs at d_h 128, 675 vs 647 µs at d_h 64: 8 x 128 MB of atomics cost more than 3 units.
 _MODE = "split"
 
 
@@ -266,7 +273,10 @@ def _bwd_dw_kernel(
     WG,
     WU,
     WD,
-    DWP,  # fp32 partials [S, 3, H, D, I]: dWg, dWu, dWd^T
+    DWP,  # SPLIT: fp32 partials [S, 3, H, D, I] (dWg, dWu, dWd^T); else unused
+    DWG,  # not SPLIT: dWg [H, D, I] in the weights' dtype
+    DWU,  # not SPLIT: dWu [H, D, I]
+    DWD,  # not SPLIT: dWd [H, I, D]
     DZ32,  # fp32 dz accumulator [T, H, D] (only with ATOMIC_DZ)
     # sizes
     T,
@@ -284,6 +294,7 @@ def _bwd_dw_kernel(
     BLOCK_N: tl.constexpr,
     EVEN_M: tl.constexpr,
     EVEN_N: tl.constexpr,
+    SPLIT: tl.constexpr,
     ATOMIC_DZ: tl.constexpr,
 ):
     """Weight gradients of one I chunk of one head over one token split (column-stationary)."""
@@ -336,10 +347,47 @@ def _bwd_dw_kernel(
             dz_ptrs = DZ32 + (rows[:, None] * H + h) * D + offs_d[None, :]
             tl.atomic_add(dz_ptrs, dzp, mask=mmask, sem="relaxed")
 
-    base = DWP + (s * 3 * H + h) * D * I + offs_d[:, None] * I + offs_n[None, :]
-    tl.store(base, acc_g, mask=nmask[None, :])
-    tl.store(base + H * D * I, acc_u, mask=nmask[None, :])
-    tl.store(base + 2 * H * D * I, acc_d, mask=nmask[None, :])
+    if SPLIT:
+        base = DWP + (s * 3 * H + h) * D * I + offs_d[:, None] * I + offs_n[None, :]
+        tl.store(base, acc_g, mask=nmask[None, :])
+        tl.store(base + H * D * I, acc_u, mask=nmask[None, :])
+        tl.store(base + 2 * H * D * I, acc_d, mask=nmask[None, :])
+    else:  # the only split: the final gradients, cast and (dWd) transposed here
+        w_off = h * D * I + offs_d[:, None] * I + offs_n[None, :]
+        tl.store(DWG + w_off, acc_g.to(DWG.dtype.element_ty), mask=nmask[None, :])
+        tl.store(DWU + w_off, acc_u.to(DWU.dtype.element_ty), mask=nmask[None, :])
+        wd_off = h * I * D + offs_n[None, :] * D + offs_d[:, None]
+        tl.store(DWD + wd_off, acc_d.to(DWD.dtype.element_ty), mask=nmask[None, :])
+
+
+@triton.jit
+def _dw_finish_kernel(
+    DWP,  # fp32 partials [S, 3, H, D, I]
+    DWG,  # [H, D, I]
+    DWU,  # [H, D, I]
+    DWD,  # [H, I, D]
+    S,
+    H,
+    I,
+    D: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
+    """Sum the token splits' fp32 partials, cast, and write dWg, dWu and dWd (transposed back)."""
+    pid = tl.program_id(0)
+    h = tl.program_id(1)
+    idx = pid * BLOCK + tl.arange(0, BLOCK)  # flat index into one head's [D, I]
+    mask = idx < D * I
+    acc_g = tl.zeros([BLOCK], dtype=tl.float32)
+    acc_u = tl.zeros([BLOCK], dtype=tl.float32)
+    acc_d = tl.zeros([BLOCK], dtype=tl.float32)
+    for s in range(S):
+        base = DWP + (s * 3 * H + h) * D * I + idx
+        acc_g += tl.load(base, mask=mask, other=0.0)
+        acc_u += tl.load(base + H * D * I, mask=mask, other=0.0)
+        acc_d += tl.load(base + 2 * H * D * I, mask=mask, other=0.0)
+    tl.store(DWG + h * D * I + idx, acc_g.to(DWG.dtype.element_ty), mask=mask)
+    tl.store(DWU + h * D * I + idx, acc_u.to(DWU.dtype.element_ty), mask=mask)
+    tl.store(DWD + h * I * D + (idx % I) * D + idx // I, acc_d.to(DWD.dtype.element_ty), mask=mask)
 
 
 # --------------------------------------------------------------------------- launchers
@@ -382,14 +430,22 @@ def _rowmajor(t: torch.Tensor) -> torch.Tensor:
     return t if t.stride(-1) == 1 else t.contiguous()
 
 
-def _fwd(z, wg, wu, wd, cfg: Config | None = None) -> torch.Tensor:
-    T, H, d, I = _check(z, wg, wu, wd)
+def _contig(t: torch.Tensor) -> torch.Tensor:
+    return t if t.is_contiguous() else t.contiguous()
+
+
+def _fwd(z, wg, wu, wd, cfg: Config | None = None, check: bool = True) -> torch.Tensor:
+    """Launch the forward. `check=False` skips the input checks (FlashFFNFunction has done them)."""
+    if check:
+        _check(z, wg, wu, wd)
+    T, H, d = z.shape
+    I = wg.shape[2]
     z = _rowmajor(z)
-    wg, wu, wd = wg.contiguous(), wu.contiguous(), wd.contiguous()
+    wg, wu, wd = _contig(wg), _contig(wu), _contig(wd)
     y = _empty((T, H, d), z.device, z.dtype)
     if T == 0:
         return y
-    cfg = cfg or fwd_config(d)
+    cfg = cfg or _FWD[d]
     grid = (_cdiv(T, cfg.block_m), H)
     _fwd_kernel[grid](
         z, wg, wu, wd, y, T, I, z.stride(0), z.stride(1), y.stride(0), y.stride(1),
@@ -408,49 +464,72 @@ def _bwd(
     dz_cfg: Config | None = None,
     dw_cfg: Config | None = None,
     need_dz: bool = True,
-) -> tuple[torch.Tensor | None, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(dz, dWg, dWu, dWd); dz is None when `need_dz` is False (z needs no gradient)."""
-    T, H, d, I = _check(z, wg, wu, wd)
+    check: bool = True,
+    need_dw: bool = True,
+) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
+    """(dz, dWg, dWu, dWd); dz is None when `need_dz` is False (z needs no gradient), the three weight
+    gradients are None when `need_dw` is False (frozen weights: only the dz kernel runs).
+
+    Every torch call here costs CPU time that small problems feel (a training step at T = 4096 was
+    CPU-bound on the H200 host in round 1), so the launcher allocates the outputs and launches:
+    two kernels, three when the dW kernel splits the tokens.
+    """
+    T, H, d = z.shape
+    I = wg.shape[2]
+    if check:
+        _check(z, wg, wu, wd)
+        mode = mode or _MODE
+        if mode not in MODES:
+            raise InputError(f"mode must be one of {list(MODES)}, got {mode!r}")
     if tuple(dy.shape) != (T, H, d):
         raise InputError(f"dy must have z's shape {[T, H, d]}, got {list(dy.shape)}")
     mode = mode or _MODE
-    if mode not in MODES:
-        raise InputError(f"mode must be one of {list(MODES)}, got {mode!r}")
-    z, dy = _rowmajor(z), _rowmajor(dy.to(z.dtype))
-    wg, wu, wd = wg.contiguous(), wu.contiguous(), wd.contiguous()
-    dcfg, wcfg = bwd_configs(d)
-    dz_cfg, dw_cfg = dz_cfg or dcfg, dw_cfg or wcfg
+    z = _rowmajor(z)
+    dy = _rowmajor(dy if dy.dtype == z.dtype else dy.to(z.dtype))
+    wg, wu, wd = _contig(wg), _contig(wu), _contig(wd)
+    dz_cfg, dw_cfg = dz_cfg or _BWD_DZ[d], dw_cfg or _BWD_DW[d]
+    dev = z.device
+    if not need_dw:
+        if not need_dz:
+            return None, None, None, None
+        mode = "split"
+    dwg, dwu = _empty((H, d, I), dev, z.dtype), _empty((H, d, I), dev, z.dtype)
+    dwd = _empty((H, I, d), dev, z.dtype)
     if T == 0:
-        return torch.zeros_like(z), torch.zeros_like(wg), torch.zeros_like(wu), torch.zeros_like(wd)
+        return (torch.zeros_like(z) if need_dz else None), dwg.zero_(), dwu.zero_(), dwd.zero_()
 
-    splits = dw_splits(T, H, I, dw_cfg, _num_sms(z.device))
-    per_split = _cdiv(_cdiv(T, dw_cfg.block_m), splits)
-    splits = _cdiv(_cdiv(T, dw_cfg.block_m), per_split)
-    dwp = _empty((splits, 3, H, d, I), z.device, torch.float32)
+    blocks = _cdiv(T, dw_cfg.block_m)
+    splits = dw_splits(T, H, I, dw_cfg, _num_sms(dev))
+    per_split = _cdiv(blocks, splits)
+    splits = _cdiv(blocks, per_split)
+    split = splits > 1
+    dwp = _empty((splits, 3, H, d, I), dev, torch.float32) if split else dwg
     atomic = mode == "atomic" and need_dz
-    dz32 = torch.zeros((T, H, d), device=z.device, dtype=torch.float32) if atomic else dwp
+    dz32 = torch.zeros((T, H, d), device=dev, dtype=torch.float32) if atomic else dwg
     grid = (_cdiv(I, dw_cfg.block_n), H, splits)
-    _bwd_dw_kernel[grid](
-        z, dy, wg, wu, wd, dwp, dz32, T, I, H, per_split,
-        z.stride(0), z.stride(1), dy.stride(0), dy.stride(1),
-        D=d, EVEN_M=T % dw_cfg.block_m == 0, EVEN_N=I % dw_cfg.block_n == 0, ATOMIC_DZ=atomic, **dw_cfg.kwargs(),
-    )  # fmt: skip
+    if need_dw:
+        _bwd_dw_kernel[grid](
+            z, dy, wg, wu, wd, dwp, dwg, dwu, dwd, dz32, T, I, H, per_split,
+            z.stride(0), z.stride(1), dy.stride(0), dy.stride(1),
+            D=d, EVEN_M=T % dw_cfg.block_m == 0, EVEN_N=I % dw_cfg.block_n == 0, SPLIT=split, ATOMIC_DZ=atomic,
+            **dw_cfg.kwargs(),
+        )  # fmt: skip
+        if split:
+            _dw_finish_kernel[(_cdiv(d * I, 1024), H)](dwp, dwg, dwu, dwd, splits, H, I, D=d, BLOCK=1024, num_warps=4)
+    else:
+        dwg = dwu = dwd = None
     if atomic:
         dz = dz32.to(z.dtype)
     elif not need_dz:
         dz = None
     else:
-        dz = _empty((T, H, d), z.device, z.dtype)
+        dz = _empty((T, H, d), dev, z.dtype)
         grid = (_cdiv(T, dz_cfg.block_m), H)
         _bwd_dz_kernel[grid](
             z, dy, wg, wu, wd, dz, T, I,
             z.stride(0), z.stride(1), dy.stride(0), dy.stride(1), dz.stride(0), dz.stride(1),
             D=d, EVEN_M=T % dz_cfg.block_m == 0, EVEN_N=I % dz_cfg.block_n == 0, **dz_cfg.kwargs(),
         )  # fmt: skip
-    dw = dwp.sum(0) if splits > 1 else dwp[0]
-    dwg = dw[0].to(z.dtype)
-    dwu = dw[1].to(z.dtype)
-    dwd = dw[2].transpose(1, 2).to(z.dtype).contiguous()
     return dz, dwg, dwu, dwd
 
 
@@ -462,14 +541,16 @@ class FlashFFNFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, z, w_gate, w_up, w_down):
-        y = _fwd(z, w_gate, w_up, w_down)
+        _check(z, w_gate, w_up, w_down)
+        y = _fwd(z, w_gate, w_up, w_down, check=False)
         ctx.save_for_backward(z, w_gate, w_up, w_down)
         return y
 
     @staticmethod
     def backward(ctx, dy):
         z, wg, wu, wd = ctx.saved_tensors
-        return _bwd(z, wg, wu, wd, dy, need_dz=ctx.needs_input_grad[0])
+        need = ctx.needs_input_grad
+        return _bwd(z, wg, wu, wd, dy, need_dz=need[0], need_dw=any(need[1:]), check=False)
 
 
 def flash_ffn(z: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_down: torch.Tensor) -> torch.Tensor:
@@ -478,7 +559,6 @@ def flash_ffn(z: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_down:
     z [T, H, d_h]; w_gate, w_up [H, d_h, I]; w_down [H, I, d_h]; all bf16, fp16 or fp32 on one
     device. Returns y [T, H, d_h] in z's dtype; differentiable in all four inputs.
     """
-    _check(z, w_gate, w_up, w_down)
     return FlashFFNFunction.apply(z, w_gate, w_up, w_down)
 
 

@@ -104,15 +104,17 @@ def choose_config(
     """A tile for the average rows per expert.
 
     Under the interpreter the tiles are small so the tests run fast and exercise the edges.
-    On the GPU, the H200 sweep of round 1 (2026-11-30, bf16, 128 experts, K 2048, N 1536;
-    benchmarks/gpu/queue/moe_gpu.py; us vs torch._grouped_mm in the same run):
-      8 rows:   m16n128k128 w4 s4 flat 197.5 (x1.34; without flatten 202.3, x1.31)
-      16 rows:  m16n128k128 w4 s4 flat 201.1 (x1.27)
-      32 rows:  m32n128k128 w4 s4 flat 206.8 (x1.35; m16 226.9)
-      64 rows:  m64n256k64 w8 s3 flat 210.8 (x1.29; m64n128k64 s4 215.5)
-      128 rows: m128n256k64 w8 s3 flat 230.7 (x1.16; m128n128k64 s4 235.3, m64n128 306.1)
-      16 x 1024 rows, K 4096, N 14336: m128n256k64 w8 s3 2680 (x1.01; flat 2714)
-    All with TMA loads; without TMA (pointer loads) m128n128k64: 249.3 vs 247.6.
+    On the GPU: the H200 sweeps of 2026-11-30 (bf16, 128 experts, K 2048, N 1536 unless said;
+    benchmarks/gpu/queue/moe_gpu.py; us, and x torch._grouped_mm in the same run; two runs):
+      8 rows:   m16n128k128 w4 s4 flat 197.5 / 198.5 (x1.34; not flattened 202.3; swap_ab 209.8;
+                2 programs per SM 199.6)
+      16 rows:  m16n128k128 w4 s4 flat 201.1 / 201.2 (x1.27)
+      32 rows:  m32n256k64 w4 s3 flat 202.2 (x1.38; m32n128k128 s4 206.8 / 207.3; m16 226.9)
+      64 rows:  m64n256k64 w8 s3 flat 210.8 / 211.2 (x1.29; m64n128k64 s4 215.5)
+      128 rows: m128n256k64 w8 s3 flat 230.7 / 231.1 (x1.16; m128n128k64 s4 235.3; m64n128 306.1)
+      16 x 1024 rows, K 4096, N 14336: m128n256k64 w8 s4 not flattened 2523 (x1.09; s3 2592;
+                s3 flattened 2714; m256n128 2918)
+    All with TMA loads; with pointer loads m128n128k64 took 249.3 vs 247.6.
     glu (the MoE gate/up GEMM: a gate and an up tile per step): half the block_n, so a stage
     holds as many weight bytes as without it.
     """
@@ -124,11 +126,11 @@ def choose_config(
     elif rows_per_expert <= 16:
         cfg = GroupedConfig(16, 128, 128, 4, 4, **f)
     elif rows_per_expert <= 32:
-        cfg = GroupedConfig(32, 128, 128, 4, 4, **f)
+        cfg = GroupedConfig(32, 256, 64, 4, 3, **f)
     elif rows_per_expert <= 64:
         cfg = GroupedConfig(64, 256, 64, 8, 3, **f)
     elif rows_per_expert >= 512 and n >= 4096:
-        cfg = GroupedConfig(128, 256, 64, 8, 3, tma=True)
+        cfg = GroupedConfig(128, 256, 64, 8, 4, tma=True)
     else:
         cfg = GroupedConfig(128, 256, 64, 8, 3, **f)
     if glu:
@@ -183,13 +185,14 @@ def _grouped_mm_kernel(
     prefix_ptr,  # int32 [E + 1] tile prefix sum (from _schedule_kernel)
     map_e_ptr,  # int32 tile -> expert (USE_MAP)
     map_l_ptr,  # int32 tile -> local tile (USE_MAP)
-    gather_ptr,  # int32 [rows]: x row of each permuted row (GATHER)
-    scatter_ptr,  # int32 [rows]: y row of each permuted row (SCATTER)
-    scale_ptr,  # fp32 [rows]: factor for each permuted row of y (SCALE)
+    gather_ptr,  # int [rows]: x row of permuted row r is gather[r] // gather_div (GATHER)
+    scatter_ptr,  # int [rows]: y row of each permuted row (SCATTER)
+    scale_ptr,  # fp32 [rows of y]: factor for each y row, indexed like y (SCALE)
     trace_ptr,  # int32 [bound, 4]: (program, expert, m tile, n tile) of each tile (TRACE)
     x_desc,  # TMA descriptor of x, block [BLOCK_M, BLOCK_K] (TMA_X)
     w_desc,  # TMA descriptor of w, block [1, BLOCK_K, BLOCK_N] (TMA_W)
     # sizes
+    gather_div,  # the MoE's top_k: a token slot t * k + j reads x row t
     E,
     N,  # output columns (with GLU: the width of the gate half)
     K,
@@ -274,7 +277,7 @@ def _grouped_mm_kernel(
         offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
         n_mask = offs_n < N
         if GATHER:
-            src = tl.load(gather_ptr + offs_m, mask=m_mask, other=0).to(tl.int64)
+            src = tl.load(gather_ptr + offs_m, mask=m_mask, other=0).to(tl.int64) // gather_div
         else:
             src = offs_m.to(tl.int64)
         a_ptrs = x_ptr + src[:, None] * stride_xt + offs_k0[None, :] * stride_xk
@@ -334,13 +337,13 @@ def _grouped_mm_kernel(
                 acc_u = tl.trans(acc_u)
         if GLU:
             acc = acc * tl.sigmoid(acc) * acc_u
-        if SCALE:
-            s = tl.load(scale_ptr + offs_m, mask=m_mask, other=0.0)
-            acc = acc * s[:, None]
         if SCATTER:
             dst = tl.load(scatter_ptr + offs_m, mask=m_mask, other=0).to(tl.int64)
         else:
             dst = offs_m.to(tl.int64)
+        if SCALE:
+            s = tl.load(scale_ptr + dst, mask=m_mask, other=0.0)
+            acc = acc * s[:, None]
         y_ptrs = y_ptr + dst[:, None] * stride_yt + offs_n[None, :] * stride_yn
         tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=m_mask[:, None] & n_mask[None, :])
 
@@ -421,6 +424,7 @@ def _launch(
     gather: torch.Tensor | None = None,
     scatter: torch.Tensor | None = None,
     scale: torch.Tensor | None = None,
+    gather_div: int = 1,
     trace: bool = False,
     programs: int | None = None,
 ) -> torch.Tensor | None:
@@ -433,8 +437,9 @@ def _launch(
         raise InputError(f"config.schedule must be one of {list(SCHEDULES)}, got {cfg.schedule!r}")
     use_map = cfg.schedule == "map"
     inline = cfg.schedule == "inline"
-    P = programs or _num_sms(dev) * cfg.programs_per_sm
-    P = max(1, min(P, bound))
+    # not clamped to the tile count: P is a compile-time constant, and programs past the last
+    # tile simply find no work (a varying P would recompile the kernel for small problems)
+    P = max(1, programs or _num_sms(dev) * cfg.programs_per_sm)
     if inline:
         prefix = torch.empty((P, E + 1), dtype=torch.int32, device=dev)  # scratch, one row per program
     else:
@@ -478,6 +483,7 @@ def _launch(
         tr,
         x_desc,
         w_desc,
+        gather_div,
         E,
         n,
         K,

@@ -24,6 +24,8 @@ loop over experts (differentiable, slow) so the layer can still be trained in te
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 from dataclasses import dataclass
 
@@ -38,14 +40,16 @@ from tilewise.errors import InputError, positive_int
 class Plan:
     """Routing of the T H rows, sorted by global expert.
 
-    token_of int32 [R k]: row of z (t H + h) of each sorted slot; slot_of int32 [R k]: slot
-    (row k + j) of each sorted slot; scale fp32 [R k]: routing weight; offsets int32 [E]:
-    cumulative slot ends per expert; rows = R = T H; top_k = k; experts = E.
+    slot_of int32 [R k]: slot (row k + j) of each sorted position; token_of int32 [R k]: row of z
+    (t H + h) of each sorted position; scale fp32 [R k]: routing weight of each sorted position;
+    slot_weights fp32 [R k]: routing weight of each slot (slot order); offsets int32 [E]: cumulative
+    ends per expert; rows = R = T H; top_k = k; experts = E.
     """
 
-    token_of: torch.Tensor
     slot_of: torch.Tensor
+    token_of: torch.Tensor
     scale: torch.Tensor
+    slot_weights: torch.Tensor
     offsets: torch.Tensor
     rows: int
     top_k: int
@@ -67,17 +71,17 @@ def route_heads(logits: torch.Tensor, top_k: int) -> tuple[torch.Tensor, torch.T
 
 
 def plan(weights: torch.Tensor, experts: torch.Tensor, num_experts: int) -> Plan:
-    """Sort the (row, expert) slots by expert: the grouped GEMM's offsets, gather, scatter and scale."""
+    """Sort the (row, expert) slots by expert (the MoE layer's `permute`: no host sync)."""
+    from tilewise.kernels.moe import permute
+
     R, k = experts.shape
-    flat = experts.reshape(-1)
-    order = torch.argsort(flat, stable=True)
-    counts = torch.bincount(flat, minlength=num_experts)
-    offsets = torch.cumsum(counts, 0).to(torch.int32)
-    token_of = torch.div(order, k, rounding_mode="floor").to(torch.int32)
+    order, offsets = permute(experts, num_experts)
+    flat_w = weights.reshape(-1).float()
     return Plan(
-        token_of=token_of.contiguous(),
         slot_of=order.to(torch.int32).contiguous(),
-        scale=weights.reshape(-1)[order].float().contiguous(),
+        token_of=torch.div(order, k, rounding_mode="floor").to(torch.int32).contiguous(),
+        scale=flat_w[order].contiguous(),
+        slot_weights=flat_w.contiguous(),
         offsets=offsets,
         rows=R,
         top_k=k,
@@ -86,6 +90,13 @@ def plan(weights: torch.Tensor, experts: torch.Tensor, num_experts: int) -> Plan
 
 
 # ----------------------------------------------------------------------- expert FFN paths
+
+
+@functools.lru_cache(maxsize=1)
+def _launch_takes_gather_div() -> bool:
+    from tilewise.kernels.grouped_gemm import _launch
+
+    return "gather_div" in inspect.signature(_launch).parameters
 
 
 def experts_forward_fused(z: torch.Tensor, p: Plan, w_gate_up: torch.Tensor, w_down: torch.Tensor) -> torch.Tensor:
@@ -101,9 +112,15 @@ def experts_forward_fused(z: torch.Tensor, p: Plan, w_gate_up: torch.Tensor, w_d
         return torch.zeros_like(z)
     cfg_up, cfg_down = moe_configs(R, p.top_k, p.experts, d, f, z.dtype, z.is_cuda)
     h = torch.empty((slots, f), dtype=out_dtype, device=z.device)  # expert order
-    _launch(z, w_gate_up, p.offsets, h, f, cfg_up, rows=slots, glu=True, gather=p.token_of)
     y = torch.empty((slots, d), dtype=out_dtype, device=z.device)  # slot order
-    _launch(h, w_down, p.offsets, y, d, cfg_down, rows=slots, scatter=p.slot_of, scale=p.scale)
+    if _launch_takes_gather_div():
+        # sorted position r is slot slot_of[r] = row k + j: it reads z row slot_of[r] // k, is written to
+        # y row slot_of[r] and scaled by that slot's weight
+        _launch(z, w_gate_up, p.offsets, h, f, cfg_up, rows=slots, glu=True, gather=p.slot_of, gather_div=p.top_k)
+        _launch(h, w_down, p.offsets, y, d, cfg_down, rows=slots, scatter=p.slot_of, scale=p.slot_weights)
+    else:  # the grouped GEMM's first interface: gather by row, scale by sorted position
+        _launch(z, w_gate_up, p.offsets, h, f, cfg_up, rows=slots, glu=True, gather=p.token_of)
+        _launch(h, w_down, p.offsets, y, d, cfg_down, rows=slots, scatter=p.slot_of, scale=p.scale)
     return y if p.top_k == 1 else y.view(R, p.top_k, d).sum(dim=1)
 
 

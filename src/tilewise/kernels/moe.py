@@ -14,10 +14,13 @@ an unfused layer are never written. Nothing syncs with the host.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+
 import torch
 
 from tilewise.errors import InputError
-from tilewise.kernels.grouped_gemm import GroupedConfig, _check_inputs, _launch, choose_config
+from tilewise.kernels.grouped_gemm import GroupedConfig, _launch, choose_config
 
 GATES = ("softmax", "sigmoid")
 
@@ -52,13 +55,19 @@ def permute(experts: torch.Tensor, num_experts: int):
     """Slots sorted by expert: (order int64 [T k]: slot of each permuted row, offsets int32 [E]).
 
     No host sync (torch.bincount would read the maximum back to size its output): the offsets
-    are a search of the sorted expert ids.
+    are a search of the sorted expert ids. The ids are sorted as int16 (int32 past 32767
+    experts): a radix sort of 16-bit keys makes 2 passes instead of the 8 of int64.
     """
     flat = experts.reshape(-1)
-    sorted_ids, order = torch.sort(flat, stable=True)
-    ids = torch.arange(num_experts, device=flat.device, dtype=sorted_ids.dtype)
-    offsets = torch.searchsorted(sorted_ids, ids, right=True).to(torch.int32)
+    key = torch.int16 if num_experts <= 32767 else torch.int32
+    sorted_ids, order = torch.sort(flat.to(key), stable=True)
+    offsets = torch.searchsorted(sorted_ids, _expert_ids(num_experts, key, flat.device), right=True, out_int32=True)
     return order, offsets
+
+
+@functools.lru_cache(maxsize=64)
+def _expert_ids(num_experts: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    return torch.arange(num_experts, dtype=dtype, device=device)
 
 
 def _check_moe(x, router_logits, w_gate_up, w_down, top_k, gate) -> None:
@@ -82,9 +91,13 @@ def _check_moe(x, router_logits, w_gate_up, w_down, top_k, gate) -> None:
         raise InputError(f"router_logits must have shape [{T}, {E}] (tokens, experts), got {list(router_logits.shape)}")
     if not router_logits.is_floating_point():
         raise InputError(f"router_logits must be a floating-point tensor, got {router_logits.dtype}")
+    if x.dtype not in (torch.float16, torch.bfloat16, torch.float32):
+        raise InputError(f"x must be float16, bfloat16 or float32, got {x.dtype}")
+    if w_gate_up.dtype != x.dtype:
+        raise InputError(f"w_gate_up must have the dtype of x ({x.dtype}), got {w_gate_up.dtype}")
     if w_down.dtype != x.dtype:
         raise InputError(f"w_down must have the dtype of x ({x.dtype}), got {w_down.dtype}")
-    if w_down.device != x.device or router_logits.device != x.device:
+    if w_down.device != x.device or router_logits.device != x.device or w_gate_up.device != x.device:
         raise InputError(
             f"x, router_logits, w_gate_up and w_down must be on one device, got {x.device}, "
             f"{router_logits.device}, {w_gate_up.device}, {w_down.device}"
@@ -101,11 +114,16 @@ def _check_moe(x, router_logits, w_gate_up, w_down, top_k, gate) -> None:
 def moe_configs(
     tokens: int, top_k: int, experts: int, d_model: int, d_ff: int, dtype: torch.dtype, on_gpu: bool
 ) -> tuple[GroupedConfig, GroupedConfig]:
-    """Tiles for the gate/up GEMM (N = d_ff, two weight tiles per step) and the down GEMM (N = d_model)."""
+    """Tiles for the gate/up GEMM (N = d_ff, a gate and an up tile per step) and the down GEMM (N = d_model).
+
+    The grouped GEMM's tiles for the rows per expert, with the "inline" schedule: the prefix sum
+    is computed inside each GEMM, so the layer launches two Triton kernels instead of four
+    (H200, Qwen3-like layer at T 512, CPU-bound: 880 us with inline vs 1078 us with map).
+    """
     rows = tokens * top_k / experts
-    return choose_config(rows, d_ff, d_model, dtype, on_gpu, glu=True), choose_config(
-        rows, d_model, d_ff, dtype, on_gpu
-    )
+    up = choose_config(rows, d_ff, d_model, dtype, on_gpu, glu=True)
+    down = choose_config(rows, d_model, d_ff, dtype, on_gpu)
+    return dataclasses.replace(up, schedule="inline"), dataclasses.replace(down, schedule="inline")
 
 
 # ------------------------------------------------------------------------------ public op
@@ -136,21 +154,19 @@ def moe(
     T, d = x.shape
     E, _, f2 = w_gate_up.shape
     f = f2 // 2
-    _check_inputs(x, w_gate_up, torch.empty(E, dtype=torch.int32, device=x.device), glu=True)
     out_dtype = x.dtype
     if T == 0:
         return torch.zeros((0, d), dtype=out_dtype, device=x.device)
     weights, experts = route(router_logits, top_k, gate, normalize)
     order, offsets = permute(experts, E)
     rows = T * top_k
-    token_of = torch.div(order, top_k, rounding_mode="floor").to(torch.int32)  # x row of each permuted row
-    slot_of = order.to(torch.int32)  # token slot (t * k + j) of each permuted row
-    scale = weights.reshape(-1)[order].contiguous()  # fp32 routing weight of each permuted row
     cfg_up, cfg_down = configs or moe_configs(T, top_k, E, d, f, x.dtype, x.is_cuda)
     h = torch.empty((rows, f), dtype=out_dtype, device=x.device)  # permuted (expert) order
-    _launch(x, w_gate_up, offsets, h, f, cfg_up, rows=rows, glu=True, gather=token_of)
+    # permuted row r is token slot order[r] = t * k + j: it reads x row order[r] // k
+    _launch(x, w_gate_up, offsets, h, f, cfg_up, rows=rows, glu=True, gather=order, gather_div=top_k)
     y = torch.empty((rows, d), dtype=out_dtype, device=x.device)  # token-slot order
-    _launch(h, w_down, offsets, y, d, cfg_down, rows=rows, scatter=slot_of, scale=scale)
+    # and is written to y row order[r], scaled by the routing weight of that slot
+    _launch(h, w_down, offsets, y, d, cfg_down, rows=rows, scatter=order, scale=weights.reshape(-1))
     if top_k == 1:
         return y
     return y.view(T, top_k, d).sum(dim=1)

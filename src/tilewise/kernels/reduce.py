@@ -117,6 +117,11 @@ def _sum_dim_kernel(
 # --------------------------------------------------------------------------- launcher
 
 
+def _pow2(n: int) -> int:
+    """Next power of two >= n (`triton.next_power_of_2` costs a jit-function call from Python)."""
+    return 1 << max(0, int(n) - 1).bit_length()
+
+
 def _interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
@@ -156,7 +161,7 @@ def _sum_all(x: torch.Tensor, cfg: SumConfig | None) -> torch.Tensor:
     counter = _counters(x.device, 1)[-1:]  # the last counter: matmul uses them from the front
     _sum_flat_kernel[(programs,)](
         flat, out, partials, counter, numel,
-        BLOCK=cfg.block, NUM_PROGRAMS=programs, PARTIALS=triton.next_power_of_2(programs),
+        BLOCK=cfg.block, NUM_PROGRAMS=programs, PARTIALS=_pow2(programs),
         ACC=_acc(x.dtype), BIG=numel + cfg.block * programs >= 2**31 - 1, num_warps=cfg.num_warps,
     )  # fmt: skip
     return out
@@ -175,8 +180,8 @@ def _reduce_3d(x, out, n_outer, r, n_inner, x_strides, out_strides, sms):
     # across columns otherwise (rows of 128 contiguous columns: 512-byte runs for fp32).
     block_r = 128 if contiguous_r else 32
     block_i = 32 if contiguous_r else 128
-    block_i = min(block_i, triton.next_power_of_2(n_inner))
-    block_r = min(block_r, max(16, triton.next_power_of_2(r)))
+    block_i = min(block_i, _pow2(n_inner))
+    block_r = min(block_r, max(16, _pow2(r)))
     programs = n_outer * _cdiv(n_inner, block_i)
     # Summing the 32768 rows of a [32768, 8192] fp32 matrix column-wise gave 64 column blocks;
     # split over 4 x SMs programs that read 3.57 TB/s against torch's 4.2 (round 2): aim for 8 x SMs.

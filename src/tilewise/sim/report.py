@@ -32,19 +32,24 @@ def _verdict_global(c: dict) -> str:
     return f"uncoalesced: {c['sectors'] / c['ideal']:.1f}x the ideal sectors ({c['sectors'] - c['ideal']} extra)"
 
 
-def _verdict_shared(c: dict) -> str:
+def _verdict_shared(c: dict, width: int) -> str:
     if c["inst"] == 0:
         return ""
     parts = []
-    if c["broadcasts"] == c["inst"]:
+    wf, inst = c["wavefronts"], c["inst"]
+    if c["broadcasts"] == inst:
         parts.append("broadcast: one address per warp")
     elif c["multicasts"]:
-        parts.append(f"multicast in {100 * c['multicasts'] / c['inst']:.0f}% of instructions")
-    if c["bank_conflicts"] <= 0:
-        if c["broadcasts"] != c["inst"]:
-            parts.append(f"no bank conflict ({c['wavefronts'] / c['inst']:.0f} wavefront/inst, the ideal)")
-    else:
-        parts.append(f"{c['wavefronts'] / c['inst']:.1f}-way bank conflict: {c['bank_conflicts']} extra wavefronts")
+        parts.append(f"multicast in {100 * c['multicasts'] / inst:.0f}% of instructions")
+    if c["bank_conflicts"] > 0:
+        parts.append(f"{wf / inst:.1f}-way bank conflict: {c['bank_conflicts']} extra wavefronts")
+    elif wf > c["ideal"]:
+        parts.append(
+            f"{wf / inst:.1f} wavefronts/inst for {c['ideal'] / inst:.1f} ideal: {width}-byte lanes go in phases, "
+            "no bank conflict"
+        )
+    elif c["broadcasts"] != inst:
+        parts.append(f"{c['banks'] / inst:.0f} banks, no conflict ({wf / inst:.0f} wavefront/inst)")
     return "; ".join(parts)
 
 
@@ -80,6 +85,8 @@ def report(trace: Trace) -> dict:
             "broadcasts": c["broadcasts"],
             "multicasts": c["multicasts"],
         }
+        if st.space == "shared":
+            rec["banks_per_inst"] = round(c["banks"] / c["inst"], 2)
         if st.space == "global":
             rec.update(
                 requests=c["requests"],
@@ -97,7 +104,7 @@ def report(trace: Trace) -> dict:
                 wavefronts_per_inst=round(c["wavefronts"] / c["inst"], 3),
                 ideal_wavefronts=c["ideal"],
                 bank_conflicts=c["bank_conflicts"],
-                verdict=_verdict_shared(c),
+                verdict=_verdict_shared(c, st.width),
             )
             tot["shared_wavefronts"] += c["wavefronts"]
             tot["shared_ideal_wavefronts"] += c["ideal"]

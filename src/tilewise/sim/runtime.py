@@ -108,6 +108,7 @@ SITE_FIELDS = (
     "broadcasts",
     "multicasts",
     "bytes",
+    "banks",
 )
 
 
@@ -690,6 +691,7 @@ class Executor:
         c["ideal"] += r["ideal"]
         c["broadcasts"] += r["broadcasts"]
         c["multicasts"] += r["multicasts"]
+        c["banks"] += r["banks"]
         if obj.space == "global":
             c["requests"] += r["requests"]
             c["sectors"] += r["sectors"]
@@ -898,6 +900,7 @@ def _cached_analysis(a2, m2, width, space, store):
         r["lanes"] = int(lanes.sum())
         r["broadcasts"] = int(((lanes >= 2) & (d == 1)).sum())
         r["multicasts"] = int(((d < lanes) & (d > 1)).sum())
+        r["banks"] = int(_distinct_per_row((rel // 4) % 32, m2).sum()) if space == "shared" else 0
         if len(_CACHE) > 20000:
             _CACHE.clear()
         _CACHE[key] = r

@@ -164,7 +164,7 @@ def bench_shape(name: str, dtype_name: str, rounds: int, tags: dict, loop: bool 
     tensors, offsets = make_inputs(counts, K, N, dtype, copies=copies)
     xs, ws = tensors[0::2], tensors[1::2]
     cfg = config or choose_config(T / E, N, K, dtype)
-    ys = [torch.empty(T, N, device=DEVICE, dtype=dtype) for _ in range(copies)]
+    ys = [torch.empty(T, N, device=DEVICE, dtype=xs[0].dtype) for _ in range(copies)]
     flops = traffic.grouped_gemm_flops(counts, K, N)
     nbytes = traffic.grouped_gemm_bytes(counts, K, N, dtype_name)
     extra = model_columns(counts, K, N, cfg, torch.cuda.get_device_properties(0).multi_processor_count)
