@@ -147,13 +147,18 @@ def test_paged_cache(poison):
 def test_split_plan_follows_the_model_and_caps_chunks():
     from tilewise.model.decode import choose_num_splits
 
-    # B1 Hkv8 128k: the model's wave rule gives 16 splits (8192 keys); the cap (4096 keys) doubles it
-    splits, chunk = choose_splits(1, 8, 131072, 132, 64)
+    # B1 Hkv8 128k: the model's wave rule gives 16 splits of 8192 keys (what the kernel uses by default)
     model = choose_num_splits(1, 8, 131072, 132, block_n=64)
-    assert chunk <= dec_mod._MAX_CHUNK and chunk % 64 == 0 and splits * chunk >= 131072
-    assert splits >= model
+    assert choose_splits(1, 8, 131072, 132, 64) == (model, 131072 // model)
+    # a cap on the keys per program raises the split count: 4096 keys -> 32 splits
+    splits, chunk = choose_splits(1, 8, 131072, 132, 64, max_chunk=4096)
+    assert (splits, chunk) == (32, 4096)
     # B64 Hkv8 4k: 512 programs already fill 132 SMs: no split
     assert choose_splits(64, 8, 4096, 132, 64) == (1, 4096)
+    # chunks are whole key tiles and cover the sequence
+    for b, hk, n in [(1, 8, 1000), (3, 2, 77777), (32, 8, 65536)]:
+        s_, c_ = choose_splits(b, hk, n, 132, 64)
+        assert c_ % 64 == 0 and s_ * c_ >= n > (s_ - 1) * c_
 
 
 # --------------------------------------------------------------------------- bad inputs

@@ -64,6 +64,7 @@ def test_tf32(m, n, k):
 @pytest.mark.parametrize(
     "cfg",
     [Config(128, 256, 64, 8, 1, 8, 3, True), Config(128, 128, 64, 8, 1, 8, 4, True), Config(64, 128, 128, 8, 4, 4, 4),
+     Config(128, 256, 64, 8, 1, 8, 3, True, "", True), Config(128, 256, 64, 8, 1, 4, 3, True, "", True),
      Config(16, 64, 256, 8, 2, 4, 4), Config(128, 128, 64, 8, 3, 8, 3)],
     ids=lambda c: c.tag(),
 )  # fmt: skip

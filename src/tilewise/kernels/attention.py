@@ -387,7 +387,7 @@ def attention(
         v_desc = _desc(v, cfg.block_n)
     else:
         k_desc, v_desc = k, v
-    grid = (triton.cdiv(Sq, cfg.block_m), B * H)
+    grid = (-(-Sq // cfg.block_m), B * H)
     _attn_fwd_kernel[grid](
         q, k, v, out, lse, k_desc, v_desc,
         H, Hk, Sq, Sk, sm_scale * LOG2E,

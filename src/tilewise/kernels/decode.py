@@ -42,14 +42,17 @@ LOG2E = 1.4426950408889634
 LN2 = tl.constexpr(0.6931471805599453)  # a constexpr: jit functions may read only constexpr globals
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
-# Keys one program streams at most. 4096 keys x 512 B (K + V, D = 128, bf16) = 2 MB, ~64 us at
-# one SM's share (4.28 TB/s / 132) of the copy bandwidth: the tail the last program adds.
-# Sweep on the H200 (docs/readme/attention.md) decides between 2048 / 4096 / 8192.
-_MAX_CHUNK = 4096
-# (BLOCK_N, warps, stages) for the split kernel; replaced by the H200 sweep's winner.
+# Tuning, measured on the H200 (bf16, D 128, 2026-11-30, triton 3.6; benchmarks/gpu/queue/attn_r3.py,
+# docs/readme/attention.md), best geometric mean of time over B1 Hq32 Hkv8 L128k, B8 Hq32 Hkv8 L32k and
+# B1 Hq64 Hkv8 L64k among 8 tiles x 3 chunk caps:
+# * (BLOCK_N, warps, stages) = (64, 4, 3) with plain loads: 141 / 262 / 148 us. TMA descriptors are
+#   as fast on the GPU (128 x 4 x 3: 137 / 251 us) but cost host time per call (two descriptors)
+#   that shows on the short 64k-token step (178-193 us with TMA vs 142-150 us without).
+# * No cap on the keys per program: the model's wave-efficiency split count alone (16 x 8192 keys at
+#   L128k) beat capping chunks at 2048 / 4096 keys (139-152 us at L128k) on the geometric mean.
+_MAX_CHUNK = 1 << 30
 _DECODE_TILE = (64, 4, 3)
-# Key tiles through TMA descriptors (contiguous caches); plain loads otherwise.
-_DECODE_TMA = True
+_DECODE_TMA = False
 _MAX_SPLITS = 64
 
 
@@ -64,6 +67,11 @@ def _interpreting() -> bool:
 
 def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
+
+
+def _next_pow2(n: int) -> int:
+    """Plain Python (triton.next_power_of_2 is a constexpr function: ~10 us per host call)."""
+    return 1 << max(int(n) - 1, 0).bit_length()
 
 
 @functools.lru_cache(maxsize=16)
@@ -489,7 +497,7 @@ def decode_attention(
     if B == 0:
         return out, lse
     group = Hq // Hk
-    block_g = max(16, triton.next_power_of_2(group))
+    block_g = max(16, _next_pow2(group))  # mma.sync needs M >= 16
     if num_splits is None:
         splits, chunk = choose_splits(B, Hk, max(max_len, 1), _sm_count(q.device), block_n, max_chunk)
     else:
@@ -503,8 +511,9 @@ def decode_attention(
     k = k_cache if k_cache.stride(-1) == 1 else k_cache.contiguous()
     v = v_cache if v_cache.stride(-1) == 1 else v_cache.contiguous()
     if splits > 1:
-        o_part = torch.empty((B * Hk, splits, group, D), device=q.device, dtype=torch.float32)
-        lse_part = torch.empty((B * Hk, splits, group), device=q.device, dtype=torch.float32)
+        part = torch.empty((B * Hk * splits * group * (D + 1),), device=q.device, dtype=torch.float32)  # one allocation
+        o_part = part[: B * Hk * splits * group * D]
+        lse_part = part[B * Hk * splits * group * D :]
     else:
         o_part = lse_part = lse  # unused
     table = block_table if block_table is not None else lens
@@ -530,7 +539,7 @@ def decode_attention(
     if splits > 1:
         _decode_merge_kernel[(B * Hq,)](
             o_part, lse_part, lens, out3, lse, Hq, splits, chunk, out3.stride(0), out3.stride(1),
-            GROUP=group, HEAD_DIM=D, SPLITS_P2=max(2, triton.next_power_of_2(splits)),
+            GROUP=group, HEAD_DIM=D, SPLITS_P2=max(2, _next_pow2(splits)),
             num_warps=4,
         )  # fmt: skip
     return out, lse

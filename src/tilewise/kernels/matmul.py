@@ -202,6 +202,18 @@ def bytes_in_flight(cfg: Config, m: int, n: int, e: int, sms: int, gpu: str = "h
 #                                                 128x256x64 w8 st4               547 us    578 us
 #                             256 x 24576 x 8192  persistent TMA 128x128x64 st4   163 us    147 us
 #                                                 persistent 128x256x64 st4       177 us    147 us
+#  Round 3 (same day, the final heuristic):
+#                             8192^3              warp-specialized 128x256 st3    1527 us   1837 us (throttled)
+#                                                 the same at st4                 1379 us   1544 us
+#                                                 128x256x64 w8 st4               1606 us   1648 us
+#                             4096^3              warp-specialized 128x256 st3    188 us    186 us
+#                                                 persistent 128x256 st3          181 us    183 us
+#                             1024 x 24576 x 8192 warp-specialized 128x256 st3    548 us    572 us
+#                                                 persistent 128x256 st3          569 us    566 us
+#                             256 x 24576 x 8192  warp-specialized 128x128 st4    163 us    144 us
+#                                                 persistent 128x128 st4          165 us    152 us
+#                                                 warp-specialized 128x256 st3    192 us    143 us
+#  cuBLAS itself moves by 10-20% between runs on 8192^3 as the GPU's clock follows its power.
 SKINNY_8 = Config(16, 128, 256, 8, 1, 4, 4, reason="memory-bound, M <= 8: stream B, 16x128x256 tiles")
 SKINNY_16 = Config(16, 64, 512, 8, 1, 4, 3, reason="memory-bound, M <= 16: stream B, 16x64x512 tiles")
 SKINNY_64 = Config(64, 256, 64, 8, 1, 4, 4, reason="memory-bound, M <= 64: BLOCK_N 256 reads A N/256 times")
@@ -212,7 +224,7 @@ SKINNY_128_FEW = Config(128, 128, 64, 8, 1, 8, 3, reason="memory-bound, M <= 128
 # >= 80% full (model.waves.grid_waves) wins.
 COMPUTE = (
     Config(128, 256, 64, 8, 1, 8, 3, True, "compute-bound: persistent, warp-specialized 128x256", True),
-    # warp specialization measured only on 128x256 (+12% on 8192^3); assumed to carry to 128x128
+    # warp specialization: 163.3 us against 164.5 without it on 256 x 24576 x 8192 (round 3)
     Config(128, 128, 64, 8, 1, 8, 4, True, "compute-bound, fewer tiles: persistent, warp-specialized 128x128", True),
     Config(64, 128, 64, 8, 1, 4, 4, reason="small problem: 64x128 tiles to fill the SMs"),
     Config(64, 64, 64, 8, 1, 4, 4, reason="small problem: 64x64 tiles to fill the SMs"),
