@@ -11,11 +11,13 @@ from Tensor-Core utilisation to saturating HBM. This file does three things for 
   expanding K/V per query head would read it Hq / Hkv times).
 * Split-KV: the keys of each (sequence, KV head) are cut into `num_splits` chunks, one
   program each, so that small batches still put every SM to work. The count comes from the
-  model's wave-efficiency rule (`tilewise.model.decode.choose_num_splits`) with a cap on the
-  keys one program streams (`_MAX_CHUNK`), so that the last programs to finish are short.
-  A second kernel merges the partial results by their log-sum-exp.
+  model's wave-efficiency rule (`tilewise.model.decode.choose_num_splits`); an optional cap
+  on the keys one program streams (`max_chunk=`, `_MAX_CHUNK`) shortens the last programs,
+  off by default (the H200 sweep measured the model's count alone best). A second kernel
+  merges the partial results by their log-sum-exp.
 * Variable lengths without padding traffic: a program reads keys [start, min(start +
-  chunk, len)) of its sequence only; chunks past the end exit without loading anything.
+  chunk, len)) of its sequence only; chunks past the end load nothing, and the merge reads
+  only the partials that saw keys.
 
 Paged caches: pass `block_table` [B, max_pages] (int32, page ids) and k/v caches shaped
 [num_pages, Hkv, page_size, D]; page_size must be a multiple of the key tile.
