@@ -5,7 +5,7 @@ counted in 32-byte sectors) and "32 banks, each 4 bytes wide; the n-th 4-byte wo
 if they all read the same address, that is a broadcast" (shared memory, counted in wavefronts).
 
 `analyze_access` returns Nsight Compute's own counters for one instruction of one warp, as measured on an
-H200 (tests/data/ncu/, made by make_fixture.py there: 1098 patterns, 1084 reproduced exactly, the 14 others
+H200 (tests/data/ncu/, made by make_fixture.py there: 1290 patterns, 1276 reproduced exactly, the 14 others
 partial-mask 8/16-byte shared loads off by one). `analyze_batch` is the same rule for many warps at once
 (rows of 32 lanes), which is what the executor calls.
 
