@@ -100,6 +100,9 @@ _BWD_DZ = {64: Config(64, 64, 4, 3), 128: Config(128, 64, 8, 3)}
 _BWD_DW = {64: Config(128, 64, 8, 2), 128: Config(128, 64, 8, 2)}
 # "atomic" (dz by fp32 atomics from the dW kernel, 8 GEMM units instead of 11) lost on the H200:
 # 1461 µs vs 1042 µs at d_h 128, 675 vs 647 µs at d_h 64: 8 x 128 MB of atomics cost more than 3 units.
+# Its dW kernel holds the dz partial too: 128-token steps need 240 KB of shared memory at d_h 128
+# (over the 227 KB limit), so it keeps its own best tiles.
+_BWD_DW_ATOMIC = {64: Config(128, 64, 8, 2), 128: Config(64, 32, 4, 3)}
 _MODE = "split"
 
 
@@ -487,12 +490,13 @@ def _bwd(
     z = _rowmajor(z)
     dy = _rowmajor(dy if dy.dtype == z.dtype else dy.to(z.dtype))
     wg, wu, wd = _contig(wg), _contig(wu), _contig(wd)
-    dz_cfg, dw_cfg = dz_cfg or _BWD_DZ[d], dw_cfg or _BWD_DW[d]
     dev = z.device
     if not need_dw:
         if not need_dz:
             return None, None, None, None
         mode = "split"
+    dz_cfg = dz_cfg or _BWD_DZ[d]
+    dw_cfg = dw_cfg or (_BWD_DW_ATOMIC[d] if mode == "atomic" and need_dz else _BWD_DW[d])
     dwg, dwu = _empty((H, d, I), dev, z.dtype), _empty((H, d, I), dev, z.dtype)
     dwd = _empty((H, I, d), dev, z.dtype)
     if T == 0:
