@@ -117,8 +117,10 @@ def moe_configs(
     """Tiles for the gate/up GEMM (N = d_ff, a gate and an up tile per step) and the down GEMM (N = d_model).
 
     The grouped GEMM's tiles for the rows per expert, with the "inline" schedule: the prefix sum
-    is computed inside each GEMM, so the layer launches two Triton kernels instead of four
-    (H200, Qwen3-like layer at T 512, CPU-bound: 880 us with inline vs 1078 us with map).
+    is computed inside each GEMM, so the layer launches two Triton kernels instead of four.
+    H200 (2026-11-30, final sweep, us): Qwen3-like T 512 (CPU-bound) 415 inline vs 421 map;
+    but the map was faster on the GPU-bound layers (Qwen3-like T 4096 871 vs 898, DeepSeek-like
+    T 4096 8629 vs 9413, T 512 5377 vs 5458): a candidate for the next default.
     """
     rows = tokens * top_k / experts
     up = choose_config(rows, d_ff, d_model, dtype, on_gpu, glu=True)
