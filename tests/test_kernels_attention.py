@@ -17,9 +17,9 @@ pytest.importorskip("triton")
 if os.environ.get("TRITON_INTERPRET", "0") in ("", "0") and not torch.cuda.is_available():
     pytest.skip("needs TRITON_INTERPRET=1 (or a CUDA GPU)", allow_module_level=True)
 
-import tilewise.kernels.attention as attn_mod  # noqa: E402
+import tilewise.kernels.flash_attention as attn_mod  # noqa: E402
 from tilewise.errors import InputError  # noqa: E402
-from tilewise.kernels.attention import ForwardConfig, attention  # noqa: E402
+from tilewise.kernels.flash_attention import ForwardConfig, attention  # noqa: E402
 
 DEV = "cuda" if torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET", "0") in ("", "0") else "cpu"
 # per-dtype tolerance on outputs of magnitude ~1 (softmax-weighted means of N(0,1) values)

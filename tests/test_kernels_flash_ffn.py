@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 
 from tilewise.errors import InputError  # noqa: E402
-from tilewise.kernels import flash_ffn as ff  # noqa: E402
+from tilewise.kernels import ffn as ff  # noqa: E402
 
 # Largest error allowed, relative to the reference's largest magnitude, beside the error of the
 # same layer run by torch in the input dtype ("no worse than eager in low precision").

@@ -20,7 +20,7 @@ if os.environ.get("TRITON_INTERPRET", "0") in ("", "0") and not torch.cuda.is_av
 
 from tilewise.errors import InputError  # noqa: E402
 from tilewise.kernels import matmul as _public_matmul  # noqa: E402
-from tilewise.kernels.matmul import Config, _launch, choose_config, choose_split_k, matmul  # noqa: E402
+from tilewise.kernels.gemm import Config, _launch, choose_config, choose_split_k, matmul  # noqa: E402
 
 DEV = "cuda" if torch.cuda.is_available() else "cpu"
 SMALL = Config(16, 16, 16, group_m=2, split_k=1, num_warps=4, num_stages=2)
@@ -154,7 +154,7 @@ def test_choose_config_article_skinny_shape_streams_b():
     """The article's 64 x 24576 x 8192 is memory-bound: the grid needs enough bytes in flight to
     cover HBM latency (Little's law: 4.8 TB/s x 1 us), and wide tiles so A is re-read few times."""
     from tilewise import gpus
-    from tilewise.kernels.matmul import bytes_in_flight
+    from tilewise.kernels.gemm import bytes_in_flight
 
     cfg = choose_config(64, 24576, 8192, "bf16")
     assert "memory" in cfg.reason

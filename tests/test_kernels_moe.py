@@ -11,7 +11,7 @@ pytest.importorskip("triton")
 
 from tilewise.errors import InputError  # noqa: E402
 from tilewise.kernels.grouped_gemm import GroupedConfig  # noqa: E402
-from tilewise.kernels.moe import moe, moe_reference, permute, route  # noqa: E402
+from tilewise.kernels.moe_layer import moe, moe_reference, permute, route  # noqa: E402
 
 if not (os.environ.get("TRITON_INTERPRET") == "1" or torch.cuda.is_available()):
     pytest.skip("needs TRITON_INTERPRET=1 (CPU) or a CUDA GPU", allow_module_level=True)

@@ -15,7 +15,7 @@ pytestmark = [
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
 ]
 
-from tilewise.kernels import flash_ffn as ff  # noqa: E402
+from tilewise.kernels import ffn as ff  # noqa: E402
 from tilewise.kernels import mhmoe  # noqa: E402
 
 
@@ -79,6 +79,12 @@ def test_mhmoe_forward_bf16(T, Eh, f, k, impl):
         ref = mhmoe.experts_forward_loop(z.float(), w, e, layer.w_gate_up.float(), layer.w_down.float(), torch.float32)
         ref = ref.reshape(T, -1) @ layer.w_out.float()
         p = mhmoe.plan(w, e, layer.num_experts)
-        peer = mhmoe.experts_forward_torch(z.contiguous(), p, layer.w_gate_up, layer.w_down)
+        # torch._grouped_mm refuses 1024 groups or more on torch 2.11 ("Can't process more than 1024 groups")
+        peer = (
+            None
+            if layer.num_experts >= 1024
+            else mhmoe.experts_forward_torch(z.contiguous(), p, layer.w_gate_up, layer.w_down)
+        )
     assert rel(y, ref) <= 2e-2
-    assert rel(peer.reshape(T, -1).float() @ layer.w_out.float(), ref) <= 2e-2
+    if peer is not None:
+        assert rel(peer.reshape(T, -1).float() @ layer.w_out.float(), ref) <= 2e-2

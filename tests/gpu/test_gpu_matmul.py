@@ -14,7 +14,7 @@ if not torch.cuda.is_available():
     pytest.skip("needs a CUDA GPU", allow_module_level=True)
 
 from tilewise.errors import InputError  # noqa: E402
-from tilewise.kernels.matmul import Config, choose_config, matmul  # noqa: E402
+from tilewise.kernels.gemm import Config, choose_config, matmul  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 BF, FP16, FP32 = torch.bfloat16, torch.float16, torch.float32

@@ -17,7 +17,7 @@ pytestmark = [
 
 from tilewise.kernels.grouped_gemm import GroupedConfig as C  # noqa: E402
 from tilewise.kernels.grouped_gemm import grouped_matmul  # noqa: E402
-from tilewise.kernels.moe import moe, moe_reference  # noqa: E402
+from tilewise.kernels.moe_layer import moe, moe_reference  # noqa: E402
 from tilewise.model import waves  # noqa: E402
 
 TOL = {torch.bfloat16: 2e-2, torch.float16: 4e-3}  # relative to max |y|

@@ -24,8 +24,8 @@ import torch
 import torch.nn.functional as F
 from triton.testing import do_bench
 
-import tilewise.kernels.attention as am
 import tilewise.kernels.decode as dm
+import tilewise.kernels.flash_attention as am
 from tilewise.bench import harness
 from tilewise.bench.suites import attention as attention_suite
 from tilewise.bench.suites import decode as decode_suite

@@ -18,8 +18,8 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from triton.testing import do_bench
 
 from tilewise.bench import harness
-from tilewise.kernels.attention import ForwardConfig, attention
 from tilewise.kernels.decode import choose_splits, decode_attention
+from tilewise.kernels.flash_attention import ForwardConfig, attention
 from tilewise.model import traffic
 
 OUT = os.environ.get("OUT_AREA", "/tmp/attn_out")

@@ -18,7 +18,7 @@ from triton.testing import do_bench
 
 from tilewise.bench import harness
 from tilewise.bench.suites import ffn as suite
-from tilewise.kernels import flash_ffn as ff
+from tilewise.kernels import ffn as ff
 
 T0 = time.time()
 BUDGET = float(os.environ.get("BUDGET_S", "225"))

@@ -12,7 +12,7 @@ import torch
 import triton
 from triton.testing import do_bench
 
-from tilewise.kernels.matmul import Config, choose_config, matmul
+from tilewise.kernels.gemm import Config, choose_config, matmul
 from tilewise.kernels.reduce import SumConfig
 from tilewise.kernels.reduce import sum as tsum
 

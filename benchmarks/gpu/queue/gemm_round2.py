@@ -11,8 +11,8 @@ import time
 import torch
 from triton.testing import do_bench
 
-from tilewise.kernels.matmul import Config as C
-from tilewise.kernels.matmul import choose_config, matmul
+from tilewise.kernels.gemm import Config as C
+from tilewise.kernels.gemm import choose_config, matmul
 
 T0 = time.time()
 BUDGET = float(os.environ.get("BUDGET_S", "60"))

@@ -20,7 +20,7 @@ from tilewise.bench.suites import grouped as G
 from tilewise.bench.suites import moe as M
 from tilewise.kernels.grouped_gemm import GroupedConfig as C
 from tilewise.kernels.grouped_gemm import grouped_matmul
-from tilewise.kernels.moe import moe, moe_reference, permute, route
+from tilewise.kernels.moe_layer import moe, moe_reference, permute, route
 
 T0 = time.time()
 OUT = os.environ.get("OUT_AREA", "/tmp/out")

@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import importlib
 
-# public name -> module under tilewise.kernels that defines it
+# public name -> module under tilewise.kernels that defines it. No module is named like an op:
+# importing a submodule binds its name on the package, which would shadow a same-named op.
 _OPS = {
-    "matmul": "matmul",
+    "matmul": "gemm",
     "sum": "reduce",
-    "attention": "attention",
+    "attention": "flash_attention",
     "decode_attention": "decode",
     "grouped_matmul": "grouped_gemm",
-    "moe": "moe",
-    "flash_ffn": "flash_ffn",
-    "FlashFFNFunction": "flash_ffn",
-    "MultiHeadFFN": "flash_ffn",
+    "moe": "moe_layer",
+    "flash_ffn": "ffn",
+    "FlashFFNFunction": "ffn",
+    "MultiHeadFFN": "ffn",
     "MultiHeadMoE": "mhmoe",
 }
 
@@ -31,7 +32,9 @@ def __getattr__(name: str):
         require_extra("torch", "kernels")
         require_extra("triton", "kernels")
         mod = importlib.import_module(f"tilewise.kernels.{_OPS[name]}")
-        return getattr(mod, name)
+        obj = getattr(mod, name)
+        globals()[name] = obj  # later lookups skip __getattr__
+        return obj
     raise AttributeError(f"module 'tilewise.kernels' has no attribute {name!r}")
 
 

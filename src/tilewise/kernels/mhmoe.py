@@ -72,7 +72,7 @@ def route_heads(logits: torch.Tensor, top_k: int) -> tuple[torch.Tensor, torch.T
 
 def plan(weights: torch.Tensor, experts: torch.Tensor, num_experts: int) -> Plan:
     """Sort the (row, expert) slots by expert (the MoE layer's `permute`: no host sync)."""
-    from tilewise.kernels.moe import permute
+    from tilewise.kernels.moe_layer import permute
 
     R, k = experts.shape
     order, offsets = permute(experts, num_experts)
@@ -102,7 +102,7 @@ def _launch_takes_gather_div() -> bool:
 def experts_forward_fused(z: torch.Tensor, p: Plan, w_gate_up: torch.Tensor, w_down: torch.Tensor) -> torch.Tensor:
     """Two persistent grouped GEMMs; z [R, d_h] -> [R, d_h]. Gather, GLU, scale and scatter are fused."""
     from tilewise.kernels.grouped_gemm import _launch
-    from tilewise.kernels.moe import moe_configs
+    from tilewise.kernels.moe_layer import moe_configs
 
     R, d = z.shape
     f = w_down.shape[1]

@@ -28,7 +28,7 @@ import triton
 import triton.language as tl
 
 from tilewise.errors import InputError
-from tilewise.kernels.matmul import _cdiv, _counters, num_sms
+from tilewise.kernels.gemm import _cdiv, _counters, num_sms
 
 _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 

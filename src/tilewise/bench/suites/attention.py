@@ -92,7 +92,7 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     from tilewise.bench import harness
-    from tilewise.kernels.attention import _forward_config, attention
+    from tilewise.kernels.flash_attention import _forward_config, attention
     from tilewise.model import traffic
 
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype]

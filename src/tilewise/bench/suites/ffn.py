@@ -130,7 +130,7 @@ def _ffn_case(T, H, d, inter, dtype_name, rounds, rep_ms, dense, tags, log) -> l
 
     from tilewise.bench import harness
     from tilewise.explain import ffn as xffn
-    from tilewise.kernels.flash_ffn import _MODE, flash_ffn
+    from tilewise.kernels.ffn import _MODE, flash_ffn
     from tilewise.model import traffic
 
     dt = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]

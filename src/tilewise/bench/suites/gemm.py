@@ -105,7 +105,7 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
 
     from tilewise import gpus as _gpus
     from tilewise.bench import harness
-    from tilewise.kernels.matmul import choose_config, matmul
+    from tilewise.kernels.gemm import choose_config, matmul
     from tilewise.model import traffic
 
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[args.dtype]

@@ -1,6 +1,6 @@
 """`tilewise bench moe`: the fused MoE layer vs a torch implementation built on torch._grouped_mm.
 
-Both sides route the same way (`tilewise.kernels.moe.route` and `permute`); the torch side
+Both sides route the same way (`tilewise.kernels.moe_layer.route` and `permute`); the torch side
 then gathers x into expert order, runs torch._grouped_mm for gate/up, SiLU * mul, torch._grouped_mm
 for down, scales by the routing weights and sums each token's k slots. Ours fuses the gather
 into the gate/up GEMM's loads, SiLU * mul into its epilogue, and the weights and the
@@ -27,7 +27,7 @@ def moe_torch(x, router_logits, w_gate_up, w_down, top_k, gate="softmax"):
     import torch
     import torch.nn.functional as F
 
-    from tilewise.kernels.moe import permute, route
+    from tilewise.kernels.moe_layer import permute, route
 
     T, d = x.shape
     E, _, f2 = w_gate_up.shape
@@ -68,7 +68,7 @@ def bench_config(name: str, dtype_name: str, rounds: int, tags: dict, configs=No
 
     from tilewise.bench import harness
     from tilewise.bench.suites.grouped import model_columns
-    from tilewise.kernels.moe import moe, moe_configs, route
+    from tilewise.kernels.moe_layer import moe, moe_configs, route
     from tilewise.model import traffic
 
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]

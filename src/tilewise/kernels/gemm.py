@@ -26,8 +26,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-import sys
-import types
 
 import torch
 import triton
@@ -675,13 +673,3 @@ def matmul(
 
 __all__ = ["ACTIVATIONS", "Config", "choose_config", "choose_split_k", "matmul"]
 
-
-class _CallableModule(types.ModuleType):
-    """`tilewise.kernels.matmul` names both this module and the op: once the module is imported,
-    Python binds the package attribute to the module, so the module forwards calls to the op."""
-
-    def __call__(self, *args, **kwargs):
-        return matmul(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule

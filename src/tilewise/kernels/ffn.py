@@ -33,8 +33,6 @@ from __future__ import annotations
 
 import functools
 import math
-import sys
-import types
 from dataclasses import dataclass
 
 import torch
@@ -638,15 +636,5 @@ class MultiHeadFFN(torch.nn.Module):
             f"intermediate={self.intermediate}, fused={self.fused}"
         )
 
-
-class _CallableModule(types.ModuleType):
-    """`from tilewise.kernels import flash_ffn` can hand back this module rather than the function (the
-    package's lazy export and the submodule share the name), so the module itself calls `flash_ffn`."""
-
-    def __call__(self, *args, **kwargs):
-        return flash_ffn(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
 
 __all__ = ["Config", "FlashFFNFunction", "MultiHeadFFN", "bwd_configs", "flash_ffn", "fwd_config", "mhffn_unfused"]
