@@ -16,9 +16,8 @@ computed from the problem and the GPU registry:
 5. predicted time and memory, fused and unfused, and the dense SwiGLU of equal FLOPs;
 6. why the speedup is small.
 
-Counts this module adds (to move into tilewise/model/traffic.py and model/tensorcore.py):
-`mhffn_backward_flops`, `mhffn_backward_bytes`, `mhffn_unfused_backward_bytes`,
-`dense_swiglu_flops`, `mhffn_unfused_saved_bytes`, `ffn_register_budget`.
+The backward and dense-SwiGLU counts are in tilewise.model.traffic (`mhffn_backward_flops`, ...),
+the FFN register budget in tilewise.model.tensorcore (`ffn_register_budget`).
 """
 
 from __future__ import annotations
@@ -26,76 +25,24 @@ from __future__ import annotations
 import argparse
 
 from tilewise import gpus as _gpus
-from tilewise.errors import InputError, positive_int, require
+from tilewise.errors import positive_int, require
 from tilewise.explain.report import Report, fmt_bytes, fmt_flops, fmt_kib, fmt_time, pct
 from tilewise.gpus import element_bytes
 from tilewise.model import roofline, tensorcore, traffic
 
 DEFAULTS = dict(tokens=16384, d_model=2048, heads=16, intermediate=512, block_m=128, block_n=64, gpu="h200")
-BACKWARD_MODES = ("useful", "split", "atomic")
 
-# ------------------------------------------------------------------ counts (to move to model/traffic.py)
-
-
-def mhffn_backward_flops(tokens: int, heads: int, head_dim: int, intermediate: int, mode: str = "useful") -> int:
-    """Backward FLOPs of the per-head SwiGLU FFN, in units of one per-head GEMM U = 2 T H d_h I.
-
-    * "useful": what autograd of the unfused layer computes: dWd, da, dz (2), dWg, dWu = 6 U;
-    * "split": FlashFFN's two-kernel backward: dW kernel (recompute g, u, da; dWd, dWg, dWu = 6 U)
-      plus dz kernel (recompute g, u, da; dz = dg Wg^T + du Wu^T = 5 U) = 11 U;
-    * "atomic": one kernel (recompute g, u, da; three dW; dz with fp32 atomics) = 8 U.
-    """
-    u = 2 * tokens * heads * head_dim * intermediate
-    units = {"useful": 6, "split": 11, "atomic": 8}
-    if mode not in units:
-        raise InputError(f"mode must be one of {sorted(units)}, got {mode!r}")
-    return units[mode] * u
-
-
-def mhffn_backward_bytes(tokens: int, heads: int, head_dim: int, intermediate: int, dtype: str = "bf16") -> int:
-    """Fused backward: z and dy read, the three weights read, dz and the three weight gradients written."""
-    e = element_bytes(dtype)
-    act = 3 * tokens * heads * head_dim
-    w = 6 * heads * head_dim * intermediate
-    return (act + w) * e
-
-
-def mhffn_unfused_backward_bytes(tokens: int, heads: int, head_dim: int, intermediate: int, dtype: str = "bf16") -> int:
-    """Unfused backward: the fused bytes plus the [T, H, I] tensors autograd reads and writes.
-
-    Read a (for dWd), write da; read da, g, u; write dg, du; read dg, du (dz GEMM) and again
-    (dWg, dWu GEMMs): 10 passes over a [T, H, I] tensor.
-    """
-    inter = tokens * heads * intermediate * element_bytes(dtype)
-    return mhffn_backward_bytes(tokens, heads, head_dim, intermediate, dtype) + 10 * inter
-
-
-def mhffn_unfused_saved_bytes(tokens: int, heads: int, intermediate: int, dtype: str = "bf16") -> int:
-    """[T, H, I] tensors autograd keeps for the backward of bmm / silu / mul / bmm: g, u, silu(g), a = 4."""
-    return 4 * tokens * heads * intermediate * element_bytes(dtype)
-
-
-def dense_swiglu_flops(tokens: int, d_model: int, intermediate: int) -> int:
-    """Dense SwiGLU x [T, d] -> [T, I] gate and up -> [T, d]: 3 GEMMs of 2 T d I."""
-    return 3 * traffic.gemm_flops(tokens, intermediate, d_model)
-
-
-def ffn_register_budget(block_m: int, block_n: int, head_dim: int, dtype: str = "bf16") -> dict[str, float]:
-    """Registers per thread of one consumer warpgroup owning block_m token rows (the attention budget, FFN-shaped).
-
-    g and u [M, N] fp32 (two up-projections where attention has one S), a = silu(g) u [M, N] in
-    the input dtype (attention's P), the output accumulator [M, d_h] fp32 (attention's O), plus
-    the address registers of `tensorcore.ADDRESS_REGISTERS`; no softmax statistics.
-    """
-    t = tensorcore.WARPGROUP_THREADS
-    acc = tensorcore.ACC_BYTES
-    e = element_bytes(dtype)
-    gu = 2 * block_m * block_n * acc / 4 / t
-    a = block_m * block_n * e / 4 / t
-    o = block_m * head_dim * acc / 4 / t
-    total = gu + a + o + tensorcore.ADDRESS_REGISTERS
-    return dict(gu=gu, a=a, o=o, addresses=tensorcore.ADDRESS_REGISTERS, total=total)
-
+# The counts live in tilewise.model.traffic and the register budget in tilewise.model.tensorcore;
+# they are re-exported here for the report's readers.
+from tilewise.model.tensorcore import ffn_register_budget  # noqa: E402
+from tilewise.model.traffic import (  # noqa: E402
+    BACKWARD_MODES,
+    dense_swiglu_flops,
+    mhffn_backward_bytes,
+    mhffn_backward_flops,
+    mhffn_unfused_backward_bytes,
+    mhffn_unfused_saved_bytes,
+)
 
 # ------------------------------------------------------------------ the report
 

@@ -672,4 +672,3 @@ def matmul(
 
 
 __all__ = ["ACTIVATIONS", "Config", "choose_config", "choose_split_k", "matmul"]
-

@@ -417,3 +417,20 @@ __all__ = [
     "wgmma",
     "wgmma_shapes",
 ]
+
+
+def ffn_register_budget(block_m: int, block_n: int, head_dim: int, dtype: str = "bf16") -> dict[str, float]:
+    """Registers per thread of one consumer warpgroup owning block_m token rows (the attention budget, FFN-shaped).
+
+    g and u [M, N] fp32 (two up-projections where attention has one S), a = silu(g) u [M, N] in
+    the input dtype (attention's P), the output accumulator [M, d_h] fp32 (attention's O), plus
+    the address registers of `ADDRESS_REGISTERS`; no softmax statistics.
+    """
+    t = WARPGROUP_THREADS
+    acc = ACC_BYTES
+    e = _gpus.element_bytes(dtype)
+    gu = 2 * block_m * block_n * acc / 4 / t
+    a = block_m * block_n * e / 4 / t
+    o = block_m * head_dim * acc / 4 / t
+    total = gu + a + o + ADDRESS_REGISTERS
+    return dict(gu=gu, a=a, o=o, addresses=ADDRESS_REGISTERS, total=total)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tilewise.errors import positive_int
+from tilewise.errors import InputError, positive_int
 from tilewise.gpus import element_bytes
 
 
@@ -191,9 +191,67 @@ def mhffn_unfused_bytes(tokens: int, heads: int, head_dim: int, intermediate: in
     return mhffn_bytes(tokens, heads, head_dim, intermediate, dtype) + 6 * inter * e
 
 
+# -------------------------------------------------------------- FlashFFN backward, dense SwiGLU
+
+BACKWARD_MODES = ("useful", "split", "atomic")
+
+
+def mhffn_backward_flops(tokens: int, heads: int, head_dim: int, intermediate: int, mode: str = "useful") -> int:
+    """Backward FLOPs of the per-head SwiGLU FFN, in units of one per-head GEMM U = 2 T H d_h I.
+
+    * "useful": what autograd of the unfused layer computes: dWd, da, dz (2), dWg, dWu = 6 U;
+    * "split": FlashFFN's two-kernel backward: dW kernel (recompute g, u, da; dWd, dWg, dWu = 6 U)
+      plus dz kernel (recompute g, u, da; dz = dg Wg^T + du Wu^T = 5 U) = 11 U;
+    * "atomic": one kernel (recompute g, u, da; three dW; dz with fp32 atomics) = 8 U.
+    """
+    u = 2 * tokens * heads * head_dim * intermediate
+    units = {"useful": 6, "split": 11, "atomic": 8}
+    if mode not in units:
+        raise InputError(f"mode must be one of {sorted(units)}, got {mode!r}")
+    return units[mode] * u
+
+
+def mhffn_backward_bytes(tokens: int, heads: int, head_dim: int, intermediate: int, dtype: str = "bf16") -> int:
+    """Fused backward: z and dy read, the three weights read, dz and the three weight gradients written."""
+    e = element_bytes(dtype)
+    act = 3 * tokens * heads * head_dim
+    w = 6 * heads * head_dim * intermediate
+    return (act + w) * e
+
+
+def mhffn_unfused_backward_bytes(tokens: int, heads: int, head_dim: int, intermediate: int, dtype: str = "bf16") -> int:
+    """Unfused backward: the fused bytes plus the [T, H, I] tensors autograd reads and writes.
+
+    Read a (for dWd), write da; read da, g, u; write dg, du; read dg, du (dz GEMM) and again
+    (dWg, dWu GEMMs): 10 passes over a [T, H, I] tensor.
+    """
+    inter = tokens * heads * intermediate * element_bytes(dtype)
+    return mhffn_backward_bytes(tokens, heads, head_dim, intermediate, dtype) + 10 * inter
+
+
+def mhffn_unfused_saved_bytes(tokens: int, heads: int, intermediate: int, dtype: str = "bf16") -> int:
+    """[T, H, I] tensors autograd keeps for the backward of bmm / silu / mul / bmm: g, u, silu(g), a = 4."""
+    return 4 * tokens * heads * intermediate * element_bytes(dtype)
+
+
+def dense_swiglu_flops(tokens: int, d_model: int, intermediate: int) -> int:
+    """Dense SwiGLU x [T, d] -> [T, I] gate and up -> [T, d]: 3 GEMMs of 2 T d I."""
+    return 3 * gemm_flops(tokens, intermediate, d_model)
+
+
 def check_dims(**dims: int) -> dict[str, int]:
     """Validate named sizes as positive integers (one message per bad size)."""
     return {name: positive_int(name, v) for name, v in dims.items()}
+
+
+def gemm_tile_flops(block_m: int, block_n: int, k: int) -> int:
+    """One output tile of a GEMM walked over all of K."""
+    return gemm_flops(block_m, block_n, k)
+
+
+def gemm_tile_bytes(block_m: int, block_n: int, k: int, dtype: str = "bf16") -> int:
+    """The A [block_m, k] and B [k, block_n] slices one output tile reads."""
+    return (block_m * k + k * block_n) * element_bytes(dtype)
 
 
 __all__ = [n for n in dir() if not n.startswith("_") and n not in ("Sequence", "InputError", "annotations")]

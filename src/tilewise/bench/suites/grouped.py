@@ -55,31 +55,7 @@ def shape_counts(name: str) -> tuple[list[int], int, int]:
 # ------------------------------------------------------------------- the model's prediction
 
 
-def prologue_share(counts, K: int, N: int, block_m: int, block_n: int, block_k: int, gpu: str = "h200") -> float:
-    """Share of a persistent program's time spent outside the steady K loop.
-
-    Per tile the pipeline drains and refills (about one HBM latency, model.latency) and the
-    tile is written back; the steady part moves the tile's weight and activation slices at
-    the program's share of HBM bandwidth, or computes at its share of the Tensor Cores,
-    whichever is longer. Counts from model.traffic / model.waves; a model, not a measurement.
-    (To move into tilewise.model.waves.)
-    """
-    from tilewise import gpus
-    from tilewise.model import latency, waves
-
-    g = gpus.get(gpu)
-    sched = waves.grouped_schedule(counts, block_m, N, block_n)
-    if sched.total_tiles == 0:
-        return 0.0
-    clock = g.tensor_clock_mhz * 1e6
-    per_sm_bw = g.hbm_bytes_per_s / g.sms
-    per_sm_flops = gpus.peak_flops(g, "bf16") / g.sms
-    e = 2
-    tile_bytes = (block_m * K + K * block_n) * e
-    tile_flops = 2 * block_m * block_n * K
-    steady = max(tile_bytes / per_sm_bw, tile_flops / per_sm_flops)
-    overhead = latency.LATENCY_CYCLES["hbm"] / clock + block_m * block_n * e / per_sm_bw
-    return overhead / (overhead + steady)
+from tilewise.model.waves import persistent_prologue_share as prologue_share  # noqa: E402
 
 
 def model_columns(counts, K: int, N: int, cfg, sms: int = 132) -> dict:
