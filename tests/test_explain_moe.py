@@ -62,3 +62,15 @@ def test_cli_errors(cli, capsys, args, text):
     assert cli(["explain", "moe", *args]) == 2
     err = capsys.readouterr().err
     assert text in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_default_tiles_are_the_kernels():
+    # explain moe predicts the tiles the grouped GEMM runs: model.waves.grouped_tile, which
+    # tilewise.kernels.grouped_gemm.choose_config also reads
+    from tilewise.model import waves
+
+    r = explain(experts=128, tokens=128, top_k=8, d_model=2048, d_ff=768)  # 8 rows per expert
+    assert (r.inputs["block_m"], r.inputs["block_n"], r.inputs["block_k"]) == waves.grouped_tile(8, 1536)
+    assert r.inputs["block_m"] == 16
+    r = explain(experts=16, tokens=2048, top_k=8, d_model=2048, d_ff=768)  # 1024 rows per expert
+    assert r.inputs["block_m"] == 128

@@ -26,7 +26,7 @@ from tilewise.model import traffic, waves
 from tilewise.model.tensorcore import WGMMA_M
 
 DEFAULTS = dict(
-    experts=64, tokens=4096, top_k=8, d_model=2048, d_ff=1024, heads=None, block_m=64, block_n=128, block_k=64
+    experts=64, tokens=4096, top_k=8, d_model=2048, d_ff=1024, heads=None, block_m=None, block_n=None, block_k=None
 )
 
 
@@ -49,9 +49,9 @@ def explain(
     d_model: int = 2048,
     d_ff: int = 1024,
     heads: int | None = None,
-    block_m: int = 64,
-    block_n: int = 128,
-    block_k: int = 64,
+    block_m: int | None = None,
+    block_n: int | None = None,
+    block_k: int | None = None,
     dtype: str = "bf16",
     gpu: str = "h100-sxm",
 ) -> Report:
@@ -59,8 +59,12 @@ def explain(
     experts, tokens = positive_int("experts", experts), positive_int("tokens", tokens)
     top_k = positive_int("top_k", top_k, maximum=experts)
     d_model, d_ff = positive_int("d_model", d_model), positive_int("d_ff", d_ff)
-    bm, bn, bk = positive_int("block_m", block_m), positive_int("block_n", block_n), positive_int("block_k", block_k)
     h = 1 if heads is None else positive_int("heads", heads)
+    # By default the tiles the kernel picks for this many rows per expert (model.waves.grouped_tile).
+    auto = waves.grouped_tile(tokens * top_k / (experts * h), 2 * d_ff)
+    bm = positive_int("block_m", auto[0] if block_m is None else block_m)
+    bn = positive_int("block_n", auto[1] if block_n is None else block_n)
+    bk = positive_int("block_k", auto[2] if block_k is None else block_k)
     require(d_model % h == 0, f"d_model must be a multiple of heads, got d_model={d_model}, heads={h}")
     g = _gpus.get(gpu)
     dt = _gpus.dtype_name(dtype)
@@ -206,9 +210,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--d-model", type=int, default=2048, help="model width (default 2048)")
     p.add_argument("--d-ff", type=int, default=1024, help="expert intermediate width (default 1024)")
     p.add_argument("--heads", type=int, default=None, help="route per (token, head) over H heads (FlashFFN-MoE)")
-    p.add_argument("--block-m", type=int, default=64, help="tile M (default 64)")
-    p.add_argument("--block-n", type=int, default=128, help="tile N (default 128)")
-    p.add_argument("--block-k", type=int, default=64, help="K step (default 64)")
+    p.add_argument(
+        "--block-m", type=int, default=None, help="tile M (default: the kernel's choice for the rows per expert)"
+    )
+    p.add_argument("--block-n", type=int, default=None, help="tile N (default: the kernel's choice)")
+    p.add_argument("--block-k", type=int, default=None, help="K step (default: the kernel's choice)")
     p.add_argument("--dtype", default="bf16", help="bf16 or fp16 (default bf16)")
     p.add_argument("--gpu", default="h100-sxm", help="registry name (default h100-sxm)")
 

@@ -44,6 +44,7 @@ import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from tilewise.errors import InputError
+from tilewise.model.waves import grouped_tile
 
 # ----------------------------------------------------------------------------- helpers
 
@@ -123,16 +124,15 @@ def choose_config(
     f = dict(tma=True, flatten=True)
     if dtype == torch.float32:
         cfg = GroupedConfig(64, 64, 32, 4, 3, **f)
-    elif rows_per_expert <= 16:
-        cfg = GroupedConfig(16, 128, 128, 4, 4, **f)
-    elif rows_per_expert <= 32:
-        cfg = GroupedConfig(32, 256, 64, 4, 3, **f)
-    elif rows_per_expert <= 64:
-        cfg = GroupedConfig(64, 256, 64, 8, 3, **f)
-    elif rows_per_expert >= 512 and n >= 4096:
-        cfg = GroupedConfig(128, 256, 64, 8, 4, tma=True)
     else:
-        cfg = GroupedConfig(128, 256, 64, 8, 3, **f)
+        # the tile shape is the model's (tilewise.model.waves.grouped_tile), so explain moe predicts these tiles
+        bm, bn, bk = grouped_tile(rows_per_expert, n)
+        warps = 4 if bm <= 32 else 8
+        stages = 4 if bm == 16 else 3
+        if bm == 128 and rows_per_expert >= 512 and n >= 4096:
+            cfg = GroupedConfig(bm, bn, bk, warps, 4, tma=True)
+        else:
+            cfg = GroupedConfig(bm, bn, bk, warps, stages, **f)
     if glu:
         cfg = dataclasses.replace(cfg, block_n=max(16, cfg.block_n // 2))
     return cfg

@@ -324,3 +324,24 @@ def persistent_prologue_share(
     )
     overhead = latency.LATENCY_CYCLES["hbm"] / clock + block_m * block_n * e / per_sm_bw
     return overhead / (overhead + steady)
+
+
+def grouped_tile(rows_per_expert: float, n: int = 1536, glu: bool = False) -> tuple[int, int, int]:
+    """(block_m, block_n, block_k) the persistent grouped GEMM uses for bf16/fp16 at this many rows per expert.
+
+    Measured on the H200, 2026-11-30 (E 128, K 2048, N 1536; tilewise.kernels.grouped_gemm.choose_config
+    has the timings): 16 rows per tile up to 16 rows per expert, 32 up to 32, 64 up to 64, 128 above;
+    256 columns except at <= 16 rows (128); the MoE gate/up GEMM (glu) halves the columns. Both the
+    kernel and `tilewise explain moe` read this, so the report predicts the tiles the kernel runs.
+    """
+    if rows_per_expert <= 16:
+        t = (16, 128, 128)
+    elif rows_per_expert <= 32:
+        t = (32, 256, 64)
+    elif rows_per_expert <= 64:
+        t = (64, 256, 64)
+    else:
+        t = (128, 256, 64)
+    if glu:
+        t = (t[0], max(16, t[1] // 2), t[2])
+    return t
