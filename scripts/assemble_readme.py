@@ -1,6 +1,6 @@
 """Assemble README.md from docs/readme/*.md in a fixed order (one section per area).
 
-    python scripts/assemble_readme.py
+python scripts/assemble_readme.py
 """
 
 from pathlib import Path
