@@ -233,3 +233,42 @@ def occupancy(
         smem_per_sm_config=config,
         notes=notes,
     )
+
+
+# ------------------------------------------------------------------ what if
+
+BLOCK_SIZES = [32 * i for i in range(1, 33)]
+REGISTER_COUNTS = [8 * i for i in range(1, 32)] + [255]
+
+
+def what_if(kw: dict) -> dict[str, list[dict]]:
+    """The occupancy calculator's three graphs: blocks and warps per SM as block size, registers
+    and shared memory vary, the rest of `kw` (the arguments of `occupancy`) fixed. A configuration
+    the launch would refuse counts as 0 blocks."""
+    g = _gpus.get(kw["gpu"])
+    out: dict[str, list[dict]] = {"threads": [], "registers": [], "smem": []}
+    for t in BLOCK_SIZES:
+        o = _try(kw, threads=t)
+        out["threads"].append(
+            {"threads": t, "blocks": o.blocks_per_sm if o else 0, "warps": o.warps_per_sm if o else 0}
+        )
+    for r in REGISTER_COUNTS:
+        o = _try(kw, registers=r)
+        out["registers"].append(
+            {"registers": r, "blocks": o.blocks_per_sm if o else 0, "warps": o.warps_per_sm if o else 0}
+        )
+    step = 4096
+    for s in range(0, g.smem_per_block_optin + 1, step):
+        o = _try(kw, static_smem=0, dynamic_smem=s, max_dynamic_smem=None)
+        out["smem"].append({"smem": s, "blocks": o.blocks_per_sm if o else 0, "warps": o.warps_per_sm if o else 0})
+    return out
+
+
+def _try(kw: dict, **change) -> Occupancy | None:
+    k = {**kw, **change}
+    if k.get("max_dynamic_smem", 0) is None:
+        k.pop("max_dynamic_smem")
+    try:
+        return occupancy(**k)
+    except InputError:
+        return None

@@ -7,10 +7,7 @@ import json
 
 from tilewise import gpus as _gpus
 from tilewise.errors import InputError, parse_size, require_extra
-from tilewise.model.occupancy import Occupancy, occupancy
-
-BLOCK_SIZES = [32 * i for i in range(1, 33)]
-REGISTER_COUNTS = [8 * i for i in range(1, 32)] + [255]
+from tilewise.model.occupancy import Occupancy, occupancy, what_if
 
 
 def _args_to_kwargs(a: argparse.Namespace) -> dict:
@@ -36,37 +33,6 @@ def _args_to_kwargs(a: argparse.Namespace) -> dict:
             f"--smem must be at most the per-block limit of {g.name} ({limit} bytes = {limit // 1024} KB), got {total}"
         )
     return kw
-
-
-def what_if(kw: dict) -> dict[str, list[dict]]:
-    """Blocks and warps per SM as block size, registers and shared memory vary, the rest fixed."""
-    g = kw["gpu"]
-    out: dict[str, list[dict]] = {"threads": [], "registers": [], "smem": []}
-    for t in BLOCK_SIZES:
-        o = _try(kw, threads=t)
-        out["threads"].append(
-            {"threads": t, "blocks": o.blocks_per_sm if o else 0, "warps": o.warps_per_sm if o else 0}
-        )
-    for r in REGISTER_COUNTS:
-        o = _try(kw, registers=r)
-        out["registers"].append(
-            {"registers": r, "blocks": o.blocks_per_sm if o else 0, "warps": o.warps_per_sm if o else 0}
-        )
-    step = 4096
-    for s in range(0, g.smem_per_block_optin + 1, step):
-        o = _try(kw, static_smem=0, dynamic_smem=s, max_dynamic_smem=None)
-        out["smem"].append({"smem": s, "blocks": o.blocks_per_sm if o else 0, "warps": o.warps_per_sm if o else 0})
-    return out
-
-
-def _try(kw: dict, **change) -> Occupancy | None:
-    k = {**kw, **change}
-    if k.get("max_dynamic_smem", 0) is None:
-        k.pop("max_dynamic_smem")
-    try:
-        return occupancy(**k)
-    except InputError:
-        return None
 
 
 def render(o: Occupancy, tables: dict[str, list[dict]], g: _gpus.GPU) -> str:

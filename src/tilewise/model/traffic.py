@@ -33,24 +33,32 @@ def gemm_bytes(m: int, n: int, k: int, dtype: str = "bf16", out_dtype: str | Non
     return (m * k + k * n) * e + m * n * eo
 
 
-def gemm_naive_hbm_bytes(m: int, n: int, k: int, dtype: str = "bf16") -> int:
+def gemm_naive_hbm_elements(m: int, n: int, k: int) -> int:
     """One thread per C[i][j], no reuse: each thread reads a row of A and a column of B.
 
     The tips document: each element of A is read N times and each of B M times.
     """
-    e = element_bytes(dtype)
-    return (m * n * k) * 2 * e + m * n * e
+    return (m * n * k) * 2 + m * n
 
 
-def gemm_tiled_hbm_bytes(m: int, n: int, k: int, block_m: int, block_n: int, dtype: str = "bf16") -> int:
+def gemm_naive_hbm_bytes(m: int, n: int, k: int, dtype: str = "bf16") -> int:
+    """`gemm_naive_hbm_elements` in bytes."""
+    return gemm_naive_hbm_elements(m, n, k) * element_bytes(dtype)
+
+
+def gemm_tiled_hbm_elements(m: int, n: int, k: int, block_m: int, block_n: int) -> int:
     """Output-stationary tiling without cache reuse between tiles.
 
     Each of the ceil(n / block_n) column tiles reads all of A once, each of the
-    ceil(m / block_m) row tiles reads all of B once; C is written once. With square
-    tiles of side TS this is the naive traffic divided by TS.
+    ceil(m / block_m) row tiles reads all of B once; C is written once. With square tiles
+    of side TS this is the naive traffic divided by TS.
     """
-    e = element_bytes(dtype)
-    return (m * k * _cdiv(n, block_n) + k * n * _cdiv(m, block_m)) * e + m * n * e
+    return m * k * _cdiv(n, block_n) + k * n * _cdiv(m, block_m) + m * n
+
+
+def gemm_tiled_hbm_bytes(m: int, n: int, k: int, block_m: int, block_n: int, dtype: str = "bf16") -> int:
+    """`gemm_tiled_hbm_elements` in bytes."""
+    return gemm_tiled_hbm_elements(m, n, k, block_m, block_n) * element_bytes(dtype)
 
 
 # ---------------------------------------------------------------------- reduction

@@ -230,12 +230,11 @@ def hierarchy(p: Params) -> dict:
     "occupancy",
     "Occupancy: four limits, the tightest wins",
     ("gpu", "threads", "registers", "smem", "carveout", "barriers"),
-    needs=("tilewise.model.occupancy:occupancy", "tilewise.model.occupancy_cli:what_if"),
+    needs=("tilewise.model.occupancy:occupancy", "tilewise.model.occupancy:what_if"),
 )
 def occupancy_panel(p: Params) -> dict:
     """`model.occupancy.occupancy` for one configuration, and the calculator's what-if curves."""
-    from tilewise.model.occupancy import occupancy
-    from tilewise.model.occupancy_cli import what_if
+    from tilewise.model.occupancy import occupancy, what_if
 
     g = p.gpu()
     threads = p.int("threads", 256, 1, g.max_threads_per_block)
@@ -336,8 +335,8 @@ def tiling(p: Params) -> dict:
                 }
             )
     # Elements, not bytes: the model's byte counts for a 1-byte dtype.
-    tiled = traffic.gemm_tiled_hbm_bytes(m, n, k, bm, bn, "int8")
-    naive = traffic.gemm_naive_hbm_bytes(m, n, k, "int8")
+    tiled = traffic.gemm_tiled_hbm_elements(m, n, k, bm, bn)
+    naive = traffic.gemm_naive_hbm_elements(m, n, k)
     if tiled != loaded_a + loaded_b + written_c:  # the steps must be the model's traffic
         raise AssertionError(f"tiling steps move {loaded_a + loaded_b + written_c} elements, the model {tiled}")
     return {
