@@ -120,10 +120,19 @@ def explain(
         s.say(f"wgmma's M is {WGMMA_M}: {per_tok:g} rows per expert is {per_tok / WGMMA_M:.3g} x 64.")
 
     # 2. The grouped GEMMs, per token and (if asked) per head.
-    base_up, base_down = _gemms(rows_tok, d_model, d_ff, d_model, bm, bn, bk, dt, g)
+    # Each case runs the tiles the kernel picks for its own rows per expert, unless tiles were given.
+    def tiles_for(rows_per_expert: float) -> tuple[int, int, int]:
+        t = waves.grouped_tile(rows_per_expert, 2 * d_ff)
+        return (
+            bm if block_m is not None else t[0],
+            bn if block_n is not None else t[1],
+            bk if block_k is not None else t[2],
+        )
+
+    base_up, base_down = _gemms(rows_tok, d_model, d_ff, d_model, *tiles_for(per_tok), dt, g)
     cases = {"per_token": (base_up, base_down, rows_tok, d_model)}
     if heads:
-        hu, hd = _gemms(rows_head, d_model // h, d_ff, d_model // h, bm, bn, bk, dt, g)
+        hu, hd = _gemms(rows_head, d_model // h, d_ff, d_model // h, *tiles_for(per_head), dt, g)
         cases["per_head"] = (hu, hd, rows_head, d_model // h)
     clock = g.tensor_clock_mhz * 1e6
     for name, (up, down, rows, d_in) in cases.items():
@@ -171,10 +180,10 @@ def explain(
         )
         for gname, c, k_in, n_out in (("gate/up", up, d_in, 2 * d_ff), ("down", down, d_ff, d_in)):
             s.say(
-                f"{gname}: [{max(rows)}, {k_in}] x [{k_in}, {n_out}] per expert; {bm} x {bn} tiles: "
+                f"{gname}: [{max(rows)}, {k_in}] x [{k_in}, {n_out}] per expert; {c.tile.block_m} x {c.tile.block_n} tiles: "
                 f"{c.schedule.m_tiles[0]} x {c.schedule.n_tiles} per expert, {c.schedule.total_tiles:,} in all "
                 f"({c.waves.waves:.2f} waves on {g.sms} SMs); M tiles {pct(c.m_fill)} full (wgmma {pct(c.wgmma_fill)}). "
-                f"Main loop {k_in} / {bk} = {c.tile.k_steps} step(s) ({c.tile.step_bound}-bound); prologue + "
+                f"Main loop {k_in} / {c.tile.block_k} = {c.tile.k_steps} step(s) ({c.tile.step_bound}-bound); prologue + "
                 f"epilogue are {pct(c.tile.share)} of a tile; of the whole GEMM {pct(c.overhead_share_per_launch)} "
                 f"with a block per tile, {pct(c.overhead_share_persistent)} persistent."
             )
