@@ -19,6 +19,9 @@ pytestmark = pytest.mark.browser
 
 CHROMIUM = os.environ.get("TILEWISE_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 if not Path(CHROMIUM).exists():
+    # In CI (CI=true) the Makefile installs Debian's chromium: its absence there is a failure, not a skip.
+    if os.environ.get("CI"):
+        raise RuntimeError(f"CI=true but chromium is not installed ({CHROMIUM}); `make test` should have installed it")
     pytest.skip(f"chromium is not installed ({CHROMIUM})", allow_module_level=True)
 pytest.importorskip("uvicorn")
 sync_api = pytest.importorskip("playwright.sync_api")
