@@ -115,3 +115,13 @@ def test_cli_gpus(capsys):
     assert main(["gpus", "nope"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("tilewise: error: unknown GPU 'nope'") and "Traceback" not in err
+
+
+def test_key_for_device_names_as_cuda_reports_them():
+    assert gpus.key_for_device("NVIDIA H200") == "h200"
+    assert gpus.key_for_device("NVIDIA H100 80GB HBM3") == "h100-sxm"
+    assert gpus.key_for_device("NVIDIA H100 PCIe") == "h100-pcie"
+    assert gpus.key_for_device("NVIDIA A100-SXM4-80GB") == "a100-sxm"
+    assert gpus.key_for_device("NVIDIA B200") == "b200"
+    # an unknown model: the nearest by SM count when it is known
+    assert gpus.key_for_device("Some Future GPU", sms=110) == "h100-pcie"

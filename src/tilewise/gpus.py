@@ -195,16 +195,12 @@ def balance(gpu: GPU, level: str = "hbm", dtype: str = "bf16", clock_mhz: float 
     return peak_flops(gpu, dtype, clock_mhz) / bandwidth(gpu, level, clock_mhz)
 
 
-def _hopper_common() -> dict:
+def _sm_limits() -> dict:
+    """What every SM from Ampere (cc 8.0) to Blackwell shares: the occupancy-relevant limits,
+    the register file and its allocation, shared-memory units, four partitions."""
     return dict(
-        arch="hopper",
-        compute_capability=(9, 0),
-        l1_smem_bytes_per_sm=256 * KB,
-        smem_per_sm=228 * KB,
         smem_per_block_default=48 * KB,
-        smem_per_block_optin=227 * KB,
         reserved_smem_per_block=1 * KB,
-        smem_carveouts_kb=(0, 8, 16, 32, 64, 100, 132, 164, 196, 228),
         smem_alloc_unit=128,
         smem_bytes_per_cycle_per_sm=128,
         regs_per_sm=65536,
@@ -218,9 +214,21 @@ def _hopper_common() -> dict:
         max_blocks_per_sm=32,
         max_barriers_per_block=16,
         tensor_cores_per_sm=4,
+        sfu_ops_per_cycle_per_sm=16,
+    )
+
+
+def _hopper_common() -> dict:
+    return dict(
+        _sm_limits(),
+        arch="hopper",
+        compute_capability=(9, 0),
+        l1_smem_bytes_per_sm=256 * KB,
+        smem_per_sm=228 * KB,
+        smem_per_block_optin=227 * KB,
+        smem_carveouts_kb=(0, 8, 16, 32, 64, 100, 132, 164, 196, 228),
         dense_macs_per_tc_per_cycle={"bf16": 512, "fp16": 512, "tf32": 256, "fp8": 1024, "int8": 1024},
         fp32_lanes_per_sm=128,
-        sfu_ops_per_cycle_per_sm=16,
         wgmma=True,
         tcgen05=False,
         tma=True,
@@ -332,26 +340,11 @@ _register(
         l2_bytes_per_s=4.0e12,
         l1_smem_bytes_per_sm=192 * KB,
         smem_per_sm=164 * KB,
-        smem_per_block_default=48 * KB,
         smem_per_block_optin=163 * KB,
-        reserved_smem_per_block=1 * KB,
         smem_carveouts_kb=(0, 8, 16, 32, 64, 100, 132, 164),
-        smem_alloc_unit=128,
-        smem_bytes_per_cycle_per_sm=128,
-        regs_per_sm=65536,
-        regs_per_block=65536,
-        max_regs_per_thread=255,
-        reg_alloc_unit=256,
-        sub_partitions=4,
-        warp_size=32,
-        max_threads_per_block=1024,
-        max_threads_per_sm=2048,
-        max_blocks_per_sm=32,
-        max_barriers_per_block=16,
-        tensor_cores_per_sm=4,
+        **_sm_limits(),
         dense_macs_per_tc_per_cycle={"bf16": 256, "fp16": 256, "tf32": 128, "int8": 512},
         fp32_lanes_per_sm=64,
-        sfu_ops_per_cycle_per_sm=16,
         wgmma=False,
         tcgen05=False,
         tma=False,
@@ -443,7 +436,7 @@ def detect(device: int = 0) -> GPU:
     if not torch.cuda.is_available():
         raise NoDeviceError("no CUDA device: torch.cuda.is_available() is False on this machine")
     p = torch.cuda.get_device_properties(device)
-    base_key = _match_name(p.name, p.multi_processor_count)
+    base_key = key_for_device(p.name, p.multi_processor_count)
     base = _REGISTRY[base_key]
     today = _dt.date.today().isoformat()
     src = f"detected from the device ({p.name}) on {today}"
@@ -487,7 +480,11 @@ def detect(device: int = 0) -> GPU:
     return dataclasses.replace(base, **upd, sources=sources)
 
 
-def _match_name(device_name: str, sms: int) -> str:
+def key_for_device(device_name: str, sms: int | None = None) -> str:
+    """The registry entry for a device name as CUDA reports it ('NVIDIA H200' -> 'h200').
+
+    An unknown model maps to the entry closest in SM count when `sms` is given, else to h100-sxm.
+    """
     n = device_name.lower()
     if "h200" in n:
         return "h200"
@@ -497,5 +494,7 @@ def _match_name(device_name: str, sms: int) -> str:
         return "a100-sxm"
     if "b200" in n:
         return "b200"
-    # Unknown model: take the closest by SM count of the same family; say so in sources.
+    if sms is None:
+        return "h100-sxm"
+    # Unknown model: take the closest by SM count; detect() says so in sources.
     return min(_REGISTRY, key=lambda k: abs(_REGISTRY[k].sms - sms))

@@ -53,11 +53,7 @@ def env_tags(command: str | None = None) -> dict[str, str]:
 
 def registry_key_for(device_name: str) -> str:
     """The registry entry to predict with for a device name ('NVIDIA H200' -> 'h200')."""
-    n = device_name.lower()
-    for key in ("h200", "h100-pcie", "a100-sxm", "b200"):
-        if key.split("-")[0] in n and (key != "h100-pcie" or "pcie" in n):
-            return key
-    return "h100-sxm"
+    return _gpus.key_for_device(device_name)
 
 
 def _quantiles(xs: Sequence[float]) -> tuple[float, float, float]:
@@ -246,5 +242,3 @@ __all__ = [
     "time_pair",
     "write_rows",
 ]
-
-_ = _gpus  # the registry is what make_row predicts with

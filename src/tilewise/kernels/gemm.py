@@ -62,9 +62,9 @@ def _gpu_key(device: torch.device) -> str:
 
 @functools.lru_cache(maxsize=16)
 def _gpu_key_cached(index: int) -> str:
-    from tilewise.bench.harness import registry_key_for
+    from tilewise.gpus import key_for_device
 
-    return registry_key_for(torch.cuda.get_device_name(index))
+    return key_for_device(torch.cuda.get_device_name(index))
 
 
 @functools.lru_cache(maxsize=16)

@@ -99,7 +99,6 @@ def rotation(nbytes: int, l2_bytes: int, limit: int = 64) -> int:
 
 
 def run(args: argparse.Namespace, progress) -> list[dict]:
-    import importlib.util
 
     import torch
 
@@ -111,8 +110,6 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[args.dtype]
     prev_tf32 = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = True  # the peer multiplies fp32 as TF32 too, like ours
-    if importlib.util.find_spec("tqdm") is None:  # the CLI's bar is a no-op without tqdm
-        progress = harness.progress
     tags = harness.env_tags()
     gpu_key = harness.registry_key_for(tags["gpu"])
     l2 = _gpus.get(gpu_key).l2_bytes

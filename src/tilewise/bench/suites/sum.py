@@ -50,7 +50,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, progress) -> list[dict]:
-    import importlib.util
 
     import torch
 
@@ -61,8 +60,6 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
 
     dtype = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[args.dtype]
     esize = torch.empty((), dtype=dtype).element_size()
-    if importlib.util.find_spec("tqdm") is None:  # the CLI's bar is a no-op without tqdm
-        progress = harness.progress
     tags = harness.env_tags()
     gpu_key = harness.registry_key_for(tags["gpu"])
     l2 = _gpus.get(gpu_key).l2_bytes
