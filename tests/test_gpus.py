@@ -124,4 +124,6 @@ def test_key_for_device_names_as_cuda_reports_them():
     assert gpus.key_for_device("NVIDIA A100-SXM4-80GB") == "a100-sxm"
     assert gpus.key_for_device("NVIDIA B200") == "b200"
     # an unknown model: the nearest by SM count when it is known
-    assert gpus.key_for_device("Some Future GPU", sms=110) == "h100-pcie"
+    assert gpus.key_for_device("Some Future GPU", sms=116) == "h100-pcie"
+    assert gpus.key_for_device("Some Future GPU", sms=110) == "a100-sxm"
+    assert gpus.key_for_device("Some Future GPU") == "h100-sxm"
