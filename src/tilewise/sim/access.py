@@ -5,9 +5,9 @@ counted in 32-byte sectors) and "32 banks, each 4 bytes wide; the n-th 4-byte wo
 if they all read the same address, that is a broadcast" (shared memory, counted in wavefronts).
 
 `analyze_access` returns Nsight Compute's own counters for one instruction of one warp, as measured on an
-H200 (tests/data/ncu/, made by make_fixture.py there: 1290 patterns, 1276 reproduced exactly, the 14 others
-partial-mask 8/16-byte shared loads off by one). `analyze_batch` is the same rule for many warps at once
-(rows of 32 lanes), which is what the executor calls.
+H200 (tests/data/ncu/, made by make_fixture.py there: 2766 patterns in four rounds, every one reproduced
+exactly; the fourth round, 1476 patterns, tested the 8/16-byte load rule below on data it was not fitted to).
+`analyze_batch` is the same rule for many warps at once (rows of 32 lanes), which is what the executor calls.
 
 Measured rules (the textbook's where it holds):
 - global: sectors = distinct 32-byte sectors of the active lanes; one request per warp instruction, for
@@ -15,7 +15,7 @@ Measured rules (the textbook's where it holds):
 - shared, 1/2/4-byte lanes: wavefronts = the most distinct 4-byte words held by one bank; lanes reading
   one word share it (broadcast, multicast); conflicts = wavefronts - 1.
 - shared, 8/16-byte lanes: see `_shared` (phases of 128 bytes of lane data; stores never merge phases;
-  loads merge two phases when the lanes ask for few distinct addresses).
+  loads merge two phases when the whole warp's lanes come in same-address pairs, i with i^1 or i with i^2).
 """
 
 from __future__ import annotations
@@ -150,10 +150,14 @@ def _shared(addr: np.ndarray, act: np.ndarray, width: int, store: bool) -> dict:
     (16 lanes) for 8 bytes, a quarter-warp (8 lanes) for 16 bytes. One phase takes as many wavefronts
     as the most distinct 4-byte words any one bank holds among its active lanes.
     Stores: each active phase on its own (a 16-byte broadcast store takes 4 wavefronts).
-    Loads of 8 and 16 bytes: two neighbouring phases (the warp for 8 bytes, a half-warp for 16 bytes)
-    go through together, as one phase of their union, when every 32 bytes of lane data (4 lanes of
-    8 bytes, 2 lanes of 16) ask for at most 16 distinct bytes; otherwise each phase goes on its own.
-    So a 16-byte broadcast load takes 2 wavefronts, and quarters that read the same 128 bytes take 4.
+    Loads of 8 and 16 bytes: two neighbouring phases (the two half-warps for 8 bytes, the two quarters of
+    each half-warp for 16 bytes) go through together, as one phase of their union, when the whole warp's
+    active lanes come in same-address pairs: every active lane i reads what lane i ^ 1 reads, or every
+    active lane i reads what lane i ^ 2 reads (an inactive partner matches anything). Otherwise each phase
+    goes on its own. The choice is one for the whole warp: one broken pair anywhere splits every phase
+    pair. So a 16-byte broadcast load takes 2 wavefronts, quarters that read the same 128 B take 4 (lane i
+    pairs with i ^ 8 there, which does not count), and lanes 0, 1, 4, 5, 8, 9, ... of a contiguous 16-byte
+    load (the others inactive) pair with nobody and share a pass per half-warp.
     bank_conflicts = wavefronts minus one per pass (a merged pair, or each active phase on its own).
     """
     rows = addr.shape[0]
@@ -170,15 +174,11 @@ def _shared(addr: np.ndarray, act: np.ndarray, width: int, store: bool) -> dict:
     ideal = np.where(any_lane, np.maximum(1, -(-_distinct_bytes(addr, act, width) // ROW)), 0)
     if store or nph == 1:
         return {"wavefronts": ph_wf.sum(axis=1), "bank_conflicts": ph_conf.sum(axis=1), "ideal": ideal}
-    # loads of 8 or 16 bytes: can the phase pair go through as one?
+    # loads of 8 or 16 bytes: the phase pairs go through as one when the whole warp's lanes come in
+    # same-address pairs, either lane i with lane i^1 or lane i with lane i^2 (inactive lanes match anything)
     ng = nph // 2
     glanes = 2 * lanes_per_phase
-    # 8-byte lanes: every 4 lanes ask for at most 2 distinct addresses; 16-byte lanes: every 2 lanes for 1
-    seg, most = (4, 2) if width == 8 else (2, 1)
-    sa = np.where(act, addr, -1).reshape(rows, WARP // seg, seg)
-    sa = np.sort(sa, axis=2)
-    distinct = ((sa[:, :, 1:] != sa[:, :, :-1]) & (sa[:, :, 1:] >= 0)).sum(axis=2) + (sa[:, :, 0] >= 0)
-    ok = (distinct <= most).reshape(rows, ng, glanes // seg).all(axis=2)
+    ok = np.broadcast_to((_paired(addr, act, 1) | _paired(addr, act, 2))[:, None], (rows, ng))
     ga = addr.reshape(rows * ng, glanes)
     gm = act.reshape(rows * ng, glanes)
     gwords, gvalid = _lane_words(ga, gm, width)
@@ -189,6 +189,13 @@ def _shared(addr: np.ndarray, act: np.ndarray, width: int, store: bool) -> dict:
     g_wf = np.where(g_active, np.where(ok, union, pw.sum(axis=2)), 0)
     g_conf = np.where(g_active, np.where(ok, union - 1, pc.sum(axis=2)), 0)
     return {"wavefronts": g_wf.sum(axis=1), "bank_conflicts": g_conf.sum(axis=1), "ideal": ideal}
+
+
+def _paired(addr: np.ndarray, act: np.ndarray, xor: int) -> np.ndarray:
+    """Per row: does every pair of active lanes (i, i ^ xor) ask for one address?"""
+    partner = np.arange(WARP) ^ xor
+    both = act & act[:, partner]
+    return np.all(~both | (addr == addr[:, partner]), axis=1)
 
 
 def analyze_batch(addr: np.ndarray, act: np.ndarray, width: int, space: str, store: bool = False) -> dict:

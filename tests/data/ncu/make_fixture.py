@@ -84,12 +84,16 @@ def patterns(round_no: int = 1) -> list[dict]:
     Round 1: a survey (every space, op and width; strides, broadcasts, multicasts, half and quarter
     warps on the same banks, masks, random windows). Round 2: probes of what round 1 found surprising,
     the 8- and 16-byte shared loads (when two half- or quarter-warps share a wavefront, and what the
-    bank-conflict counter counts then), plus many random patterns of every kind.
+    bank-conflict counter counts then), plus many random patterns of every kind. Round 3: two-lane probes.
+    Round 4: a test of the rule fitted to rounds 1-3 on patterns it had not seen (lane i paired with lane
+    i ^ x, one broken pair at every lane, halves paired differently, random per-quad colourings and masks).
     """
     if round_no == 2:
         return _interleave(_round2())
     if round_no == 3:
         return _interleave(_round3())
+    if round_no == 4:
+        return _interleave(_round4())
     rng = random.Random(20261130 + round_no)
     out: list[dict] = []
     L = range(32)
@@ -232,6 +236,103 @@ def _round3() -> list[dict]:
                     offs[p] = p % cols * w
                     offs[ph + q] = row_b * 128 + (p + cols // 2) % cols * w  # banks disjoint from lane p's
                     out.append(_pat("shared", "ld", w, offs, (1 << p) | (1 << (ph + q)), f"two_lanes_pos{p}_{q}_{rel}"))
+    return out
+
+
+def _round4() -> list[dict]:
+    """Out-of-sample check of the 8/16-byte shared-load rule found in rounds 1-3.
+
+    The rule: the two phases of a pair go through as one when every active lane i asks for the address of
+    lane i ^ 1 (where that lane is active), or every active lane i for the address of lane i ^ 2.
+    These patterns sit on both sides of that line: pairings by other partners (i ^ 3, i ^ 4, i ^ 8, i ^ 16),
+    one broken pair at each lane position, halves or quarters paired differently, masks that hide the
+    broken lanes, and random per-quad colourings. Stores and other widths get a smaller share.
+    """
+    rng = random.Random(20261204)
+    out: list[dict] = []
+    L = range(32)
+
+    def P(op, w, offs, mask, name, space="shared"):
+        out.append(_pat(space, op, w, offs, mask, name))
+
+    def items(w, n, layout):
+        """n distinct w-byte addresses: packed in rows, scattered over rows on the same banks, or random."""
+        if layout == "packed":
+            return [k * w for k in range(n)]
+        if layout == "same_banks":  # every item in its own row, banks cycling slowly -> conflicts
+            return [k * 128 + (k % 2) * w for k in range(n)]
+        pool = rng.sample(range(SMEM_BYTES // w // 4), n)
+        return [x * w for x in pool]
+
+    def paired(w, x, layout):
+        """lane i and lane i ^ x share an item; 16 items for the 16 pairs"""
+        reps = sorted({min(i, i ^ x) for i in L})
+        it = items(w, len(reps), layout)
+        where = {r: it[k] for k, r in enumerate(reps)}
+        return [where[min(i, i ^ x)] for i in L]
+
+    for w in (8, 16):
+        for op in ("ld", "st"):
+            xs = (1, 2, 3, 4, 8, 16) if op == "ld" else (1, 2, 4)
+            for x in xs:
+                for layout in ("packed", "same_banks", "random"):
+                    offs = paired(w, x, layout)
+                    masks = [FULL, _random_mask(rng, 0.7)] if op == "ld" else [FULL]
+                    for mask in masks:
+                        P(op, w, offs, mask, f"paired_xor{x}_{layout}")
+        # both pairings at once: every quad asks for one address
+        for layout in ("packed", "same_banks", "random"):
+            it = items(w, 8, layout)
+            offs = [it[i // 4] for i in L]
+            for mask in (FULL, _random_mask(rng, 0.5), _random_mask(rng, 0.3)):
+                P("ld", w, offs, mask, f"quads_{layout}")
+        # one broken pair, at every lane: the rest paired by i ^ 1 or by i ^ 2
+        for x in (1, 2):
+            for layout in ("packed", "same_banks"):
+                base = paired(w, x, layout)
+                for lane in L:
+                    offs = list(base)
+                    offs[lane] = (max(base) // 128 + 2 + lane % 4) * 128 + (lane % (128 // w)) * w
+                    P("ld", w, offs, FULL, f"broken_xor{x}_{layout}_lane{lane}")
+                    # the same, with the broken lane's partner switched off: paired again
+                    P("ld", w, offs, FULL & ~(1 << (lane ^ x)), f"broken_xor{x}_{layout}_lane{lane}_partner_off")
+        # halves (or quarters) paired differently: each part alone would merge, the warp does not
+        for parts in (2, 4):
+            for order in ((1, 2), (2, 1)):
+                a, b = paired(w, order[0], "packed"), paired(w, order[1], "packed")
+                size = 32 // parts
+                offs = [(a if (i // size) % 2 == 0 else b)[i] + (i // size) * 256 for i in L]
+                P("ld", w, offs, FULL, f"parts{parts}_xor{order[0]}_then_xor{order[1]}")
+                P("ld", w, offs, _random_mask(rng, 0.6), f"parts{parts}_xor{order[0]}_then_xor{order[1]}_randmask")
+        # random per-quad colourings: each quad asks for 1-2 addresses, placed by one of the 8 colourings
+        colourings = [(0, 0, 0, 0), (0, 0, 0, 1), (0, 0, 1, 0), (0, 0, 1, 1), (0, 1, 0, 0), (0, 1, 0, 1), (0, 1, 1, 0), (0, 1, 1, 1)]
+        for _ in range(300):
+            window = rng.choice([128, 256, 512, 1024, 4096])
+            one = rng.random() < 0.5  # one colouring for the whole warp, or one per quad
+            c0 = rng.choice(colourings)
+            offs = []
+            for q in range(8):
+                c = c0 if one else rng.choice(colourings)
+                pair = [rng.randrange(window // w) * w for _ in range(2)]
+                offs += [pair[c[i]] for i in range(4)]
+            mask = FULL if rng.random() < 0.4 else _random_mask(rng, rng.choice([0.3, 0.5, 0.7, 0.9]))
+            P("ld", w, offs, mask, f"colour_{'warp' if one else 'quad'}_{window}B")
+        # random: lanes pick from a few addresses (many accidental pairings)
+        for _ in range(60):
+            pool = [rng.randrange(512 // w) * w for _ in range(rng.choice([1, 2, 3, 4, 8]))]
+            offs = [rng.choice(pool) for _ in L]
+            mask = FULL if rng.random() < 0.3 else _random_mask(rng, rng.choice([0.2, 0.5, 0.8]))
+            P("ld", w, offs, mask, f"pool{len(pool)}")
+    # a share of everything else, to keep the other rules honest on new data
+    for space in SPACES:
+        for op in OPS:
+            for w in WIDTHS:
+                for _ in range(6):
+                    window = rng.choice([64, 256, 1024, 4096])
+                    window = max(window, w)
+                    offs = [rng.randrange(window // w) * w for _ in L]
+                    mask = FULL if rng.random() < 0.4 else _random_mask(rng, rng.choice([0.3, 0.6, 0.9]))
+                    P(op, w, offs, mask, f"random_{window}B", space=space)
     return out
 
 
