@@ -139,3 +139,39 @@ def test_roofline_plot_writes_png(tmp_path):
     out = roofline_plot([_row(), _row(8192, 8192, 8192, 1.7, 1.6), sum_row], str(tmp_path / "roofline.png"))
     data = (tmp_path / "roofline.png").read_bytes()
     assert out.endswith(".png") and data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+
+
+def test_timing_fields_graph_columns():
+    t = {
+        "ours_ms": 0.19, "peer_ms": 0.08, "ours_p20_ms": 0.18, "ours_p80_ms": 0.2, "peer_p20_ms": 0.07,
+        "peer_p80_ms": 0.09, "ours_graph_ms": 0.07, "peer_graph_ms": 0.075, "ours_graph_p20_ms": 0.069,
+    }  # fmt: skip
+    f = harness.timing_fields(t)
+    assert "ours_ms" not in f and "peer_ms" not in f  # those are make_row's own arguments
+    assert f["ours_p20_ms"] == 0.18 and f["ours_graph_ms"] == 0.07 and f["ours_graph_p20_ms"] == 0.069
+    assert f["ours_host_ms"] == pytest.approx(0.12) and f["peer_host_ms"] == pytest.approx(0.005)
+    assert f["speedup_graph"] == pytest.approx(0.075 / 0.07)
+    # eager only: no graph fields invented
+    f = harness.timing_fields({k: v for k, v in t.items() if "graph" not in k})
+    assert not any("graph" in k or "host" in k for k in f)
+    # one side not capturable: the note travels, no speedup
+    f = harness.timing_fields(
+        {"ours_ms": 1.0, "peer_ms": 2.0, "ours_graph_ms": 0.9, "graph_note": "peer: not capturable"}
+    )
+    assert f["graph_note"].startswith("peer") and "speedup_graph" not in f and f["ours_host_ms"] == pytest.approx(0.1)
+
+
+def test_format_table_shows_graph_columns_when_measured():
+    r = _row()
+    assert "ours_graph_ms" not in harness.format_table([r])
+    r.update(harness.timing_fields({"ours_ms": 0.1, "peer_ms": 0.105, "ours_graph_ms": 0.09, "peer_graph_ms": 0.1}))
+    head = harness.format_table([r]).splitlines()[0]
+    assert "ours_graph_ms" in head and "speedup_graph" in head
+
+
+def test_cli_has_cuda_graph_option(capsys):
+    from tilewise.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["bench", "decode", "--help"])
+    assert "--cuda-graph" in capsys.readouterr().out

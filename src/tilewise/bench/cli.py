@@ -39,6 +39,7 @@ def _run(a: argparse.Namespace) -> int:
         raise InputError("tilewise bench needs a CUDA GPU; none is visible (torch.cuda.is_available() is False)")
     from tilewise.bench import harness
 
+    harness.set_cuda_graph(a.cuda_graph)
     suite = _suites()[a.suite]
     rows = suite.run(a, _progress)
     print(harness.format_table(rows))
@@ -61,7 +62,8 @@ def register(sub) -> None:
         description="Ours and the peer alternate in one run on the same inputs; medians of "
         "triton.testing.do_bench with p20/p80; the model's prediction in each row.",
         epilog="examples:\n  tilewise bench gemm --json benchmarks/results/h200/gemm.json --plot gemm.png\n"
-        "  tilewise bench sum",
+        "  tilewise bench sum\n"
+        "  tilewise bench decode --cuda-graph   # GPU time and the host's share per call",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ss = p.add_subparsers(dest="suite", metavar="SUITE", required=True)
@@ -70,4 +72,10 @@ def register(sub) -> None:
         mod.add_arguments(sp)
         sp.add_argument("--json", metavar="FILE", help="write the rows as JSON to FILE")
         sp.add_argument("--plot", metavar="FILE", help="draw a roofline plot of the rows to FILE")
+        sp.add_argument(
+            "--cuda-graph",
+            action="store_true",
+            help="also time CUDA-graph replays of both sides (GPU time without the host's per-call cost; "
+            "adds ours_graph_ms, peer_graph_ms, speedup_graph, ours_host_ms to each row)",
+        )
     p.set_defaults(func=_run)

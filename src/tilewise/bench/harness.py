@@ -7,7 +7,12 @@ Rules (README, "How we measure"):
 * memory-bound work rotates through several copies of its inputs (`rotate`), so a
   later repetition does not find its data in L2;
 * each row carries the model's prediction (`predicted_ms`, from `tilewise.model.roofline`
-  with the FLOP and byte counts of `tilewise.model.traffic`) beside the measurement.
+  with the FLOP and byte counts of `tilewise.model.traffic`) beside the measurement;
+* with `--cuda-graph` (`set_cuda_graph(True)`) each side is also captured in a CUDA graph and its
+  replays timed, in the same alternating rounds: `ours_graph_ms` / `peer_graph_ms` is the GPU's
+  time without Python, argument checks and launch cost, and `ours_host_ms` = eager - graph is
+  what the host adds per call. `do_bench`'s L2 flush before each timed call hides only about
+  70 us of host time, so a short call's eager time can be the host's, not the kernel's.
 
 Only `time_pair` needs a GPU; rows and files are plain Python.
 """
@@ -34,7 +39,8 @@ ROW_KEYS = (
 
 def env_tags(command: str | None = None) -> dict[str, str]:
     """GPU name, date and versions for a result row."""
-    tags = {"date": _dt.date.today().isoformat(), "command": command or " ".join(shlex.quote(a) for a in sys.argv)}
+    argv = ["tilewise", *sys.argv[1:]] if sys.argv and sys.argv[0] in ("-c", "") else sys.argv
+    tags = {"date": _dt.date.today().isoformat(), "command": command or " ".join(shlex.quote(a) for a in argv)}
     try:
         import torch
 
@@ -54,6 +60,33 @@ def env_tags(command: str | None = None) -> dict[str, str]:
 def registry_key_for(device_name: str) -> str:
     """The registry entry to predict with for a device name ('NVIDIA H200' -> 'h200')."""
     return _gpus.key_for_device(device_name)
+
+
+_MODE = {"graph": False}
+
+
+def set_cuda_graph(on: bool) -> None:
+    """Also time CUDA-graph replays of both sides in `time_pair` (the `--cuda-graph` option)."""
+    _MODE["graph"] = bool(on)
+
+
+def _capture(fn: Callable[[int], Any], rotate: int):
+    """A CUDA graph of fn(0) .. fn(rotate - 1), after a warm-up on a side stream (compiles, workspaces)."""
+    import torch
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for i in range(rotate):
+            fn(i)
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for i in range(rotate):
+            fn(i)
+    torch.cuda.synchronize()
+    return g
 
 
 def _quantiles(xs: Sequence[float]) -> tuple[float, float, float]:
@@ -93,16 +126,46 @@ def time_pair(
     fns = {"ours": rotating(ours)}
     if peer is not None:
         fns["peer"] = rotating(peer)
+    graphs: dict[str, Any] = {}
+    notes: list[str] = []
+    if _MODE["graph"]:
+        raw = {"ours": ours, "peer": peer}
+        for name in fns:
+            try:
+                graphs[name] = _capture(raw[name], rotate)
+            except Exception as e:  # a side that syncs with the host (or allocates oddly) cannot be captured
+                notes.append(f"{name}: not capturable ({type(e).__name__}: {str(e)[:120]})")
     samples: dict[str, list[list[float]]] = {k: [] for k in fns}
+    samples.update({f"{k}_graph": [] for k in graphs})
     for _ in range(rounds):
         for name, fn in fns.items():
             q = do_bench(fn, warmup=warmup_ms, rep=rep_ms, quantiles=[0.5, 0.2, 0.8])
             samples[name].append(list(q))
-    out: dict[str, float] = {}
+            if name in graphs:
+                q = do_bench(graphs[name].replay, warmup=warmup_ms, rep=rep_ms, quantiles=[0.5, 0.2, 0.8])
+                samples[f"{name}_graph"].append([x / rotate for x in q])
+    out: dict[str, Any] = {}
     for name, rows in samples.items():
         out[f"{name}_ms"] = statistics.median(r[0] for r in rows)
         out[f"{name}_p20_ms"] = min(r[1] for r in rows)
         out[f"{name}_p80_ms"] = max(r[2] for r in rows)
+    if notes:
+        out["graph_note"] = "; ".join(notes)
+    graphs.clear()
+    return out
+
+
+def timing_fields(t: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a `time_pair` result that go into a row's `extra` besides ours_ms / peer_ms:
+    p20/p80, and with --cuda-graph the graph times, their speedup and the host's share per call."""
+    out = {k: v for k, v in t.items() if k.endswith(("p20_ms", "p80_ms", "graph_ms")) or k == "graph_note"}
+    og, pg = t.get("ours_graph_ms"), t.get("peer_graph_ms")
+    if og:
+        out["ours_host_ms"] = t["ours_ms"] - og
+    if pg:
+        out["peer_host_ms"] = t["peer_ms"] - pg
+    if og and pg:
+        out["speedup_graph"] = pg / og
     return out
 
 
@@ -193,9 +256,11 @@ def read_rows(path: str) -> list[dict[str, Any]]:
 
 def format_table(rows: list[dict[str, Any]], cols: Sequence[str] | None = None) -> str:
     """A plain-text table of rows (for the terminal and the README)."""
-    cols = list(
-        cols or ("kernel", "shape", "dtype", "ours_ms", "peer_ms", "speedup", "tflops", "tbps", "roofline_fraction")
-    )
+    if cols is None:
+        cols = ["kernel", "shape", "dtype", "ours_ms", "peer_ms", "speedup", "tflops", "tbps", "roofline_fraction"]
+        if any("ours_graph_ms" in r for r in rows):
+            cols[6:6] = ["ours_graph_ms", "peer_graph_ms", "speedup_graph"]
+    cols = list(cols)
     cells = [[_fmt(r.get(c)) for c in cols] for r in rows]
     widths = [max(len(c), *(len(x[i]) for x in cells)) if cells else len(c) for i, c in enumerate(cols)]
     line = " | ".join(c.ljust(w) for c, w in zip(cols, widths))
@@ -239,6 +304,8 @@ __all__ = [
     "progress",
     "read_rows",
     "registry_key_for",
+    "set_cuda_graph",
     "time_pair",
+    "timing_fields",
     "write_rows",
 ]

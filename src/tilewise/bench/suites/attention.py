@@ -151,7 +151,7 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
                 "max_abs_err_vs_sdpa": err,
                 "config": f"BLOCK_M={cfg.block_m} BLOCK_N={cfg.block_n} warps={cfg.num_warps} "
                 f"stages={cfg.num_stages} tma={cfg.use_desc}",
-                **{k_: v_ for k_, v_ in t.items() if k_.endswith(("p20_ms", "p80_ms"))},
+                **harness.timing_fields(t),
             },
         )
         rows.append(row)

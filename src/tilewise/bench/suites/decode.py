@@ -119,7 +119,7 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
                 f"tma={_DECODE_TMA} max_chunk={_MAX_CHUNK}",
                 "max_abs_err_vs_sdpa": err,
                 "total_keys": sum(lens),
-                **{k_: v_ for k_, v_ in t.items() if k_.endswith(("p20_ms", "p80_ms"))},
+                **harness.timing_fields(t),
             },
         )
         rows.append(row)

@@ -157,10 +157,7 @@ def _ffn_case(T, H, d, inter, dtype_name, rounds, rep_ms, dense, tags, log) -> l
         )
     extra: dict[str, Any] = dict(
         common,
-        ours_p20_ms=tp["ours_p20_ms"],
-        ours_p80_ms=tp["ours_p80_ms"],
-        peer_p20_ms=tp["peer_p20_ms"],
-        peer_p80_ms=tp["peer_p80_ms"],
+        **harness.timing_fields(tp),
         infer_peak_MiB=infer_memory(lambda: flash_ffn(z, wg, wu, wd)),
         peer_infer_peak_MiB=infer_memory(lambda: unfused_heads_first(zh, wg, wu, wd)),
     )
@@ -204,10 +201,7 @@ def _ffn_case(T, H, d, inter, dtype_name, rounds, rep_ms, dense, tags, log) -> l
     peak_p, saved_p = train_memory(lambda: unfused_heads_first(zhr, *ws), [zhr, *ws], gyh)
     extra2: dict[str, Any] = dict(
         common,
-        ours_p20_ms=tp2["ours_p20_ms"],
-        ours_p80_ms=tp2["ours_p80_ms"],
-        peer_p20_ms=tp2["peer_p20_ms"],
-        peer_p80_ms=tp2["peer_p80_ms"],
+        **harness.timing_fields(tp2),
         train_peak_extra_MiB=peak_o,
         peer_train_peak_extra_MiB=peak_p,
         memory_ratio=peak_p / peak_o if peak_o else None,
@@ -294,8 +288,7 @@ def _moe_case(T, heads, head_dim, experts, width, top_k, dtype_name, rounds, rep
         dtype=dtype_name, peer="torch._grouped_mm", ours_ms=tp["ours_ms"], peer_ms=tp["peer_ms"],
         flops=fl, nbytes=nb, tags=tags,
         extra=dict(
-            ours_p20_ms=tp["ours_p20_ms"], ours_p80_ms=tp["ours_p80_ms"], peer_p20_ms=tp["peer_p20_ms"],
-            peer_p80_ms=tp["peer_p80_ms"], rows_per_expert_mean=float(counts.float().mean()),
+            **harness.timing_fields(tp), rows_per_expert_mean=float(counts.float().mean()),
             rows_per_expert_min=int(counts.min()), rows_per_expert_max=int(counts.max()), max_abs_diff_vs_peer=err,
             tokens=T, heads=heads, head_dim=head_dim, experts_per_head=experts, expert_width=width, top_k=top_k,
         ),

@@ -146,7 +146,7 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
                         "config": cfg.tag(),
                         "reason": cfg.reason,
                         "rotate": rot,
-                        **{q: t[q] for q in ("ours_p20_ms", "ours_p80_ms", "peer_p20_ms", "peer_p80_ms")},
+                        **harness.timing_fields(t),
                     },
                 )
             )

@@ -157,7 +157,7 @@ def bench_shape(name: str, dtype_name: str, rounds: int, tags: dict, loop: bool 
     ex = dict(
         extra, weight_tbps=wbytes / (t["ours_ms"] * 1e-3) / 1e12, peer_weight_tbps=wbytes / (t["peer_ms"] * 1e-3) / 1e12
     )
-    ex.update({k: v for k, v in t.items() if "p20" in k or "p80" in k})
+    ex.update(harness.timing_fields(t))
     rows.append(
         harness.make_row(
             kernel="grouped_matmul", shape=shape, dtype=dtype_name, peer="torch._grouped_mm", ours_ms=t["ours_ms"],

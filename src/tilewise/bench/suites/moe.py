@@ -85,7 +85,7 @@ def bench_config(name: str, dtype_name: str, rounds: int, tags: dict, configs=No
         lambda i: moe_torch(x, logits, wgu, wd, k, gate),
         rounds=rounds,
     )
-    extra = {k2: v for k2, v in t.items() if "p20" in k2 or "p80" in k2}
+    extra = harness.timing_fields(t)
     extra.update(rows_per_expert=T * k / E, experts_used=used, gate=gate, top_k=k)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     cfg_up, cfg_down = configs or moe_configs(T, k, E, d, f, dtype, True)

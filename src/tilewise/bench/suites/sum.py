@@ -102,7 +102,7 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
                 model_dtype="fp32",
                 extra={
                     "rotate": rot,
-                    **{q: t[q] for q in ("ours_p20_ms", "ours_p80_ms", "peer_p20_ms", "peer_p80_ms")},
+                    **harness.timing_fields(t),
                 },
             )
         )
