@@ -125,10 +125,12 @@ def test_device_lengths_plan_from_cache_capacity():
     check(q, k, v, torch.tensor([300, 5, 129], device=DEV, dtype=torch.int32), max_chunk=64)
 
 
-def test_paged_cache(poison):
-    """block_table: pages scattered in a pool, the same answer as the contiguous cache."""
+@pytest.mark.parametrize("page,pages", [(64, 4), (16, 16)])
+def test_paged_cache(poison, page, pages):
+    """block_table: pages scattered in a pool, the same answer as the contiguous cache; a page smaller than
+    the default key tile (16 keys, vLLM's page) narrows the tile."""
     torch.manual_seed(9)
-    b, hk, page, pages, d = 3, 2, 64, 4, 32
+    b, hk, d = 3, 2, 32
     k, v = rand(b, hk, page * pages, d, dtype=torch.float32), rand(b, hk, page * pages, d, dtype=torch.float32)
     q = rand(b, 8, d, dtype=torch.float32)
     perm = torch.randperm(b * pages)
@@ -194,5 +196,9 @@ def test_bad_block_table():
     q, k, v = _args()
     with pytest.raises(InputError, match="block_table must have shape"):
         decode_attention(q, k, v, [1, 1], block_table=torch.zeros(3, 2, dtype=torch.int32))
-    with pytest.raises(InputError, match="page_size must be a multiple"):
-        decode_attention(q, k[:, :, :48], v[:, :, :48], [1, 1], block_table=torch.zeros(2, 2, dtype=torch.int32))
+    with pytest.raises(InputError, match="page_size must be a multiple of 16"):
+        decode_attention(q, k[:, :, :40], v[:, :, :40], [1, 1], block_table=torch.zeros(2, 2, dtype=torch.int32))
+    with pytest.raises(InputError, match="multiple of the key tile 64"):
+        decode_attention(
+            q, k[:, :, :48], v[:, :, :48], [1, 1], block_table=torch.zeros(2, 2, dtype=torch.int32), tile=(64, 4, 1)
+        )

@@ -106,11 +106,12 @@ def test_decode_full_size(dtype, splits):
     assert (lse[0] == float("-inf")).all() and torch.isfinite(lse[1:]).all()
 
 
-def test_decode_paged_matches_contiguous():
+@pytest.mark.parametrize("page,pages", [(256, 16), (16, 256)])
+def test_decode_paged_matches_contiguous(page, pages):
     from tilewise.kernels import decode_attention
 
     torch.manual_seed(3)
-    b, hk, page, pages, d = 3, 8, 256, 16, 128
+    b, hk, d = 3, 8, 128
     k = torch.randn(b, hk, page * pages, d, device="cuda", dtype=torch.bfloat16)
     v = torch.randn_like(k)
     q = torch.randn(b, 64, d, device="cuda", dtype=torch.bfloat16)

@@ -44,16 +44,20 @@ LOG2E = 1.4426950408889634
 LN2 = tl.constexpr(0.6931471805599453)  # a constexpr: jit functions may read only constexpr globals
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
-# Tuning, measured on the H200 (bf16, D 128, 2026-11-30, triton 3.6; benchmarks/gpu/queue/attn_r3.py,
-# docs/readme/attention.md), best geometric mean of time over B1 Hq32 Hkv8 L128k, B8 Hq32 Hkv8 L32k and
-# B1 Hq64 Hkv8 L64k among 8 tiles x 3 chunk caps:
-# * (BLOCK_N, warps, stages) = (64, 4, 3) with plain loads: 141 / 262 / 148 us. TMA descriptors are
-#   as fast on the GPU (128 x 4 x 3: 137 / 251 us) but cost host time per call (two descriptors)
-#   that shows on the short 64k-token step (178-193 us with TMA vs 142-150 us without).
+# Tuning, measured on the H200 (bf16, D 128, triton 3.6).
+# * (BLOCK_N, warps, stages) = (128, 4, 3), plain loads. Session 2 (benchmarks/gpu/queue/decode_sweep_graph.py,
+#   benchmarks/results/h200/decode_sweep_graph.json) timed 7 tiles x 10 split counts as CUDA-graph replays,
+#   i.e. without the ~220 us of host time per call that had flattened session 1's eager sweep (every
+#   configuration of the B1 rows at 142-194 us). (128, 4, 3) at the model's split count is within 1% of the
+#   best of all 70 on all six shapes: 79.6 / 137.9 / 138.0 / 256.8 / 135.3 / 255.9 us for B1 Hq64 L64k,
+#   B1 L128k, B1 Hkv32 L32k, B8 L32k, B16 L8k, B64 L4k, against 80.4 / 141.4 / 142.3 / 265.2 / 139.0 /
+#   281.0 us for session 1's (64, 4, 3). A paged cache whose page is smaller takes the largest of 64, 32,
+#   16 keys that divides its page.
+# * TMA descriptors: as fast on the GPU, but two descriptors cost host time per call (session 1).
 # * No cap on the keys per program: the model's wave-efficiency split count alone (16 x 8192 keys at
-#   L128k) beat capping chunks at 2048 / 4096 keys (139-152 us at L128k) on the geometric mean.
+#   L128k) beat capping chunks at 2048 / 4096 keys (139-152 us at L128k) on the geometric mean (session 1).
 _MAX_CHUNK = 1 << 30
-_DECODE_TILE = (64, 4, 3)
+_DECODE_TILE = (128, 4, 3)
 _DECODE_TMA = False
 _MAX_SPLITS = 64
 
@@ -483,6 +487,10 @@ def decode_attention(
     else:
         page = k_cache.shape[2]
         capacity = block_table.shape[1] * page
+        if tile is None:  # the default tile, narrowed to fit the page: key tiles never straddle pages
+            fits = [n for n in (block_n, 64, 32, 16) if n <= block_n and page % n == 0]
+            require(bool(fits), f"page_size must be a multiple of 16 keys (the smallest key tile), got {page}")
+            block_n = fits[0]
         require(page % block_n == 0, f"page_size must be a multiple of the key tile {block_n}, got {page}")
         block_table = block_table.to(torch.int32)
     if host_max is not None:
