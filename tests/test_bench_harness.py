@@ -62,7 +62,8 @@ def test_write_read_rows_round_trip(tmp_path):
 
 def test_env_tags_and_registry_key():
     tags = harness.env_tags("tilewise bench sum")
-    assert {"date", "command", "torch", "triton", "gpu"} <= set(tags)
+    assert {"date", "command", "torch", "triton", "gpu", "cpu"} <= set(tags)
+    assert isinstance(tags["cpu"], str) and tags["cpu"]
     assert tags["command"] == "tilewise bench sum"
     assert harness.registry_key_for("NVIDIA H200") == "h200"
     assert harness.registry_key_for("NVIDIA H100 PCIe") == "h100-pcie"
