@@ -41,6 +41,7 @@ def test_missing_second_barrier_is_a_write_after_read():
         ("gemm_tiled", "gemm", (2, 1), (32, 32)),
         ("block_sum", "block_sum", (2,), (256,)),
         ("block_sum", "block_sum_shfl", (2,), (256,)),
+        ("block_sum", "block_sum_warp_sync", (2,), (256,)),
         ("transpose", "transpose_naive", (2, 2), (32, 8)),
         ("transpose", "transpose_padded", (2, 2), (32, 8)),
         ("transpose", "transpose_swizzled", (2, 2), (32, 8)),
@@ -112,3 +113,42 @@ def test_hazards_can_be_switched_off():
     y = np.zeros(64, dtype=np.float32)
     t = launch(k_missing_first_barrier, 1, 64, x, y, hazards=False)
     assert t.hazards == []
+
+
+def test_warp_synchronous_tail_without_syncwarp_is_a_race():
+    """block_sum_warp_unsynced: warp 0 reads what its other lanes wrote in the round before, with no
+    __syncwarp() in between (a race since Volta's independent thread scheduling); with it, none."""
+    m = _example("block_sum")
+    args = m.setup((2, 1, 1), (256, 1, 1), np.random.default_rng(1))
+    t = launch(m.block_sum_warp_unsynced, 2, 256, *args)
+    assert m.check(args) < 1e-3  # lock-step simulation still adds up right; the report is what warns
+    src = open(m.__file__).read().splitlines()
+    start = next(i for i, x in enumerate(src) if "idiom: no __syncwarp()" in x)
+    line = next(i + 1 for i in range(start, len(src)) if "s[tid] += s[tid + stride]" in src[i])
+    assert {(h.kind, h.line, h.other_line) for h in t.hazards} == {("RAW", line, line)}
+    for h in t.hazards:
+        for ex in h.examples:  # every pair is inside warp 0
+            assert ex["thread"][0] < 32 and ex["other_thread"][0] < 32
+    args = m.setup((2, 1, 1), (256, 1, 1), np.random.default_rng(1))
+    t = launch(m.block_sum_warp_sync, 2, 256, *args)
+    assert t.hazards == [] and m.check(args) < 1e-3
+
+
+def test_syncwarp_does_not_order_two_warps():
+    from tilewise.sim import syncwarp
+
+    @kernel
+    def k(out):
+        s = shared(64, float32)
+        tid = threadIdx.x
+        s[tid] = tid * 1.0
+        syncwarp()
+        out[tid] = s[tid ^ 1]  # a lane of the same warp: ordered by the syncwarp
+        syncwarp()
+        out[tid] = s[(tid + 32) % 64]  # a lane of the other warp: a race, syncwarp or not
+
+    out = np.zeros(64, np.float32)
+    t = launch(k, 1, 64, out)
+    assert {h.kind for h in t.hazards} == {"RAW"}
+    (h,) = t.hazards
+    assert all((ex["thread"][0] < 32) != (ex["other_thread"][0] < 32) for ex in h.examples)

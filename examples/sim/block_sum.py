@@ -2,16 +2,35 @@
 
     tilewise trace examples/sim/block_sum.py --kernel block_sum --grid 8 --block 256
     tilewise trace examples/sim/block_sum.py --kernel block_sum_shfl --grid 8 --block 256
+    tilewise trace examples/sim/block_sum.py --kernel block_sum_warp_sync --grid 8 --block 256
+    tilewise trace examples/sim/block_sum.py --kernel block_sum_warp_unsynced --grid 8 --block 256
 
 block_sum adds the block's 256 numbers pairwise in shared memory with a barrier after every round; once
 stride < 32, `if tid < stride` leaves part of one warp working (divergence). block_sum_shfl stops the
 shared-memory tree at 32 values and lets warp 0 finish with __shfl_down_sync: registers, no shared
 memory, no __syncthreads().
+
+block_sum_warp_sync keeps the last 32 values in shared memory and lets warp 0 finish them with only
+__syncwarp() between rounds: correct since Volta, because __syncwarp orders the warp's shared-memory
+accesses. block_sum_warp_unsynced is the pre-Volta "warp-synchronous" version without it: the lanes of a
+warp are not guaranteed to run in lock step (independent thread scheduling), so each round reads what
+another lane writes with nothing in between, a race the hazard report names.
 """
 
 import numpy as np
 
-from tilewise.sim import FULL_MASK, blockDim, blockIdx, float32, kernel, shared, shfl_down_sync, syncthreads, threadIdx
+from tilewise.sim import (
+    FULL_MASK,
+    blockDim,
+    blockIdx,
+    float32,
+    kernel,
+    shared,
+    shfl_down_sync,
+    syncthreads,
+    syncwarp,
+    threadIdx,
+)
 
 KERNEL = "block_sum"
 
@@ -54,6 +73,53 @@ def block_sum_shfl(x, out, n):
             offset >>= 1
         if tid == 0:
             out[blockIdx.x] = v
+
+
+@kernel
+def block_sum_warp_sync(x, out, n):
+    s = shared(256, float32)
+    tid = threadIdx.x
+    i = blockIdx.x * blockDim.x + tid
+    s[tid] = x[i] if i < n else 0.0
+    syncthreads()
+    stride = blockDim.x // 2
+    while stride >= 32:
+        if tid < stride:
+            s[tid] += s[tid + stride]
+        syncthreads()
+        stride >>= 1
+    if tid < 32:  # warp 0 finishes in shared memory, ordered by __syncwarp()
+        while stride > 0:
+            v = s[tid + stride] if tid < stride else 0.0
+            syncwarp()  # every read of this round before any write
+            if tid < stride:
+                s[tid] += v
+            syncwarp()  # every write of this round before the next round's reads
+            stride >>= 1
+        if tid == 0:
+            out[blockIdx.x] = s[0]
+
+
+@kernel
+def block_sum_warp_unsynced(x, out, n):
+    s = shared(256, float32)
+    tid = threadIdx.x
+    i = blockIdx.x * blockDim.x + tid
+    s[tid] = x[i] if i < n else 0.0
+    syncthreads()
+    stride = blockDim.x // 2
+    while stride >= 32:
+        if tid < stride:
+            s[tid] += s[tid + stride]
+        syncthreads()
+        stride >>= 1
+    if tid < 32:  # the old "the warp runs in lock step" idiom: no __syncwarp(), a race since Volta
+        while stride > 0:
+            if tid < stride:
+                s[tid] += s[tid + stride]
+            stride >>= 1
+        if tid == 0:
+            out[blockIdx.x] = s[0]
 
 
 GRID = (8, 1, 1)

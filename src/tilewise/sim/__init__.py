@@ -11,8 +11,9 @@
     t = launch(copy, grid=4, block=256, x, y, len(x))
     print(render_text(t))
 
-- `analyze_access(addresses, width, space, active=None, store=False)`: one warp instruction's sectors and
-  requests (global) or wavefronts and bank conflicts (shared), as Nsight Compute counts them on an H200.
+- `analyze_access(addresses, width, space, active=None, store=False, atomic=False)`: one warp instruction's
+  sectors and requests (global) or wavefronts and bank conflicts (shared), as Nsight Compute counts them on
+  an H200; atomic=True / "cas" / "loop" for atomics (same-address lanes serialize; see access.py).
 - `kernel`, `device`, `launch`: the kernel language (lang.py) and the executor (runtime.py).
 - `report(trace)` / `render_text` / `render_json`: the per-line report of `tilewise trace`.
 """

@@ -16,6 +16,9 @@ Measured rules (the textbook's where it holds):
   one word share it (broadcast, multicast); conflicts = wavefronts - 1.
 - shared, 8/16-byte lanes: see `_shared` (phases of 128 bytes of lane data; stores never merge phases;
   loads merge two phases when the whole warp's lanes come in same-address pairs, i with i^1 or i with i^2).
+- atomics (round 5, 508 patterns, 505 reproduced; see `_atomic`): lanes on one address never merge.
+  Global: sectors = per sector, the most lanes on one of its addresses. Shared: wavefronts = the most
+  lanes on one bank, counted lane by lane. A shared float32 or 8-byte add is a CAS loop (`_cas_loop`).
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ def analyze_access(
     space: str,
     active: int | Sequence[bool] | np.ndarray | None = None,
     store: bool = False,
+    atomic: bool | str = False,
 ) -> dict:
     """Nsight Compute's counters for one warp-wide memory instruction on an H200.
 
@@ -65,11 +69,19 @@ def analyze_access(
     space: "global" or "shared".
     active: the lanes that execute it: a 32-bit mask (bit i = lane i) or 32 booleans; None = all.
     store: a store (st) rather than a load (ld).
+    atomic: an atomic instead of a load or store (`store` is then ignored): True (or "rmw") for one
+        atom / red instruction (atomicAdd, atomicMax, atomicExch, ...: ATOMG, REDG, ATOMS); "cas" for
+        atomicCAS (on shared memory it moves two operands a lane: twice the wavefronts); "loop" for the
+        compare-and-swap loop ptxas makes of a shared-memory float32 add or 8-byte add (LDS +
+        ATOMS.CAST.SPIN, repeated until every lane succeeded). Global atomics count alike whatever the op,
+        and whether the result is used (REDG, op_red) or not (ATOMG, op_atom): same figures.
 
-    Returns for "global": sectors (l1tex__t_sectors_pipe_lsu_mem_global_op_{ld,st}) and requests
-    (l1tex__t_requests_...); for "shared": wavefronts (l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{ld,st})
-    and bank_conflicts (l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{ld,st}); plus `ideal` (the
-    fewest sectors or wavefronts the active lanes' distinct bytes could take) and `active_lanes`.
+    Returns for "global": sectors (l1tex__t_sectors_pipe_lsu_mem_global_op_{ld,st,atom,red}) and requests
+    (l1tex__t_requests_...); for "shared": wavefronts (l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{ld,st,
+    atom}) and bank_conflicts (l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{ld,st,atom}); plus `ideal`
+    (the fewest sectors or wavefronts the active lanes' distinct bytes could take) and `active_lanes`.
+    atomic="loop" adds passes (the loop's trips) and the loop's LDS: ld_wavefronts, ld_bank_conflicts
+    (op_ld), ld_ideal, ld_lanes, ld_banks; its wavefronts and bank_conflicts are the ATOMS.CAST's.
     """
     if width not in WIDTHS:
         raise InputError(f"width must be one of {WIDTHS} bytes, got {width!r}")
@@ -92,7 +104,7 @@ def analyze_access(
             f"addresses must be aligned to width={width}: lane {lane} has address {int(addr[lane])} "
             "(the hardware faults on a misaligned access)"
         )
-    r = analyze_batch(addr[None, :], act[None, :], width, space, store)
+    r = analyze_batch(addr[None, :], act[None, :], width, space, store, atomic)
     out = {k: int(v[0]) for k, v in r.items()}
     return out
 
@@ -198,12 +210,132 @@ def _paired(addr: np.ndarray, act: np.ndarray, xor: int) -> np.ndarray:
     return np.all(~both | (addr == addr[:, partner]), axis=1)
 
 
-def analyze_batch(addr: np.ndarray, act: np.ndarray, width: int, space: str, store: bool = False) -> dict:
+def analyze_batch(
+    addr: np.ndarray, act: np.ndarray, width: int, space: str, store: bool = False, atomic: bool | str = False
+) -> dict:
     """`analyze_access` for many warps: addr and act are (warps, 32); returns arrays of length warps."""
     addr = np.asarray(addr, dtype=np.int64)
     act = np.asarray(act, dtype=bool)
+    if atomic is not False:
+        return _atomic(addr, act, width, space, _atomic_kind(atomic, space))
     if space == "global":
         return _global(addr, act, width, store)
     r = _shared(addr, act, width, store)
     r["active_lanes"] = act.sum(axis=1)
     return r
+
+
+# ----------------------------------------------------------------------------- atomics (round 5)
+
+ATOMIC_KINDS = ("rmw", "cas", "loop")
+
+
+def _atomic_kind(atomic, space: str) -> str:
+    kind = "rmw" if atomic is True else atomic
+    if kind not in ATOMIC_KINDS:
+        raise InputError(f"atomic must be False, True or one of {ATOMIC_KINDS}, got {atomic!r}")
+    if kind == "loop" and space != "shared":
+        raise InputError(
+            "atomic='loop' is the compare-and-swap loop ptxas makes of a shared-memory float32 or 8-byte add; "
+            f"a {space} atomic is one instruction (atomic=True), got space={space!r}"
+        )
+    return kind
+
+
+def _atomic(addr: np.ndarray, act: np.ndarray, width: int, space: str, kind: str) -> dict:
+    """One atomic instruction per row (atom or red), as Nsight Compute counted it on an H200 (round 5).
+
+    Lanes on one address are never merged into one operation, unlike a load's broadcast or a store:
+    - global (ATOMG / REDG, every op and width measured: add u32/u64/f32, cas, max, exch): one request;
+      sectors = for every 32-byte sector, the most active lanes on any one address in it (lanes on different
+      addresses of one sector go together, lanes on one address go one after another). Nsight Compute files
+      an ATOMG under op_atom and a REDG (a `red`, or an `atom` whose result is unused) under op_red, with the
+      same counts.
+    - shared, kind "rmw" (ATOMS.ADD/MIN/MAX/EXCH...): wavefronts = the most active lanes on any one bank,
+      counted lane by lane (no broadcast: 32 lanes on one word take 32); bank_conflicts = wavefronts - 1.
+    - shared, kind "cas" (ATOMS.CAS, two operands a lane): wavefronts twice that, bank_conflicts the same.
+    - shared, kind "loop": see `_cas_loop` (extra keys passes, ld_*).
+    `ideal` is the load/store one (the fewest sectors or wavefronts the distinct bytes could take), i.e. what
+    one atomic per distinct address would cost after the warp combined its lanes.
+    """
+    if space == "global":
+        r = _global(addr, act, width, True)  # requests, ideal, active_lanes as for a store
+        r["sectors"] = _per_key_max(addr // SECTOR, addr, act)
+        return r
+    any_lane = act.any(axis=1)
+    ideal = np.where(any_lane, np.maximum(1, -(-_distinct_bytes(addr, act, width) // ROW)), 0)
+    if kind == "loop":
+        r = _cas_loop(addr, act, width)
+        r["ideal"] = ideal
+        r["active_lanes"] = act.sum(axis=1)
+        return r
+    words, wvalid = _lane_words(addr, act, width)
+    rows = addr.shape[0]
+    row = np.broadcast_to(np.arange(rows)[:, None], words.shape)
+    per_bank = np.bincount((row * BANKS + words % BANKS)[wvalid], minlength=rows * BANKS).reshape(rows, BANKS)
+    passes = per_bank.max(axis=1)  # lanes counted with multiplicity: one per lane, not per distinct word
+    wf = passes * (2 if kind == "cas" else 1)
+    conf = np.maximum(passes - 1, 0)
+    return {"wavefronts": wf, "bank_conflicts": conf, "ideal": ideal, "active_lanes": act.sum(axis=1)}
+
+
+def _per_key_max(group: np.ndarray, addr: np.ndarray, act: np.ndarray) -> np.ndarray:
+    """Per row: the sum over distinct `group` values of the most active lanes sharing one address in it."""
+    same = (addr[:, :, None] == addr[:, None, :]) & act[:, None, :]  # (rows, lane, other lane)
+    n_same = same.sum(axis=2)  # lanes on my address (me included when I am active)
+    g = np.where(act, group, _BIG)
+    # for each lane, the busiest address of its group: max over active lanes j of my group of n_same[j]
+    in_group = (g[:, :, None] == g[:, None, :]) & act[:, None, :]
+    busiest = np.where(in_group, n_same[:, None, :], 0).max(axis=2)
+    # count each group once: at its first active lane
+    first = act & ~np.tril(in_group, k=-1).any(axis=2)
+    return np.where(first, busiest, 0).sum(axis=1)
+
+
+def _cas_loop(addr: np.ndarray, act: np.ndarray, width: int) -> dict:
+    """What ptxas makes of a shared-memory float32 add or 8-byte add: a loop of LDS + ATOMS.CAST.SPIN.
+
+    Each pass, the lanes still pending load their word (LDS, counted with the load rule) and try a
+    compare-and-swap. Measured (114 of 114 such patterns): in each phase (the whole warp for 4-byte lanes,
+    each half-warp for 8-byte lanes, in order) the lowest pending lane of every bank (4 bytes) or bank
+    pair (8 bytes) succeeds, unless an earlier phase of the same pass already changed its address; the
+    others retry. The ATOMS.CAST takes 2 wavefronts per phase with a pending lane and reports no bank
+    conflict. Returns wavefronts and bank_conflicts (the ATOMS.CAST: op_atom), passes (the loop's trips:
+    ATOMS.CAST and LDS warp instructions), and the loop's LDS: ld_wavefronts, ld_bank_conflicts,
+    ld_ideal, ld_lanes (pending lanes summed over passes), ld_banks (distinct banks, summed over passes).
+    """
+    rows = addr.shape[0]
+    lanes_per_phase = WARP if width <= BANK_BYTES else ROW // width
+    unit = max(width, BANK_BYTES)
+    nkeys = BANKS * BANK_BYTES // unit  # banks, or bank pairs for 8 bytes
+    phase = np.arange(WARP) // lanes_per_phase
+    key = np.where(act, phase * BANKS + (addr // unit) % nkeys, -1)
+    same_key = key[:, :, None] == key[:, None, :]
+    same_addr = addr[:, :, None] == addr[:, None, :]
+    earlier = np.tril(np.ones((WARP, WARP), dtype=bool), k=-1)  # [i, j]: j < i
+    earlier_phase = phase[None, :] < phase[:, None]  # [i, j]: phase(j) < phase(i)
+    pend = act.copy()
+    z = np.zeros(rows, dtype=np.int64)
+    out = {k: z.copy() for k in ("wavefronts", "passes", "ld_wavefronts", "ld_bank_conflicts", "ld_ideal")}
+    out["ld_lanes"] = z.copy()
+    out["ld_banks"] = z.copy()
+    while pend.any():
+        live = pend.any(axis=1)
+        ld = _shared(addr, pend, width, store=False)
+        out["ld_wavefronts"] += ld["wavefronts"]
+        out["ld_bank_conflicts"] += ld["bank_conflicts"]
+        out["ld_ideal"] += ld["ideal"]
+        out["ld_lanes"] += pend.sum(axis=1)
+        out["ld_banks"] += _distinct_per_row((addr // BANK_BYTES) % BANKS, pend)
+        out["passes"] += live
+        phases_live = pend.reshape(rows, -1, lanes_per_phase).any(axis=2).sum(axis=1)
+        out["wavefronts"] += 2 * phases_live
+        # the lowest pending lane of each (phase, bank) key ...
+        win = pend & ~(same_key & earlier & pend[:, None, :]).any(axis=2)
+        # ... unless a winner of an earlier phase of this pass changed the same address (phases in order)
+        for ph in range(1, WARP // lanes_per_phase):
+            stale = (same_addr & earlier_phase & win[:, None, :]).any(axis=2) & (phase == ph)
+            win &= ~stale
+        pend &= ~win
+    out["bank_conflicts"] = z.copy()
+    return out

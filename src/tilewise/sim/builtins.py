@@ -73,8 +73,9 @@ def syncthreads():
 
 
 def syncwarp(mask=FULL_MASK):
-    """__syncwarp(): a no-op here (the warp runs in lock step); shared hazards are checked per block barrier."""
-    current().tick(_caller_line())
+    """__syncwarp(): orders the shared-memory accesses of the calling warp's lanes (the hazard checker then
+    accepts a read of what another lane of the same warp wrote before it); other warps are not ordered."""
+    current().syncwarp(_caller_line())
 
 
 def shared(shape, dtype=np.float32, name: str | None = None) -> MemArray:

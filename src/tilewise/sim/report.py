@@ -21,10 +21,17 @@ HAZARD_TEXT = {
 }
 
 
-def _verdict_global(c: dict) -> str:
+def _verdict_global(c: dict, op: str = "ld") -> str:
     if c["inst"] == 0:
         return ""
     spr = c["sectors"] / max(1, c["requests"])
+    if op == "atom":  # lanes on one address do not merge: they go one after another
+        if c["sectors"] <= c["ideal"]:
+            return f"atomic: {spr:.1f} sectors/request, each lane its own address"
+        return (
+            f"atomic: {spr:.1f} sectors/request for {c['ideal'] / c['inst']:.1f} ideal: lanes on one address "
+            "go one after another (combine them in the warp first)"
+        )
     if c["broadcasts"] == c["inst"]:
         return "broadcast: one address per warp"
     if c["sectors"] <= c["ideal"]:
@@ -32,11 +39,18 @@ def _verdict_global(c: dict) -> str:
     return f"uncoalesced: {c['sectors'] / c['ideal']:.1f}x the ideal sectors ({c['sectors'] - c['ideal']} extra)"
 
 
-def _verdict_shared(c: dict, width: int) -> str:
+def _verdict_shared(c: dict, width: int, op: str = "ld") -> str:
     if c["inst"] == 0:
         return ""
     parts = []
     wf, inst = c["wavefronts"], c["inst"]
+    if op == "atom":  # no broadcast for atomics: lanes on one bank go lane by lane
+        if wf > c["ideal"]:
+            return (
+                f"atomic: {wf / inst:.1f} wavefronts/inst for {c['ideal'] / inst:.1f} ideal: lanes on one bank "
+                "go one after another, same address or not"
+            )
+        return f"atomic: {wf / inst:.1f} wavefront/inst, no two lanes on one bank"
     if c["broadcasts"] == inst:
         parts.append("broadcast: one address per warp")
     elif c["multicasts"]:
@@ -61,6 +75,7 @@ def report(trace: Trace) -> dict:
     tot = {
         "global_ld_sectors": 0,
         "global_st_sectors": 0,
+        "global_atom_sectors": 0,
         "global_requests": 0,
         "global_ideal_sectors": 0,
         "shared_wavefronts": 0,
@@ -93,18 +108,20 @@ def report(trace: Trace) -> dict:
                 sectors=c["sectors"],
                 sectors_per_request=round(c["sectors"] / max(1, c["requests"]), 3),
                 ideal_sectors=c["ideal"],
-                verdict=_verdict_global(c),
+                verdict=_verdict_global(c, st.op),
             )
             tot["global_requests"] += c["requests"]
             tot["global_ideal_sectors"] += c["ideal"]
-            tot["global_st_sectors" if st.op != "ld" else "global_ld_sectors"] += c["sectors"]
+            tot[{"ld": "global_ld_sectors", "st": "global_st_sectors"}.get(st.op, "global_atom_sectors")] += c[
+                "sectors"
+            ]
         else:
             rec.update(
                 wavefronts=c["wavefronts"],
                 wavefronts_per_inst=round(c["wavefronts"] / c["inst"], 3),
                 ideal_wavefronts=c["ideal"],
                 bank_conflicts=c["bank_conflicts"],
-                verdict=_verdict_shared(c, st.width),
+                verdict=_verdict_shared(c, st.width, st.op),
             )
             tot["shared_wavefronts"] += c["wavefronts"]
             tot["shared_ideal_wavefronts"] += c["ideal"]
@@ -123,7 +140,7 @@ def report(trace: Trace) -> dict:
             )
     inst_all = sum(v[0] for v in trace.lines.values())
     lanes_all = sum(v[1] for v in trace.lines.values())
-    moved = (tot["global_ld_sectors"] + tot["global_st_sectors"]) * SECTOR
+    moved = (tot["global_ld_sectors"] + tot["global_st_sectors"] + tot["global_atom_sectors"]) * SECTOR
     minimum = trace.global_unique_bytes["ld"] + trace.global_unique_bytes["st"]
     scale = trace.blocks_total / max(1, sims)
     totals = {
@@ -214,7 +231,9 @@ def render_text(trace_or_report) -> str:
     if gl:
         ratio = f" = {t['global_bytes_ratio']:.2f}x" if t["global_bytes_ratio"] else ""
         out.append(
-            f"  global: {t['global_ld_sectors']} load + {t['global_st_sectors']} store sectors "
+            f"  global: {t['global_ld_sectors']} load + {t['global_st_sectors']} store "
+            + (f"+ {t['global_atom_sectors']} atomic " if t["global_atom_sectors"] else "")
+            + "sectors "
             f"(ideal {t['global_ideal_sectors']}); {t['global_bytes_requested']:,} B requested against "
             f"{t['global_bytes_minimum']:,} B distinct{ratio} (each distinct byte once is the minimum)"
         )

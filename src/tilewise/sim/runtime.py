@@ -247,8 +247,11 @@ class Executor:
         self.static_cursor = _align(self.shared_dyn, SMEM_ALIGN)
         self.static_bytes = 0
         self.epoch = 0
+        self.wsync = np.zeros(self.nwarps, dtype=np.int32)  # __syncwarp() count per warp
         if self.check_hazards:
             size = SMEM_OPTIN_LIMIT
+            self.h_wsync = np.zeros(size, dtype=np.int32)  # the writer's warp's syncwarp count at the write
+            self.h_rsync = np.zeros(size, dtype=np.int32)  # the last reader's warp's syncwarp count at the read
             self.h_wthread = np.full(size, -1, dtype=np.int32)
             self.h_wepoch = np.full(size, -1, dtype=np.int32)
             self.h_wline = np.zeros(size, dtype=np.int32)
@@ -636,7 +639,10 @@ class Executor:
         ok = m & ~oob
         site = self._line_site(line, f"atomic_{kind}({obj.name}, ...)")
         if self.tracing:
-            self._record(site, obj, obj.base + flatv * obj.unit_bytes, m, "atom")
+            how = _atomic_how(kind, obj)
+            r = self._record(site, obj, obj.base + flatv * obj.unit_bytes, m, "atom", how)
+            if how == "loop" and r is not None:
+                self._record_cas_loop(site, line, obj, r)
         if obj.space == "global" and self.tracing:
             self._touch(obj, flatv, ok, "st")
         val = np.broadcast_to(np.asarray(value, dtype=obj.dtype), (self.n,))
@@ -657,6 +663,26 @@ class Executor:
                 data[i] = val[t]
         return old
 
+    def _record_cas_loop(self, site, line, obj: MemArray, r):
+        """A shared float32 / 8-byte atomic_add is an LDS + ATOMS.CAST loop on the GPU (access.py `_cas_loop`).
+        The atomic's own site counts the ATOMS.CAST wavefronts of all passes (Nsight Compute's op_atom) and,
+        like every site, one instruction per warp that calls it; a second site on the same line, op "ld",
+        counts the loop's LDS (op_ld): one instruction per pass, so its `inst` is the loop's trip count."""
+        key = -line - (1 << 40)  # a synthetic site of its own, next to the atomic's (-line)
+        st = self.sites.get(key)
+        if st is None:
+            text = f"{self._synthetic[site][1]} (CAS loop: LDS)"
+            self._synthetic[key] = (line, text)
+            st = self.sites[key] = SiteStats(key, line, text, obj.space, "ld", obj.unit_bytes, obj.name)
+        d = st.counts
+        d["inst"] += r["passes"]
+        d["lanes"] += r["ld_lanes"]
+        d["bytes"] += r["ld_lanes"] * obj.unit_bytes
+        d["ideal"] += r["ld_ideal"]
+        d["wavefronts"] += r["ld_wavefronts"]
+        d["bank_conflicts"] += r["ld_bank_conflicts"]
+        d["banks"] += r["ld_banks"]
+
     def _line_site(self, line, text):
         key = -line  # synthetic sites for builtins, keyed by line
         if key not in self._synthetic:
@@ -664,7 +690,7 @@ class Executor:
         return key
 
     # statistics
-    def _record(self, site, obj: MemArray, addr, m, op):
+    def _record(self, site, obj: MemArray, addr, m, op, atomic=True):
         st = self.sites.get(site)
         if st is None:
             if site >= 0:
@@ -683,7 +709,7 @@ class Executor:
             return
         if not rows.all():
             a2, m2 = a2[rows], m2[rows]
-        r = _cached_analysis(a2, m2, obj.unit_bytes, obj.space, op == "st" or op == "atom")
+        r = _cached_analysis(a2, m2, obj.unit_bytes, obj.space, op == "st", atomic if op == "atom" else False)
         c = st.counts
         c["inst"] += r["inst"]
         c["lanes"] += r["lanes"]
@@ -698,6 +724,7 @@ class Executor:
         else:
             c["wavefronts"] += r["wavefronts"]
             c["bank_conflicts"] += r["bank_conflicts"]
+        return r
 
     def _touch(self, obj: MemArray, flatv, ok, op):
         rec = self.touched.get(obj.base)
@@ -756,9 +783,12 @@ class Executor:
         t = np.repeat(lanes, w).astype(np.int32)
         e = self.epoch
         line = self._site_line(site)
+        warp = t // WARP
+        cur = self.wsync[warp]  # a __syncwarp() orders accesses of one warp, not of two
         if op == "ld":
-            # RAW: written since the last barrier by another thread
-            hz = (self.h_wepoch[b] == e) & (self.h_wthread[b] != t)
+            # RAW: written since the last barrier by another thread (not one of this warp before a syncwarp)
+            ordered = (self.h_wthread[b] // WARP == warp) & (cur > self.h_wsync[b])
+            hz = (self.h_wepoch[b] == e) & (self.h_wthread[b] != t) & ~ordered
             if hz.any():
                 self._report_pairs("RAW", line, b, t, hz, self.h_wthread, self.h_wline, obj)
             stale = self.h_repoch[b] != e
@@ -770,18 +800,23 @@ class Executor:
             np.minimum.at(self.h_rmin, b, t)
             np.maximum.at(self.h_rmax, b, t)
             self.h_rline[b] = line
+            self.h_rsync[b] = cur
         else:
-            # WAR: read since the last barrier by another thread; WAW: written by another thread
-            war = (self.h_repoch[b] == e) & ((self.h_rmin[b] != t) | (self.h_rmax[b] != t))
+            # WAR: read since the last barrier by another thread; WAW: written by another thread. Readers all
+            # of this warp, every read before this warp's last syncwarp, are ordered.
+            r_ordered = (self.h_rmin[b] // WARP == warp) & (self.h_rmax[b] // WARP == warp) & (cur > self.h_rsync[b])
+            war = (self.h_repoch[b] == e) & ((self.h_rmin[b] != t) | (self.h_rmax[b] != t)) & ~r_ordered
             if war.any():
                 other = np.where(self.h_rmin[b] != t, self.h_rmin[b], self.h_rmax[b])
                 self._report_pairs("WAR", line, b, t, war, None, self.h_rline, obj, other)
-            waw = (self.h_wepoch[b] == e) & (self.h_wthread[b] != t)
+            w_ordered = (self.h_wthread[b] // WARP == warp) & (cur > self.h_wsync[b])
+            waw = (self.h_wepoch[b] == e) & (self.h_wthread[b] != t) & ~w_ordered
             if waw.any():
                 self._report_pairs("WAW", line, b, t, waw, self.h_wthread, self.h_wline, obj)
             self.h_wepoch[b] = e
             self.h_wthread[b] = t
             self.h_wline[b] = line
+            self.h_wsync[b] = cur
 
     def _report_pairs(self, kind, line, b, t, hz, owner, lines_arr, obj, other=None):
         idx = np.flatnonzero(hz)
@@ -795,6 +830,13 @@ class Executor:
             self._hazard(
                 kind, line, int(ol), obj.name, threads[sel], others[sel], (b[idx][sel] - obj.base) // obj.unit_bytes
             )
+
+    def syncwarp(self, line):
+        """__syncwarp(): orders the shared-memory accesses of each warp with an active lane (the warp's
+        lanes, not the mask's subset: a partial mask is taken as the whole warp)."""
+        self.tick(line)
+        m = self.mask if not self.pad else np.concatenate([self.mask, np.zeros(self.pad, dtype=bool)])
+        self.wsync += m.reshape(self.nwarps, WARP).any(axis=1)
 
     def sync(self, line):
         self.tick(line)
@@ -876,6 +918,20 @@ class Executor:
         return np.repeat(r, WARP)[: self.n]
 
 
+def _atomic_how(kind, obj: MemArray):
+    """How the GPU does atomic_<kind> on obj (the `atomic=` of access.py), as ptxas compiled it on sm_90
+    (round 5): an add on a shared float32 or 8-byte array is a compare-and-swap loop ("loop": measured for
+    float32 and 64-bit integers; float64 assumed the same); everything else is one instruction (True)."""
+    if (
+        obj.space == "shared"
+        and kind == "add"
+        and obj.vec == 1
+        and (obj.dtype == np.float32 or obj.dtype.itemsize == 8)
+    ):
+        return "loop"
+    return True
+
+
 def _align(x, a):
     return -(-x // a) * a
 
@@ -883,14 +939,14 @@ def _align(x, a):
 _CACHE: dict = {}
 
 
-def _cached_analysis(a2, m2, width, space, store):
+def _cached_analysis(a2, m2, width, space, store, atomic=False):
     """analyze_batch summed over warps, memoised on the pattern relative to each warp's 1 KB-aligned base."""
     base = np.where(m2, a2, np.int64(1) << 62).min(axis=1, keepdims=True) // 1024 * 1024
     rel = np.where(m2, a2 - base, -1)
-    key = (space, width, store, rel.tobytes())
+    key = (space, width, store, atomic, rel.tobytes())
     r = _CACHE.get(key)
     if r is None:
-        res = analyze_batch(rel, m2, width, space, store)
+        res = analyze_batch(rel, m2, width, space, store, atomic)
         lanes = m2.sum(axis=1)
         from tilewise.sim.access import _distinct_per_row
 

@@ -15,6 +15,12 @@ The fixtures `ncu_access_roundN.json` beside this script are what `all --round N
 (benchmarks/gpu/queue/sim.sh runs it; copied from benchmarks/gpu/results/sim/roundN/). Each record:
 space, op, width, mask, offsets (bytes from a 256-byte aligned global buffer or from the start of
 the shared window) and the metrics, as ncu printed them.
+
+Round 5 is atomics only (benchmarks/gpu/queue/sim5.sh): op "atom" (atom.{global,shared}.add.u32 / .u64,
+old value returned and stored), "red" (red.add.u32 / .u64, nothing returned), and 4-byte side kinds:
+"atomu" (atom.add.u32 whose result is unused: ptxas may make it a RED), "atomf" / "redf" (add.f32),
+"cas" (atom.cas.b32). Its metric list is probed name by name (`probe_metrics`); the fixture records
+which names this ncu did not know ("metrics_dropped").
 """
 
 from __future__ import annotations
@@ -34,7 +40,10 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 WIDTHS = (1, 2, 4, 8, 16)
 SPACES = ("global", "shared")
-OPS = ("ld", "st")
+OPS = ("ld", "st")  # rounds 1-4
+# Round 5: atomics. Codes in patterns.txt continue after ld = 0, st = 1 (OP_CODES.index).
+ATOMIC_OPS = ("atom", "red", "atomu", "atomf", "redf", "cas", "max", "exch")
+OP_CODES = OPS + ATOMIC_OPS
 FULL = 0xFFFFFFFF
 SMEM_BYTES = 16384  # shared array size; every shared offset stays below this
 GMEM_BYTES = 1 << 20  # global buffer size
@@ -57,6 +66,33 @@ METRICS_EXTRA = [
     "smsp__sass_inst_executed_op_shared_st.sum",
     "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum",
     "l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit.sum",
+]
+
+# Round 5 (atomics): the counters of atom / red, always asked for (each name is in this ncu's --query-metrics
+# list on the H200: benchmarks/gpu/results/sim/round1/metrics_list.txt) ...
+METRICS_ATOMIC_CORE = [
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_atom.sum",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_red.sum",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_red.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_atom.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_atom.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",  # the store of an atom's returned value
+    "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
+    # shared 64-bit and f32 adds are a loop of LDS + ATOMS.CAST on sm_90 (no native ATOMS.ADD.64 / .F32)
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    "smsp__sass_inst_executed_op_shared_ld.sum",  # these two counted in rounds 1-4
+    "smsp__sass_inst_executed_op_global_st.sum",
+]
+# ... and extras, probed one by one (probe_metrics); the unknown ones are dropped and recorded.
+METRICS_ATOMIC_EXTRA = [
+    "smsp__sass_inst_executed_op_shared_atom.sum",
+    "smsp__sass_inst_executed_op_global_atom.sum",
+    "smsp__sass_inst_executed_op_global_red.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum",
+    "lts__t_sectors_op_atom.sum",  # L2's side of a global atom / red
+    "lts__t_sectors_op_red.sum",
 ]
 
 # ----------------------------------------------------------------------------- patterns
@@ -87,7 +123,10 @@ def patterns(round_no: int = 1) -> list[dict]:
     bank-conflict counter counts then), plus many random patterns of every kind. Round 3: two-lane probes.
     Round 4: a test of the rule fitted to rounds 1-3 on patterns it had not seen (lane i paired with lane
     i ^ x, one broken pair at every lane, halves paired differently, random per-quad colourings and masks).
+    Round 5: atomics (see `_round5`).
     """
+    if round_no == 5:
+        return _interleave(_round5())
     if round_no == 2:
         return _interleave(_round2())
     if round_no == 3:
@@ -336,6 +375,75 @@ def _round4() -> list[dict]:
     return out
 
 
+# (space, op, width) of round 5: the main kinds get the full list of patterns, the side kinds a short one.
+ATOMIC_MAIN = [(sp, op, w) for sp in SPACES for op in ("atom", "red") for w in (4, 8)]
+ATOMIC_SIDE = [(sp, op, 4) for sp in SPACES for op in ("atomu", "atomf", "redf", "cas", "max", "exch")]
+
+
+def _round5() -> list[dict]:
+    """Atomics, one warp, one atom / red instruction: how the store rule's counts change.
+
+    Same-address lanes are the point (a store needs one write, an atomic applies every lane's update):
+    all lanes on one address, 2/4/8/16 lanes per address (neighbours, or spread over the warp), in one bank
+    (stride 128 B) or spread; distinct words (contiguous, strided, permuted); masks; random windows and
+    random small pools of addresses. Global kinds add sector strides (32 B, 4 KB).
+    """
+    rng = random.Random(20261205)
+    out: list[dict] = []
+    L = range(32)
+    for space, op, w in ATOMIC_MAIN + ATOMIC_SIDE:
+        main = (space, op, w) in ATOMIC_MAIN
+        pats: list[tuple] = []
+
+        def P(offs, mask=FULL, name="", side=False):
+            if main or side:
+                pats.append((offs, mask, name))
+
+        P([0] * 32, name="broadcast", side=True)
+        P([64] * 32, name="broadcast+64")
+        P([0] * 32, mask=_random_mask(rng, 0.5), name="broadcast_randmask")
+        P([0] * 32, mask=0x80000001, name="broadcast_2lanes")
+        P([i * w for i in L], name="contiguous", side=True)
+        P([64 + i * w for i in L], name="contiguous+64")
+        P([32 + i * w for i in L], name="contiguous+32")
+        P([(31 - i) * w for i in L], name="reversed")
+        for k in (2, 4, 8, 16):
+            side = k == 4
+            P([(i // k) * w for i in L], name=f"lanes{k}_per_addr", side=side)  # neighbours share
+            P([(i % (32 // k)) * w for i in L], name=f"lanes{k}_per_addr_spread", side=side)  # i, i + 32/k, ...
+            P([(i // k) * 128 for i in L], name=f"lanes{k}_per_addr_same_bank", side=side)
+        P([i * 2 * w for i in L], name="stride2")
+        P([i * 128 for i in L], name="stride128B", side=True)
+        P([i * 128 for i in L], mask=0x000000FF, name="stride128B_8lanes")
+        P([i * 32 for i in L], name="stride32B", side=True)
+        if space == "global":
+            P([i * 4096 for i in L], name="stride4096B")
+        else:
+            P([i * 512 for i in L], name="stride512B")
+        P([(i ^ 1) * w for i in L], name="swap_pairs", side=True)
+        P([((i * 5) % 32) * w for i in L], name="perm_stride5")
+        P([(i % 2) * 128 for i in L], name="two_words_same_bank")
+        P([(i % 2) * 64 for i in L], name="two_words_other_banks")
+        P([(i % 16) * w + (i // 16) * 512 for i in L], name="halves_same_banks")
+        P([i * w for i in L], mask=0x0000FFFF, name="contiguous_lowhalf")
+        P([i * w for i in L], mask=0xFFFF0000, name="contiguous_highhalf")
+        P([i * w for i in L], mask=0x55555555, name="contiguous_even", side=True)
+        P([i * w for i in L], mask=0x00000001, name="single_lane", side=True)
+        P([i * w for i in L], mask=0x80000000, name="single_lane31")
+        for k in range(6 if main else 3):
+            window = max(w, [32, 128, 256, 1024, 4096, 512][k])
+            offs = [rng.randrange(window // w) * w for _ in L]
+            mask = FULL if k % 2 == 0 else _random_mask(rng, rng.choice([0.3, 0.6, 0.9]))
+            P(offs, mask=mask, name=f"random_{window}B", side=True)
+        for n in (2, 3, 8) if main else ():
+            pool = [rng.randrange(512 // w) * w for _ in range(n)]
+            offs = [rng.choice(pool) for _ in L]
+            mask = FULL if n != 3 else _random_mask(rng, 0.6)
+            P(offs, mask=mask, name=f"pool{n}")
+        out += [_pat(space, op, w, offs, mask, name) for offs, mask, name in pats]
+    return out
+
+
 # ----------------------------------------------------------------------------- CUDA twin
 
 CU_TEMPLATE = r"""
@@ -391,7 +499,7 @@ __global__ void twin_shared_st_4(int) { SBASE asm volatile("st.shared.u32 [%%0],
 __global__ void twin_shared_st_8(int) { SBASE asm volatile("st.shared.v2.u32 [%%0], {%%1, %%2};" :: "r"(a), "r"(l), "r"(l + 1) : "memory"); }
 __global__ void twin_shared_st_16(int) { SBASE asm volatile("st.shared.v4.u32 [%%0], {%%1, %%2, %%3, %%4};" :: "r"(a), "r"(l), "r"(l + 1), "r"(l + 2), "r"(l + 3) : "memory"); }
 
-static int widx(int w) { return w == 1 ? 0 : w == 2 ? 1 : w == 4 ? 2 : w == 8 ? 3 : 4; }
+%(atomic_kernels)sstatic int widx(int w) { return w == 1 ? 0 : w == 2 ? 1 : w == 4 ? 2 : w == 8 ? 3 : 4; }
 
 int main(int argc, char** argv) {
   if (argc < 2) { fprintf(stderr, "usage: twins patterns.txt [first last]\n"); return 2; }
@@ -409,7 +517,7 @@ int main(int argc, char** argv) {
     if (id < first || id > last) continue;
     CK(cudaMemcpyToSymbol(c_off, off, sizeof off)); CK(cudaMemcpyToSymbol(c_mask, &mask, sizeof mask));
     int k = widx(width);
-    if (space == 0 && op == 0) gld[k]<<<1, 32>>>(g, sink);
+    %(atomic_launch)sif (space == 0 && op == 0) gld[k]<<<1, 32>>>(g, sink);
     else if (space == 0) gst[k]<<<1, 32>>>(g);
     else if (op == 0) sld[k]<<<1, 32>>>(sink);
     else sst[k]<<<1, 32>>>(0);
@@ -421,19 +529,83 @@ int main(int argc, char** argv) {
 """
 
 
+# Round 5: (op, width) -> (PTX with {sp} for the space, C type of the returned value: None = no result,
+# "unused" = a result nobody reads, value operand(s)). Kernels twin_{space}_{op}_{width}(g, sink).
+ATOMIC_PTX = {
+    ("atom", 4): ("atom.{sp}.add.u32 %0, [%1], %2;", "unsigned", ["l + 1u"]),
+    ("atom", 8): ("atom.{sp}.add.u64 %0, [%1], %2;", "unsigned long long", ["(unsigned long long)l + 1ull"]),
+    ("red", 4): ("red.{sp}.add.u32 [%0], %1;", None, ["l + 1u"]),
+    ("red", 8): ("red.{sp}.add.u64 [%0], %1;", None, ["(unsigned long long)l + 1ull"]),
+    ("atomu", 4): ("atom.{sp}.add.u32 %0, [%1], %2;", "unused", ["l + 1u"]),
+    ("atomf", 4): ("atom.{sp}.add.f32 %0, [%1], %2;", "float", ["1.0f"]),
+    ("redf", 4): ("red.{sp}.add.f32 [%0], %1;", None, ["1.0f"]),
+    ("cas", 4): ("atom.{sp}.cas.b32 %0, [%1], %2, %3;", "unsigned", ["0u", "l + 1u"]),
+    ("max", 4): ("atom.{sp}.max.u32 %0, [%1], %2;", "unsigned", ["l + 1u"]),
+    ("exch", 4): ("atom.{sp}.exch.b32 %0, [%1], %2;", "unsigned", ["l + 1u"]),
+}
+_CONSTRAINT = {"unsigned": "r", "unused": "r", "unsigned long long": "l", "float": "f"}
+_SINK = {
+    "unsigned": "sink[l] = v;",
+    "unsigned long long": "sink[l] = (unsigned)(v ^ (v >> 32));",
+    "float": "sink[l] = __float_as_uint(v);",
+    "unused": "",
+}
+
+
+def _atomic_kernel(space: str, op: str, width: int) -> str:
+    ptx, ret, vals = ATOMIC_PTX[(op, width)]
+    ptx = ptx.format(sp=space)
+    vtype = "l" if width == 8 else "f" if vals[-1] == "1.0f" else "r"
+    ins = ['"l"(g + c_off[l])' if space == "global" else '"r"(a)'] + [f'"{vtype}"({v})' for v in vals]
+    if ret is None:
+        body = f'asm volatile("{ptx}" :: {", ".join(ins)} : "memory");'
+    else:
+        ctype = "__attribute__((unused)) unsigned" if ret == "unused" else ret
+        body = f'{ctype} v; asm volatile("{ptx}" : "={_CONSTRAINT[ret]}"(v) : {", ".join(ins)} : "memory");'
+        body += f" {_SINK[ret]}" if _SINK[ret] else ""
+    head = f"__global__ void twin_{space}_{op}_{width}(unsigned char* g, unsigned* sink) {{ "
+    if space == "global":
+        return head + "unsigned l = threadIdx.x; if (!((c_mask >> l) & 1u)) return;\n  " + body + " }\n"
+    return head + "SBASE " + body + " }\n"
+
+
+def _atomic_sources(kinds: list[tuple]) -> dict:
+    """The CUDA of round 5's atomic kernels and of their dispatch; empty for rounds 1-4 (their twins.cu is as it was)."""
+    if not kinds:
+        return {"atomic_kernels": "", "atomic_launch": ""}
+    lines = ["// ---- atomics (round 5): one atom / red per active lane; shared kernels ignore g"]
+    lines += [_atomic_kernel(*k).rstrip("\n") for k in kinds]
+    lines.append("typedef void (*twin_fn)(unsigned char*, unsigned*);")
+    lines.append("static twin_fn atomic_twin(int space, int op, int width) {")
+    for sp, op, w in kinds:
+        cond = f"space == {SPACES.index(sp)} && op == {OP_CODES.index(op)} && width == {w}"
+        lines.append(f"  if ({cond}) return twin_{sp}_{op}_{w};")
+    lines.append("  return 0;\n}\n")
+    launch = (
+        "if (op >= 2) { twin_fn t = atomic_twin(space, op, width);\n"
+        '      if (!t) { fprintf(stderr, "no twin for pattern %d (space %d op %d width %d)\\n", id, space, op, width); '
+        "return 2; }\n"
+        "      t<<<1, 32>>>(g, sink); }\n    else "
+    )
+    return {"atomic_kernels": "\n".join(lines) + "\n", "atomic_launch": launch}
+
+
 def write_sources(pats: list[dict], d: str) -> tuple[str, str]:
     os.makedirs(d, exist_ok=True)
     txt = os.path.join(d, "patterns.txt")
     with open(txt, "w") as f:
         for p in pats:
             f.write(
-                f"{p['id']} {SPACES.index(p['space'])} {OPS.index(p['op'])} {p['width']} {p['mask']} "
+                f"{p['id']} {SPACES.index(p['space'])} {OP_CODES.index(p['op'])} {p['width']} {p['mask']} "
                 + " ".join(str(o) for o in p["offsets"])
                 + "\n"
             )
+    kinds = sorted({(p["space"], p["op"], p["width"]) for p in pats if p["op"] in ATOMIC_OPS})
+    for k in kinds:
+        assert (k[1], k[2]) in ATOMIC_PTX, k
     cu = os.path.join(d, "twins.cu")
     with open(cu, "w") as f:
-        f.write(CU_TEMPLATE % {"smem": SMEM_BYTES, "gmem": GMEM_BYTES})
+        f.write(CU_TEMPLATE % {"smem": SMEM_BYTES, "gmem": GMEM_BYTES, **_atomic_sources(kinds)})
     return txt, cu
 
 
@@ -443,6 +615,38 @@ def build(cu: str, d: str) -> str:
     print("+", " ".join(cmd), flush=True)
     subprocess.run(cmd, check=True)
     return exe
+
+
+_SASS_MEM = re.compile(r"\b((?:ATOM|RED|LD|ST)[A-Z]*(?:\.[A-Z0-9_]+)*)\b")
+
+
+def dump_sass(exe: str, d: str) -> dict:
+    """cuobjdump -sass -> d/twins.sass; returns {kernel: its memory instructions} for the atomic kernels
+    (what ptxas made of each PTX atom / red: ATOMG, REDG, ATOMS, or a loop of LDS + ATOMS.CAST)."""
+    try:
+        r = subprocess.run(["cuobjdump", "-sass", exe], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        print("no SASS dump:", e)
+        return {}
+    with open(os.path.join(d, "twins.sass"), "w") as f:
+        f.write(r.stdout)
+    out: dict[str, list[str]] = {}
+    name = None
+    for ln in r.stdout.splitlines():
+        m = re.search(r"Function : _Z(\d+)(\w+)", ln)
+        if m:
+            name = m.group(2)[: int(m.group(1))]  # the mangled name's length prefix
+            continue
+        code = ln.split("/*")
+        if name is None or len(code) < 3 or "*/" not in code[1]:
+            continue
+        op = _SASS_MEM.search(code[1].split("*/", 1)[1].split(";")[0])
+        if op and not op.group(1).startswith(("LDC", "LDL", "STL")):
+            out.setdefault(name, []).append(op.group(1))
+    atomic = {k: " ".join(v) for k, v in sorted(out.items()) if k.split("_")[2] in ATOMIC_OPS}
+    for k, v in atomic.items():
+        print(f"  sass {k}: {v}")
+    return atomic
 
 
 def _ncu(exe: str, txt: str, metrics: list[str], first: int, last: int, timeout: float) -> subprocess.CompletedProcess:
@@ -483,12 +687,78 @@ def parse_csv(text: str) -> list[dict]:
     return [by_id[k] for k in sorted(by_id)]
 
 
+def _query_metrics() -> set[str] | None:
+    """The base metric names this ncu lists for gh100 (the H200's chip; round 1's sim.sh asked the same way), or
+    failing that for the GPU it finds; None if it lists none."""
+    for chip in (["--chip", "gh100"], []):
+        try:
+            r = subprocess.run(["ncu", "--query-metrics", *chip], capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            print("ncu --query-metrics", *chip, "failed:", e)
+            continue
+        names = {ln.split()[0] for ln in r.stdout.splitlines() if ln.split() and "__" in ln.split()[0]}
+        if len(names) >= 100:
+            return names
+        print("ncu --query-metrics", *chip, f"listed {len(names)} names:", r.stdout[-500:], r.stderr[-500:])
+    return None
+
+
+def _trial(exe: str, txt: str, metrics: list[str], timeout: float = 60) -> bool:
+    """One launch (pattern 0) under ncu with these metrics: did ncu run and report every one of them?"""
+    try:
+        r = _ncu(exe, txt, metrics, 0, 0, timeout)
+    except subprocess.TimeoutExpired:
+        print("trial timed out")
+        return False
+    ok = r.returncode == 0 and "twin_" in r.stdout and all(m in r.stdout for m in metrics)
+    if not ok:
+        print("trial failed:", r.stdout[-1500:], r.stderr[-1500:])
+    return ok
+
+
+def probe_metrics(exe: str, txt: str, core: list[str], extra: list[str], out: str) -> tuple[list[str], list[str], str]:
+    """The metrics to ask for: `core` and those of `extra` that this ncu knows, checked name by name.
+
+    A name is known if `ncu --query-metrics` lists its base name (one call), or, where that lists nothing, if a
+    one-launch trial with it passes (one call per name). Then one launch with all of them: if that fails, each
+    kept name is tried alone with the core ones. Returns (metrics, dropped extra names, how they were judged).
+    """
+    known = _query_metrics()
+    if known is not None:
+        with open(os.path.join(out, "metrics_list.txt"), "w") as f:
+            f.write("\n".join(sorted(n for n in known if re.search(r"atom|red|shared|global", n))) + "\n")
+        how = "ncu --query-metrics"
+        keep = [m for m in extra if m.rsplit(".", 1)[0] in known]
+    else:
+        how = "one trial launch per name"
+        keep = [m for m in extra if _trial(exe, txt, core + [m])]
+    if not _trial(exe, txt, core + keep):
+        how += "; all together failed, so one trial launch per name"
+        keep = [m for m in keep if _trial(exe, txt, core + [m])]
+        if keep and not _trial(exe, txt, core + keep):
+            how += "; still failed together: core names only"
+            keep = []
+    dropped = [m for m in extra if m not in keep]
+    print(f"metrics ({how}): {len(core)} core + {len(keep)} extra; dropped: {dropped or 'none'}", flush=True)
+    return core + keep, dropped, how
+
+
 def run_ncu(
-    pats: list[dict], exe: str, txt: str, out: str, chunks: int, budget_s: float, probe_first: bool = True
+    pats: list[dict],
+    exe: str,
+    txt: str,
+    out: str,
+    chunks: int,
+    budget_s: float,
+    probe_first: bool = True,
+    metrics: list[str] | None = None,
 ) -> list[dict]:
+    """Profile the patterns in `chunks` ncu runs within budget_s seconds. metrics: the names to ask for
+    (already probed); None = rounds 1-4: METRICS_CORE + METRICS_EXTRA, checked by one launch if probe_first."""
     t0 = time.time()
-    metrics = METRICS_CORE + METRICS_EXTRA
-    probe = _ncu(exe, txt, metrics, 0, 0, 120) if probe_first else None
+    given = metrics is not None
+    metrics = metrics if given else METRICS_CORE + METRICS_EXTRA
+    probe = _ncu(exe, txt, metrics, 0, 0, 120) if probe_first and not given else None
     if probe is not None and (probe.returncode != 0 or "twin_" not in probe.stdout):
         print("ncu with extra metrics failed; core metrics only:\n", probe.stdout[-2000:], probe.stderr[-2000:])
         metrics = METRICS_CORE
@@ -539,14 +809,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-probe", action="store_true", help="skip the one-launch run that checks the metric names")
     a = ap.parse_args(argv)
     pats = patterns(a.round)
+    atomics = any(p["op"] in ATOMIC_OPS for p in pats)
     txt, cu = write_sources(pats, a.out)
     print(f"{len(pats)} patterns -> {txt}")
     if a.what == "gen":
         return 0
     exe = build(cu, a.out)
+    sass = dump_sass(exe, a.out) if atomics else {}
     if a.what == "build":
         return 0
-    results = run_ncu(pats, exe, txt, a.out, a.chunks, a.budget, probe_first=not a.no_probe)
+    t0 = time.time()
+    extra = {}
+    if atomics:  # round 5: every extra metric name checked on its own; --no-probe: the core names only
+        if a.no_probe:
+            metrics, dropped, how = METRICS_ATOMIC_CORE, list(METRICS_ATOMIC_EXTRA), "--no-probe: core names only"
+        else:
+            metrics, dropped, how = probe_metrics(exe, txt, METRICS_ATOMIC_CORE, METRICS_ATOMIC_EXTRA, a.out)
+        extra = {"metrics_asked": metrics, "metrics_dropped": dropped, "metrics_probe": how, "sass": sass}
+        results = run_ncu(pats, exe, txt, a.out, a.chunks, a.budget - (time.time() - t0), False, metrics)
+    else:
+        results = run_ncu(pats, exe, txt, a.out, a.chunks, a.budget, probe_first=not a.no_probe)
     info = {}
     for cmd in (
         ["ncu", "--version"],
@@ -562,6 +844,7 @@ def main(argv: list[str] | None = None) -> int:
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "round": a.round,
         "tools": info,
+        **extra,
         "patterns": results,
     }
     path = os.path.join(a.out, f"ncu_access_round{a.round}.json")
