@@ -92,9 +92,18 @@ def _capture(fn: Callable[[int], Any], rotate: int):
 
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for i in range(rotate):
-            fn(i)
+    # A call that waits for the GPU (.item(), .tolist(), a blocking copy) cannot be captured, and a capture
+    # that fails midway leaves torch's CUDA RNG state half-captured for the rest of the process ("Offset
+    # increment outside graph capture"). So the warm-up runs with torch's sync debugging set to raise:
+    # such a side is refused here, before any capture begins.
+    prev = torch.cuda.get_sync_debug_mode()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        with torch.cuda.stream(side):
+            for i in range(rotate):
+                fn(i)
+    finally:
+        torch.cuda.set_sync_debug_mode(prev)
     torch.cuda.current_stream().wait_stream(side)
     torch.cuda.synchronize()
     g = torch.cuda.CUDAGraph()
