@@ -96,8 +96,12 @@ def _capture(fn: Callable[[int], Any], rotate: int):
     # that fails midway leaves torch's CUDA RNG state half-captured for the rest of the process ("Offset
     # increment outside graph capture"). So the warm-up runs with torch's sync debugging set to raise:
     # such a side is refused here, before any capture begins.
+    import warnings
+
     prev = torch.cuda.get_sync_debug_mode()
-    torch.cuda.set_sync_debug_mode("error")
+    with warnings.catch_warnings():  # "a prototype feature": it may miss some syncs; the capture still checks
+        warnings.simplefilter("ignore", UserWarning)
+        torch.cuda.set_sync_debug_mode("error")
     try:
         with torch.cuda.stream(side):
             for i in range(rotate):
