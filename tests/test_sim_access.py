@@ -139,3 +139,30 @@ def test_batch_equals_single_and_is_translation_invariant():
                     moved = analyze_access(addr[r] + 1024 * 37, w, space, active=act[r], store=store)
                     for k in b:
                         assert one[k] == b[k][r] == moved[k], (space, w, store, k)
+
+
+def test_shared_passes_add_up_to_the_counts():
+    """`shared_passes` spells the rule out pass by pass; on every measured shared pattern its passes'
+    wavefronts add up to analyze_access's, and the conflicts to wavefronts minus one per pass."""
+    from tilewise.sim import shared_passes
+
+    n = 0
+    for _, p in RECORDS:
+        if p["space"] != "shared":
+            continue
+        st = p["op"] == "st"
+        got = analyze_access(p["offsets"], p["width"], "shared", active=p["mask"], store=st)
+        sp = shared_passes(p["offsets"], p["width"], active=p["mask"], store=st)
+        assert sum(x["wavefronts"] for x in sp["passes"]) == got["wavefronts"], (p["id"], p["name"])
+        assert got["bank_conflicts"] == got["wavefronts"] - len(sp["passes"]), (p["id"], p["name"])
+        n += 1
+    assert n > 2000
+    lanes = np.arange(32)
+    # a 16-byte broadcast: every lane pairs with lane i^1; two passes of 16 lanes, one wavefront each
+    sp = shared_passes(np.zeros(32, int), 16)
+    assert sp["pairing"] == "i^1" and [len(x["lanes"]) for x in sp["passes"]] == [16, 16]
+    # a contiguous 16-byte load pairs with nobody: four quarter-warps
+    sp = shared_passes(lanes * 16, 16)
+    assert sp["phase_lanes"] == 8 and sp["pairing"] is None and len(sp["passes"]) == 4
+    # stores never pair
+    assert shared_passes(np.zeros(32, int), 16, store=True)["pairing"] is None

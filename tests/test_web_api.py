@@ -258,6 +258,13 @@ def test_access_equals_simulator(client):
     assert d["counts"] == analyze_access(addrs, 16, "shared", active=0x55555555, store=True)
     assert [ln["offset"] for ln in d["lanes"]] == addrs
     assert d["preset"] == "custom" and d["expr"] == "(lane * 3) ^ 5"
+    # the passes behind the count (tilewise.sim.shared_passes): a 16-byte broadcast load pairs lanes by i^1,
+    # two passes of 16 lanes; a 16-byte contiguous load pairs nobody, four quarter-warps
+    d = get(client, "/api/access", space="shared", width=16, preset="broadcast")
+    assert d["passes"]["pairing"] == "i^1" and len(d["passes"]["passes"]) == 2 == d["counts"]["wavefronts"]
+    d = get(client, "/api/access", space="shared", width=16, preset="contiguous")
+    assert d["passes"]["pairing"] is None and len(d["passes"]["passes"]) == 4 == d["counts"]["wavefronts"]
+    assert get(client, "/api/access", space="global", preset="contiguous")["passes"] is None
     bad(client, "/api/access", "use // for integer division", expr="lane / 2")
     bad(client, "/api/access", "may use only the name `lane`", expr="__import__('os')")
     bad(client, "/api/access", "may use only the name `lane`", expr="x + 1")

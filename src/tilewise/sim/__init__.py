@@ -14,11 +14,13 @@
 - `analyze_access(addresses, width, space, active=None, store=False, atomic=False)`: one warp instruction's
   sectors and requests (global) or wavefronts and bank conflicts (shared), as Nsight Compute counts them on
   an H200; atomic=True / "cas" / "loop" for atomics (same-address lanes serialize; see access.py).
+- `shared_passes(addresses, width, active=None, store=False)`: the same shared-memory rule, pass by pass
+  (which lanes go together, and why: 8/16-byte loads pair phases when lanes pair by i^1 or i^2).
 - `kernel`, `device`, `launch`: the kernel language (lang.py) and the executor (runtime.py).
 - `report(trace)` / `render_text` / `render_json`: the per-line report of `tilewise trace`.
 """
 
-from tilewise.sim.access import analyze_access, analyze_batch
+from tilewise.sim.access import analyze_access, analyze_batch, shared_passes
 from tilewise.sim.builtins import (
     FULL_MASK,
     all_sync,
@@ -104,6 +106,7 @@ __all__ = [
     "make_vec",
     "select",
     "shared",
+    "shared_passes",
     "shfl_down_sync",
     "shfl_sync",
     "shfl_up_sync",

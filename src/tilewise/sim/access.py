@@ -210,6 +210,47 @@ def _paired(addr: np.ndarray, act: np.ndarray, xor: int) -> np.ndarray:
     return np.all(~both | (addr == addr[:, partner]), axis=1)
 
 
+def shared_passes(
+    addresses: Sequence[int] | np.ndarray,
+    width: int,
+    active: int | Sequence[bool] | np.ndarray | None = None,
+    store: bool = False,
+) -> dict:
+    """How one warp's shared-memory load or store goes through the banks: its passes, lane by lane.
+
+    The rule of `analyze_access` (the same helpers), spelled out for one warp so that a reader can see
+    it: `phase_lanes` lanes make a phase (128 bytes of lane data); for 8/16-byte loads `pairing` says
+    which partner every active lane shares its address with ("i^1", "i^2", or None), and when there is
+    one the phases go in pairs. Each pass lists its active lanes and its wavefronts (the most distinct
+    4-byte words one bank holds); the passes' wavefronts add up to `analyze_access`'s.
+    """
+    if width not in WIDTHS:
+        raise InputError(f"width must be one of {WIDTHS} bytes, got {width!r}")
+    addr = np.asarray(addresses)
+    if addr.shape != (WARP,):
+        raise InputError(f"addresses must be {WARP} byte addresses (one per lane), got shape {addr.shape}")
+    addr = addr.astype(np.int64)
+    act = _as_active(active)
+    lanes_per_phase = WARP if width <= BANK_BYTES else ROW // width
+    pairing = None
+    group = lanes_per_phase
+    if not store and width > BANK_BYTES:
+        for x in (1, 2):
+            if _paired(addr[None, :], act[None, :], x)[0]:
+                pairing = f"i^{x}"
+                group = 2 * lanes_per_phase
+                break
+    passes = []
+    for start in range(0, WARP, group):
+        lanes = [i for i in range(start, start + group) if act[i]]
+        if not lanes:
+            continue
+        words, valid = _lane_words(addr[None, start : start + group], act[None, start : start + group], width)
+        wf = max(1, int(_bank_counts(words, valid).max()))
+        passes.append({"lanes": lanes, "first_lane": start, "last_lane": start + group - 1, "wavefronts": wf})
+    return {"phase_lanes": lanes_per_phase, "pairing": pairing, "passes": passes}
+
+
 def analyze_batch(
     addr: np.ndarray, act: np.ndarray, width: int, space: str, store: bool = False, atomic: bool | str = False
 ) -> dict:

@@ -687,7 +687,12 @@ ACTIVE_MASKS = {"all": 0xFFFFFFFF, "half": 0x0000FFFF, "even": 0x55555555, "one"
     "access",
     "A warp's 32 addresses: sectors and banks",
     ("space", "width", "preset", "expr", "active", "store"),
-    needs=("tilewise.sim:analyze_access", "tilewise.sim.access:SECTOR", "tilewise.sim.access:BANKS"),
+    needs=(
+        "tilewise.sim:analyze_access",
+        "tilewise.sim:shared_passes",
+        "tilewise.sim.access:SECTOR",
+        "tilewise.sim.access:BANKS",
+    ),
 )
 def access_panel(p: Params) -> dict:
     """`tilewise.sim.analyze_access` on the 32 addresses an index expression gives.
@@ -740,7 +745,9 @@ def access_panel(p: Params) -> dict:
             for w in ln["words"]:
                 bank_words.setdefault(w % access.BANKS, set()).add(w)
     sectors = sorted({ln["sector"] for ln in lanes if ln["active"]})
+    passes = sim.shared_passes(addresses, width, active=mask, store=store) if space == "shared" else None
     return {
+        "passes": passes,
         "space": space,
         "width": width,
         "preset": preset,

@@ -94,6 +94,21 @@ TW.register({
       TW.mount(fig, g);
     }
 
+    // How the lanes go through the banks (tilewise.sim.shared_passes): phases of 128 bytes of lane data,
+    // paired for 8/16-byte loads when every lane shares its address with lane i^1 or i^2 (measured on an H200).
+    function passesText(d) {
+      const p = d.passes;
+      const n = p.passes.length;
+      const each = p.passes.map((x) => `lanes ${x.first_lane}–${x.last_lane}: ${x.wavefronts} wavefront${x.wavefronts > 1 ? "s" : ""}`).join("; ");
+      let why = "";
+      if (p.phase_lanes < 32) {
+        why = `${d.width}-byte lanes go in phases of ${p.phase_lanes} lanes (128 bytes). `;
+        if (p.pairing) why += `Every active lane reads what lane ${p.pairing.replace("i", "its")} reads, so two phases go together. `;
+        else if (!d.store) why += "No pairing of lanes by i^1 or i^2, so each phase goes alone. ";
+      }
+      return `${why}${n} pass${n === 1 ? "" : "es"} — ${each}.`;
+    }
+
     const update = TW.live(ctx.card, ctx.errBox, async () => {
       const params = { space: spaceSel.value, width: widthSel.value, active: maskSel.value, store: opSel.value };
       if (presetSel.value === "custom") params.expr = exprIn.value;
@@ -120,6 +135,7 @@ TW.register({
         }
         st.d.set(fmt.int(c.active_lanes));
         about.textContent = d.preset !== "custom" ? `${d.presets[d.preset].about}.` : `index = ${d.expr}; address = base + index × ${d.width} bytes.`;
+        if (d.passes) about.textContent += " " + passesText(d);
         draw(d);
       };
     });
