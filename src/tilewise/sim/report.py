@@ -12,9 +12,9 @@ from tilewise.sim.access import SECTOR
 from tilewise.sim.runtime import Trace
 
 HAZARD_TEXT = {
-    "RAW": "read-after-write between threads with no syncthreads() between them",
-    "WAR": "write-after-read between threads with no syncthreads() between them",
-    "WAW": "write-after-write between threads with no syncthreads() between them",
+    "RAW": "read-after-write between threads with no syncthreads() between them (in one warp: no syncwarp())",
+    "WAR": "write-after-read between threads with no syncthreads() between them (in one warp: no syncwarp())",
+    "WAW": "write-after-write between threads with no syncthreads() between them (in one warp: no syncwarp())",
     "sync-divergence": "syncthreads() reached by only some of the block's threads",
     "oob-global": "out-of-bounds global access",
     "oob-shared": "out-of-bounds shared access",
