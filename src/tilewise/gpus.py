@@ -36,6 +36,11 @@ _CUDA_GUIDE = "CUDA C++ Programming Guide, compute-capability tables"
 _SEED = "the tips document (../shared/seeds/000): '1830 MHz is its boost clock', 989.4 TFLOPS"
 _H200_MEASURED = "measured on an H200 with torch.cuda.get_device_properties, 2026-11-30"
 _H200_COPY = "measured on an H200: device-to-device copy, bytes read + written, 2026-11-30"
+_H200_L2 = (
+    "measured on an H200, 2026-11-30: ld.global.cg reads of 8-48 MiB buffers, 12 runs 7.07-8.10 TB/s, median 7.70 "
+    "(benchmarks/gpu/queue/l2_probe.py, benchmarks/results/h200/l2_probe.json); the same reads of 80 MiB run at "
+    "4.57 TB/s (HBM)"
+)
 _OCC_H = "cuda_occupancy.h and the runtime's answers (tests/data/occupancy_h200.json)"
 
 DTYPE_ALIASES = {
@@ -88,7 +93,7 @@ class GPU:
     memory_bytes: int
     hbm_bytes_per_s: float
     l2_bytes: int
-    l2_bytes_per_s: float  # order of magnitude: NVIDIA publishes no L2 bandwidth
+    l2_bytes_per_s: float  # NVIDIA publishes none: measured on the H200 (7.7 TB/s), estimates elsewhere
     l1_smem_bytes_per_sm: int  # the unified L1 / shared-memory SRAM of one SM
     smem_per_sm: int  # the largest shared-memory carveout
     smem_per_block_default: int  # static + dynamic without opt-in
@@ -250,7 +255,8 @@ _HOPPER_SOURCES = {
     "sfu_ops_per_cycle_per_sm": "CUDA C++ Programming Guide arithmetic-throughput table (16 per SM per cycle); FA3 paper: 3.9 TFLOPS of special functions on an H100 SXM",
     "dense_macs_per_tc_per_cycle": "derived from the whitepaper's dense peaks: 989.4 TFLOPS bf16 / (132 SMs x 4 TCs x 1.83 GHz x 2)",
     "smem_bytes_per_cycle_per_sm": "32 banks x 4 bytes per cycle (the tips document; CUDA guide)",
-    "l2_bytes_per_s": "order-of-magnitude estimate; NVIDIA publishes no L2 bandwidth",
+    "l2_bytes_per_s": "order-of-magnitude estimate; NVIDIA publishes no L2 bandwidth. The H200 (the same GH100 "
+    "chip) measured 7.7 TB/s of L2 reads (see its entry); the H100 figures are kept unmeasured",
     "tensor_clock_mhz": _SEED,
 }
 
@@ -309,10 +315,11 @@ _register(
         memory_bytes=141 * 10**9,
         hbm_bytes_per_s=4.8e12,
         l2_bytes=60 * MB,
-        l2_bytes_per_s=5.5e12,
+        l2_bytes_per_s=7.7e12,
         aliases=("h200-sxm", "h200sxm", "gh200"),
         sources={
             **_HOPPER_SOURCES,
+            "l2_bytes_per_s": _H200_L2,
             "hbm_bytes_per_s": _H200_DS + " (4.8 TB/s; a copy reaches 4.28 TB/s: " + _H200_COPY + ")",
             "memory_bytes": _H200_DS,
             "sms": _H200_MEASURED,
