@@ -265,6 +265,12 @@ def test_access_equals_simulator(client):
     d = get(client, "/api/access", space="shared", width=16, preset="contiguous")
     assert d["passes"]["pairing"] is None and len(d["passes"]["passes"]) == 4 == d["counts"]["wavefronts"]
     assert get(client, "/api/access", space="global", preset="contiguous")["passes"] is None
+    # atomics: lanes on one address serialize (round 5 of the Nsight Compute fixture)
+    d = get(client, "/api/access", space="shared", width=4, preset="broadcast", atomic=1)
+    assert (d["counts"]["wavefronts"], d["counts"]["bank_conflicts"]) == (32, 31) and d["passes"] is None
+    assert get(client, "/api/access", space="global", width=4, preset="broadcast", atomic=1)["counts"]["sectors"] == 32
+    bad(client, "/api/access", "4- and 8-byte lanes only", width=16, atomic=1)
+    bad(client, "/api/access", "not both", store=1, atomic=1)
     bad(client, "/api/access", "use // for integer division", expr="lane / 2")
     bad(client, "/api/access", "may use only the name `lane`", expr="__import__('os')")
     bad(client, "/api/access", "may use only the name `lane`", expr="x + 1")

@@ -36,6 +36,7 @@ BANK_BYTES = 4
 ROW = BANKS * BANK_BYTES  # 128 bytes: one word in every bank
 WIDTHS = (1, 2, 4, 8, 16)
 SPACES = ("global", "shared")
+ATOMIC_WIDTHS = (4, 8)  # the widths round 5 measured (the executor counts other widths with the same rule)
 
 _BIG = np.int64(1) << 62
 
@@ -87,6 +88,10 @@ def analyze_access(
         raise InputError(f"width must be one of {WIDTHS} bytes, got {width!r}")
     if space not in SPACES:
         raise InputError(f"space must be 'global' or 'shared', got {space!r}")
+    if atomic is not False and width not in ATOMIC_WIDTHS:
+        raise InputError(
+            f"atomics were measured with {' and '.join(map(str, ATOMIC_WIDTHS))}-byte lanes only, got width={width!r}"
+        )
     addr = np.asarray(addresses)
     if addr.shape != (WARP,):
         raise InputError(f"addresses must be {WARP} byte addresses (one per lane), got shape {addr.shape}")

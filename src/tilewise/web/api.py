@@ -686,7 +686,7 @@ ACTIVE_MASKS = {"all": 0xFFFFFFFF, "half": 0x0000FFFF, "even": 0x55555555, "one"
 @panel(
     "access",
     "A warp's 32 addresses: sectors and banks",
-    ("space", "width", "preset", "expr", "active", "store"),
+    ("space", "width", "preset", "expr", "active", "store", "atomic"),
     needs=(
         "tilewise.sim:analyze_access",
         "tilewise.sim:shared_passes",
@@ -717,11 +717,16 @@ def access_panel(p: Params) -> dict:
         expr = ACCESS_PRESETS[preset][0]
     mask_name = p.choice("active", "all", tuple(ACTIVE_MASKS))
     store = p.choice("store", "0", ("0", "1", "false", "true")) in ("1", "true")
+    atomic = p.choice("atomic", "0", ("0", "1", "false", "true")) in ("1", "true")
+    if atomic and store:
+        raise InputError("pick one operation: store=1 or atomic=1, not both")
+    if atomic and width not in access.ATOMIC_WIDTHS:
+        raise InputError(f"atomics were measured with 4- and 8-byte lanes only, got width={width}")
     idx = lane_indices(expr, access.WARP)
     base = GLOBAL_BASE if space == "global" else 0
     addresses = [base + i * width for i in idx]
     mask = ACTIVE_MASKS[mask_name]
-    counts = sim.analyze_access(addresses, width, space, active=mask, store=store)
+    counts = sim.analyze_access(addresses, width, space, active=mask, store=store, atomic=atomic)
     lanes = []
     for lane, a in enumerate(addresses):
         words = range(a // access.BANK_BYTES, (a + width - 1) // access.BANK_BYTES + 1)
@@ -745,7 +750,7 @@ def access_panel(p: Params) -> dict:
             for w in ln["words"]:
                 bank_words.setdefault(w % access.BANKS, set()).add(w)
     sectors = sorted({ln["sector"] for ln in lanes if ln["active"]})
-    passes = sim.shared_passes(addresses, width, active=mask, store=store) if space == "shared" else None
+    passes = sim.shared_passes(addresses, width, active=mask, store=store) if space == "shared" and not atomic else None
     return {
         "passes": passes,
         "space": space,
@@ -756,6 +761,7 @@ def access_panel(p: Params) -> dict:
         "expr": expr,
         "active": mask_name,
         "store": store,
+        "atomic": atomic,
         "counts": counts,
         "lanes": lanes,
         "presets": {k: {"expr": v[0], "about": v[1]} for k, v in ACCESS_PRESETS.items()},

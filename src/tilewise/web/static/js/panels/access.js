@@ -27,7 +27,7 @@ TW.register({
     let deb = null;
     exprIn.addEventListener("input", () => { presetSel.input.value = "custom"; clearTimeout(deb); deb = setTimeout(() => update(), 250); });
     const maskSel = TW.select({ key: "acc-active", label: "active lanes", value: "all", options: [["all", "all 32"], ["half", "lanes 0–15"], ["even", "even lanes"], ["one", "lane 0 only"]], onChange: () => update() });
-    const opSel = TW.select({ key: "acc-op", label: "operation", value: "0", options: [["0", "load"], ["1", "store"]], onChange: () => update() });
+    const opSel = TW.select({ key: "acc-op", label: "operation", value: "0", options: [["0", "load"], ["1", "store"], ["atomic", "atomicAdd"]], onChange: () => update() });
     body.append(el("div", { class: "controls" }, spaceSel.node, widthSel.node, presetSel.node,
       el("label", { class: "ctl" }, el("span", {}, "index of lane (elements)"), exprIn), maskSel.node, opSel.node));
     const st = { a: TW.stat("acc-main", "—"), b: TW.stat("acc-second", "—"), c: TW.stat("acc-ideal", "—"), d: TW.stat("acc-lanes", "active lanes") };
@@ -110,7 +110,8 @@ TW.register({
     }
 
     const update = TW.live(ctx.card, ctx.errBox, async () => {
-      const params = { space: spaceSel.value, width: widthSel.value, active: maskSel.value, store: opSel.value };
+      const params = { space: spaceSel.value, width: widthSel.value, active: maskSel.value,
+        store: opSel.value === "1" ? "1" : "0", atomic: opSel.value === "atomic" ? "1" : "0" };
       if (presetSel.value === "custom") params.expr = exprIn.value;
       else params.preset = presetSel.value;
       const d = await TW.api("access", params);
@@ -136,6 +137,9 @@ TW.register({
         st.d.set(fmt.int(c.active_lanes));
         about.textContent = d.preset !== "custom" ? `${d.presets[d.preset].about}.` : `index = ${d.expr}; address = base + index × ${d.width} bytes.`;
         if (d.passes) about.textContent += " " + passesText(d);
+        if (d.atomic) about.textContent += " An atomic never merges lanes on one address: " +
+          (d.space === "global" ? "per 32-byte sector, the busiest address's lanes go one after another." :
+            "each bank serves its lanes one at a time, same word or not (measured on an H200).");
         draw(d);
       };
     });
