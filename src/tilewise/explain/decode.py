@@ -17,7 +17,7 @@ from tilewise.errors import positive_int, require
 from tilewise.explain.report import Report, fmt_bytes, fmt_flops, fmt_time, pct
 from tilewise.model import decode, latency, traffic
 
-DEFAULTS = dict(batch=8, heads=32, kv_heads=8, seq_len=8192, head_dim=128, dtype="bf16", gpu="h100-sxm", block_n=64)
+DEFAULTS = dict(batch=8, heads=32, kv_heads=8, seq_len=8192, head_dim=128, dtype="bf16", gpu="h100-sxm", block_n=128)
 
 
 def explain(
@@ -28,7 +28,7 @@ def explain(
     head_dim: int = 128,
     dtype: str = "bf16",
     gpu: str = "h100-sxm",
-    block_n: int = 64,
+    block_n: int = 128,
     gemm_k: int = 8192,
     gemm_n: int = 24576,
 ) -> Report:
@@ -192,7 +192,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--head-dim", type=int, default=128, help="head dimension (default 128)")
     p.add_argument("--dtype", default="bf16", help="K/V cache dtype (default bf16)")
     p.add_argument("--gpu", default="h100-sxm", help="registry name (default h100-sxm)")
-    p.add_argument("--block-n", type=int, default=64, help="keys per K/V block (default 64)")
+    p.add_argument(
+        "--block-n",
+        type=int,
+        default=DEFAULTS["block_n"],
+        help="keys per K/V block (default 128, the decode kernel's key tile)",
+    )
 
 
 def from_args(a: argparse.Namespace) -> Report:
