@@ -217,7 +217,14 @@ SKINNY_16 = Config(16, 64, 512, 8, 1, 4, 3, reason="memory-bound, M <= 16: strea
 SKINNY_64 = Config(64, 256, 64, 8, 1, 4, 4, reason="memory-bound, M <= 64: BLOCK_N 256 reads A N/256 times")
 SKINNY_64_FEW = Config(64, 128, 64, 8, 1, 4, 4, reason="memory-bound, M <= 64, few tiles: BLOCK_N 128")
 SKINNY_128 = Config(128, 256, 64, 8, 1, 8, 4, reason="memory-bound, M <= 128: 128x256 tiles")
-SKINNY_128_FEW = Config(128, 128, 64, 8, 1, 8, 3, reason="memory-bound, M <= 128, few tiles: 128x128")
+# Session 2 (benchmarks/gpu/queue/gemm_skinny128.py, benchmarks/results/h200/gemm_skinny128.json, CUDA-graph
+# times): with 64 < M <= 128 and too few 128x256 tiles, 64x128 w4 st4 beat the 128x128 w8 st3 taken before
+# on all five shapes, 14-25%: 96x12288x4096 40.7 vs 47.1 us, 80x8192x4096 35.5 vs 43.3, 128x11008x4096
+# 39.8 vs 46.7, 72x16384x2048 28.6 vs 33.1, 112x6144x8192 52.9 vs 70.8 (cuBLAS 37.2 / 27.4 / 35.3 / 27.3
+# / 38.1); twice the programs keep twice the bytes in flight, as at M <= 64.
+SKINNY_128_FEW = Config(
+    64, 128, 64, 8, 1, 4, 4, reason="memory-bound, M <= 128, few tiles: 64x128 tiles, 2x the programs"
+)
 # Compute-bound candidates, largest tile first; the first whose grid keeps the last wave
 # >= 80% full (model.waves.grid_waves) wins.
 COMPUTE = (
