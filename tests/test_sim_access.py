@@ -166,3 +166,37 @@ def test_shared_passes_add_up_to_the_counts():
     assert sp["phase_lanes"] == 8 and sp["pairing"] is None and len(sp["passes"]) == 4
     # stores never pair
     assert shared_passes(np.zeros(32, int), 16, store=True)["pairing"] is None
+
+
+def test_trace_reports_the_phase_pairing_of_16_byte_loads():
+    """Through the executor and the report: float4 shared loads that pair (broadcast, or two lanes per
+    address) go two phases at a time; a contiguous float4 row pairs nobody and takes 4 wavefronts."""
+    from tilewise.sim import float32, kernel, launch, shared, syncthreads, threadIdx, vec
+    from tilewise.sim.report import report
+
+    @kernel
+    def k(out):
+        s = shared(512, float32)
+        tid = threadIdx.x
+        s[tid] = tid * 1.0
+        s[tid + 256] = tid * 2.0
+        syncthreads()
+        v4 = vec(s, 4)
+        a = v4[tid % 128]  # contiguous float4s: 16 lanes x 16 B per half-warp, no pairing
+        b = v4[0]  # a broadcast: every lane pairs with i^1
+        c = v4[tid // 2]  # two lanes per float4: pairs by i^1
+        out[tid] = a.x + b.y + c.z
+
+    out = np.zeros(256, np.float32)
+    t = launch(k, 1, 256, out)
+    s = np.arange(512, dtype=np.float32)
+    s[:256], s[256:] = np.arange(256) * 1.0, np.arange(256) * 2.0
+    tid = np.arange(256)
+    assert np.allclose(out, s[4 * (tid % 128)] + s[1] + s[4 * (tid // 2) + 2])
+    loads = {x["access"]: x for x in report(t)["lines"] if x["op"] == "ld" and x["bytes_per_lane"] == 16}
+    a, b, c = (
+        next(v for key, v in loads.items() if key.startswith(p)) for p in ("v4[tid % 128]", "v4[0]", "v4[tid // 2]")
+    )
+    assert (a["phases_paired"], a["wavefronts_per_inst"]) == (0, 4.0) and "no lane pairing" in a["verdict"]
+    assert (b["phases_paired"], b["wavefronts_per_inst"]) == (8, 2.0) and "two at a time" in b["verdict"]
+    assert (c["phases_paired"], c["wavefronts_per_inst"]) == (8, 2.0)

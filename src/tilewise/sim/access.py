@@ -79,8 +79,10 @@ def analyze_access(
 
     Returns for "global": sectors (l1tex__t_sectors_pipe_lsu_mem_global_op_{ld,st,atom,red}) and requests
     (l1tex__t_requests_...); for "shared": wavefronts (l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{ld,st,
-    atom}) and bank_conflicts (l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{ld,st,atom}); plus `ideal`
-    (the fewest sectors or wavefronts the active lanes' distinct bytes could take) and `active_lanes`.
+    atom}) and bank_conflicts (l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{ld,st,atom}), and for loads
+    and stores phases_paired (1 when an 8/16-byte load's phases went through two at a time because its lanes
+    pair by i^1 or i^2, else 0); plus `ideal` (the fewest sectors or wavefronts the active lanes' distinct
+    bytes could take) and `active_lanes`.
     atomic="loop" adds passes (the loop's trips) and the loop's LDS: ld_wavefronts, ld_bank_conflicts
     (op_ld), ld_ideal, ld_lanes, ld_banks; its wavefronts and bank_conflicts are the ATOMS.CAST's.
     """
@@ -190,7 +192,12 @@ def _shared(addr: np.ndarray, act: np.ndarray, width: int, store: bool) -> dict:
     any_lane = act.any(axis=1)
     ideal = np.where(any_lane, np.maximum(1, -(-_distinct_bytes(addr, act, width) // ROW)), 0)
     if store or nph == 1:
-        return {"wavefronts": ph_wf.sum(axis=1), "bank_conflicts": ph_conf.sum(axis=1), "ideal": ideal}
+        return {
+            "wavefronts": ph_wf.sum(axis=1),
+            "bank_conflicts": ph_conf.sum(axis=1),
+            "ideal": ideal,
+            "phases_paired": np.zeros(rows, dtype=np.int64),
+        }
     # loads of 8 or 16 bytes: the phase pairs go through as one when the whole warp's lanes come in
     # same-address pairs, either lane i with lane i^1 or lane i with lane i^2 (inactive lanes match anything)
     ng = nph // 2
@@ -205,7 +212,12 @@ def _shared(addr: np.ndarray, act: np.ndarray, width: int, store: bool) -> dict:
     pc = ph_conf.reshape(rows, ng, 2)
     g_wf = np.where(g_active, np.where(ok, union, pw.sum(axis=2)), 0)
     g_conf = np.where(g_active, np.where(ok, union - 1, pc.sum(axis=2)), 0)
-    return {"wavefronts": g_wf.sum(axis=1), "bank_conflicts": g_conf.sum(axis=1), "ideal": ideal}
+    return {
+        "wavefronts": g_wf.sum(axis=1),
+        "bank_conflicts": g_conf.sum(axis=1),
+        "ideal": ideal,
+        "phases_paired": (ok[:, 0] & any_lane).astype(np.int64),
+    }
 
 
 def _paired(addr: np.ndarray, act: np.ndarray, xor: int) -> np.ndarray:

@@ -55,12 +55,21 @@ def _verdict_shared(c: dict, width: int, op: str = "ld") -> str:
         parts.append("broadcast: one address per warp")
     elif c["multicasts"]:
         parts.append(f"multicast in {100 * c['multicasts'] / inst:.0f}% of instructions")
+    if op == "ld" and width > 4:  # the measured pairing rule: tilewise.sim.shared_passes
+        lanes = 128 // width
+        if c.get("phases_paired"):
+            parts.append(
+                f"lanes pair by i^1 or i^2 in {c['phases_paired']}/{inst} inst: {lanes}-lane phases go two at a time"
+            )
+        else:
+            parts.append(f"no lane pairing: {lanes}-lane phases go one at a time")
     if c["bank_conflicts"] > 0:
         parts.append(f"{wf / inst:.1f}-way bank conflict: {c['bank_conflicts']} extra wavefronts")
     elif wf > c["ideal"]:
         parts.append(
-            f"{wf / inst:.1f} wavefronts/inst for {c['ideal'] / inst:.1f} ideal: {width}-byte lanes go in phases, "
-            "no bank conflict"
+            f"{wf / inst:.1f} wavefronts/inst for {c['ideal'] / inst:.1f} ideal"
+            + ("" if op == "ld" and width > 4 else f": {width}-byte lanes go in phases")
+            + ", no bank conflict"
         )
     elif c["broadcasts"] != inst:
         parts.append(f"{c['banks'] / inst:.0f} banks, no conflict ({wf / inst:.0f} wavefront/inst)")
@@ -121,6 +130,7 @@ def report(trace: Trace) -> dict:
                 wavefronts_per_inst=round(c["wavefronts"] / c["inst"], 3),
                 ideal_wavefronts=c["ideal"],
                 bank_conflicts=c["bank_conflicts"],
+                phases_paired=c["phases_paired"],
                 verdict=_verdict_shared(c, st.width, st.op),
             )
             tot["shared_wavefronts"] += c["wavefronts"]

@@ -109,6 +109,7 @@ SITE_FIELDS = (
     "multicasts",
     "bytes",
     "banks",
+    "phases_paired",
 )
 
 
@@ -724,6 +725,7 @@ class Executor:
         else:
             c["wavefronts"] += r["wavefronts"]
             c["bank_conflicts"] += r["bank_conflicts"]
+            c["phases_paired"] += r.get("phases_paired", 0)
         return r
 
     def _touch(self, obj: MemArray, flatv, ok, op):
@@ -956,7 +958,13 @@ def _cached_analysis(a2, m2, width, space, store, atomic=False):
         r["lanes"] = int(lanes.sum())
         r["broadcasts"] = int(((lanes >= 2) & (d == 1)).sum())
         r["multicasts"] = int(((d < lanes) & (d > 1)).sum())
-        r["banks"] = int(_distinct_per_row((rel // 4) % 32, m2).sum()) if space == "shared" else 0
+        if space == "shared":  # every bank a lane's bytes touch (a 16-byte lane covers 4)
+            from tilewise.sim.access import _lane_words
+
+            words, wvalid = _lane_words(rel, m2, width)
+            r["banks"] = int(_distinct_per_row(words % 32, wvalid).sum())
+        else:
+            r["banks"] = 0
         if len(_CACHE) > 20000:
             _CACHE.clear()
         _CACHE[key] = r
