@@ -202,3 +202,26 @@ def test_bad_block_table():
         decode_attention(
             q, k[:, :, :48], v[:, :, :48], [1, 1], block_table=torch.zeros(2, 2, dtype=torch.int32), tile=(64, 4, 1)
         )
+
+
+def test_default_tile_keeps_the_measured_shared_memory_footprint():
+    """128 keys at D 128 in 16-bit (the measured tile: 192 KiB of K/V stages); wider rows take fewer keys,
+    so D 256 or fp32 never asks for more shared memory than that (an H200 block may have 227 KiB)."""
+    from tilewise.kernels.decode import _DECODE_SMEM, _default_tile
+
+    assert _default_tile(128, 2) == (128, 4, 3)
+    assert _default_tile(64, 2)[0] == 128 and _default_tile(32, 2)[0] == 128
+    assert _default_tile(256, 2)[0] == 64 and _default_tile(128, 4)[0] == 64 and _default_tile(256, 4)[0] == 32
+    for d in (16, 32, 64, 128, 256):
+        for e in (2, 4):
+            bn, _, st = _default_tile(d, e)
+            assert 2 * bn * d * e * st <= _DECODE_SMEM and bn >= 16
+
+
+@pytest.mark.parametrize("d,dtype", [(256, torch.float16), (128, torch.float32)])
+def test_wide_rows_take_the_narrowed_tile(d, dtype):
+    """D 256 in fp16 (64-key tiles) and D 128 in fp32 (64-key tiles), ragged lengths, split and not."""
+    torch.manual_seed(11)
+    q, k, v = rand(2, 4, d, dtype=dtype), rand(2, 2, 200, d, dtype=dtype), rand(2, 2, 200, d, dtype=dtype)
+    check(q, k, v, [200, 77])
+    check(q, k, v, [129, 200], num_splits=3)

@@ -106,6 +106,26 @@ def test_decode_full_size(dtype, splits):
     assert (lse[0] == float("-inf")).all() and torch.isfinite(lse[1:]).all()
 
 
+@pytest.mark.parametrize(
+    "d,dtype", [(256, torch.bfloat16), (128, torch.float32), (256, torch.float32), (64, torch.float16)]
+)
+def test_decode_head_dims_and_fp32(d, dtype):
+    """Every head dim and fp32 on the GPU: the default tile narrows with the row width so the K/V stages
+    stay within the measured 192 KiB (128 keys at D 128 in 16-bit; 64 at D 256 or fp32 D 128; 32 at fp32 D 256)."""
+    from tilewise.kernels import decode_attention
+
+    torch.manual_seed(4)
+    lens = [1, 3000, 777]
+    q = torch.randn(3, 16, d, device="cuda", dtype=dtype)
+    k = torch.randn(3, 4, 3000, d, device="cuda", dtype=dtype)
+    v = torch.randn_like(k)
+    for splits in (None, 1, 4):
+        out, _ = decode_attention(q, k, v, torch.tensor(lens, device="cuda"), num_splits=splits)
+        ro = ref_decode(q, k, v, lens)
+        # fp32 goes through the Tensor Cores as TF32 on the GPU (10-bit mantissa), hence its looser bound
+        assert (out.float() - ro).abs().max().item() < TOL.get(dtype, 2e-2)
+
+
 @pytest.mark.parametrize("page,pages", [(256, 16), (16, 256)])
 def test_decode_paged_matches_contiguous(page, pages):
     from tilewise.kernels import decode_attention

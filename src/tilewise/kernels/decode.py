@@ -57,6 +57,10 @@ _DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 # * No cap on the keys per program: the model's wave-efficiency split count alone (16 x 8192 keys at
 #   L128k) beat capping chunks at 2048 / 4096 keys (139-152 us at L128k) on the geometric mean (session 1).
 _MAX_CHUNK = 1 << 30
+# The tile above was measured at D 128 in 16-bit: K + V stages of 2 x 128 x 128 x 2 B x 3 = 192 KiB of shared
+# memory. Wider rows (D 256, or fp32) keep that footprint with fewer keys per tile (64, then 32): the same
+# budget session 1's 64-key tile had at D 128.
+_DECODE_SMEM = 192 * 1024
 _DECODE_TILE = (128, 4, 3)
 _DECODE_TMA = False
 _MAX_SPLITS = 64
@@ -128,6 +132,15 @@ def _choose_splits_cached(batch: int, kv_heads: int, max_len: int, sms: int, blo
     splits = max(int(splits), _cdiv(max_len, max_chunk), 1)
     chunk = _cdiv(_cdiv(max(max_len, 1), splits), block_n) * block_n
     return _cdiv(max(max_len, 1), chunk), chunk
+
+
+@functools.lru_cache(maxsize=64)
+def _default_tile(head_dim: int, elem_bytes: int) -> tuple[int, int, int]:
+    """The default (BLOCK_N, warps, stages), with BLOCK_N narrowed until the K/V stages fit _DECODE_SMEM."""
+    block_n, warps, stages = _DECODE_TILE
+    while block_n > 16 and 2 * block_n * head_dim * elem_bytes * stages > _DECODE_SMEM:
+        block_n //= 2
+    return block_n, warps, stages
 
 
 def _flat_rows(t: torch.Tensor) -> bool:
@@ -478,7 +491,10 @@ def decode_attention(
     B, Hq, D = q.shape[0], q.shape[1], q.shape[-1]
     Hk = k_cache.shape[1]
     lens, host_max, _host = _as_lens(seq_lens, B, q.device)
-    block_n, warps, stages = tile or _DECODE_TILE
+    if tile is None:
+        block_n, warps, stages = _default_tile(D, q.element_size())
+    else:
+        block_n, warps, stages = tile
     if _interpreting():
         warps, stages = 4, 1
     if block_table is None:
