@@ -200,3 +200,21 @@ def test_trace_reports_the_phase_pairing_of_16_byte_loads():
     assert (a["phases_paired"], a["wavefronts_per_inst"]) == (0, 4.0) and "no lane pairing" in a["verdict"]
     assert (b["phases_paired"], b["wavefronts_per_inst"]) == (8, 2.0) and "two at a time" in b["verdict"]
     assert (c["phases_paired"], c["wavefronts_per_inst"]) == (8, 2.0)
+
+
+def test_shared_passes_refuses_bad_input():
+    from tilewise.sim import shared_passes
+
+    lanes = np.arange(32)
+    with pytest.raises(InputError, match="width must be one of"):
+        shared_passes(lanes * 4, 3)
+    with pytest.raises(InputError, match="32 byte addresses"):
+        shared_passes(lanes[:8] * 4, 4)
+    with pytest.raises(InputError, match="aligned to width=16: lane 1"):
+        shared_passes(lanes * 8, 16)
+    with pytest.raises(InputError, match="non-negative"):
+        shared_passes(lanes * 4 - 8, 4)
+    with pytest.raises(InputError, match="integers"):
+        shared_passes(np.array(["a"] * 32), 4)
+    with pytest.raises(InputError, match="mask"):
+        shared_passes(lanes * 4, 4, active=1 << 40)

@@ -86,20 +86,26 @@ def analyze_access(
     atomic="loop" adds passes (the loop's trips) and the loop's LDS: ld_wavefronts, ld_bank_conflicts
     (op_ld), ld_ideal, ld_lanes, ld_banks; its wavefronts and bank_conflicts are the ATOMS.CAST's.
     """
-    if width not in WIDTHS:
-        raise InputError(f"width must be one of {WIDTHS} bytes, got {width!r}")
     if space not in SPACES:
         raise InputError(f"space must be 'global' or 'shared', got {space!r}")
     if atomic is not False and width not in ATOMIC_WIDTHS:
-        raise InputError(
-            f"atomics were measured with {' and '.join(map(str, ATOMIC_WIDTHS))}-byte lanes only, got width={width!r}"
-        )
+        raise InputError(f"atomics were measured with 4- and 8-byte lanes only, got width={width!r}")
+    addr, act = _warp_input(addresses, width, active)
+    r = analyze_batch(addr[None, :], act[None, :], width, space, store, atomic)
+    out = {k: int(v[0]) for k, v in r.items()}
+    return out
+
+
+def _warp_input(addresses, width: int, active) -> tuple[np.ndarray, np.ndarray]:
+    """One warp's addresses and active lanes, checked: 32 non-negative integers aligned to `width`."""
+    if width not in WIDTHS:
+        raise InputError(f"width must be one of {WIDTHS} bytes, got {width!r}")
     addr = np.asarray(addresses)
     if addr.shape != (WARP,):
         raise InputError(f"addresses must be {WARP} byte addresses (one per lane), got shape {addr.shape}")
     if not np.issubdtype(addr.dtype, np.integer):
-        if not np.all(np.mod(addr, 1) == 0):
-            raise InputError("addresses must be integers")
+        if not np.issubdtype(addr.dtype, np.number) or not np.all(np.mod(addr, 1) == 0):
+            raise InputError(f"addresses must be integers, got {addr.dtype} values")
     addr = addr.astype(np.int64)
     act = _as_active(active)
     if np.any(addr[act] < 0):
@@ -111,9 +117,7 @@ def analyze_access(
             f"addresses must be aligned to width={width}: lane {lane} has address {int(addr[lane])} "
             "(the hardware faults on a misaligned access)"
         )
-    r = analyze_batch(addr[None, :], act[None, :], width, space, store, atomic)
-    out = {k: int(v[0]) for k, v in r.items()}
-    return out
+    return addr, act
 
 
 # ----------------------------------------------------------------------------- the rules
@@ -241,13 +245,7 @@ def shared_passes(
     one the phases go in pairs. Each pass lists its active lanes and its wavefronts (the most distinct
     4-byte words one bank holds); the passes' wavefronts add up to `analyze_access`'s.
     """
-    if width not in WIDTHS:
-        raise InputError(f"width must be one of {WIDTHS} bytes, got {width!r}")
-    addr = np.asarray(addresses)
-    if addr.shape != (WARP,):
-        raise InputError(f"addresses must be {WARP} byte addresses (one per lane), got shape {addr.shape}")
-    addr = addr.astype(np.int64)
-    act = _as_active(active)
+    addr, act = _warp_input(addresses, width, active)
     lanes_per_phase = WARP if width <= BANK_BYTES else ROW // width
     pairing = None
     group = lanes_per_phase

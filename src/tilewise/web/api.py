@@ -720,8 +720,6 @@ def access_panel(p: Params) -> dict:
     atomic = p.choice("atomic", "0", ("0", "1", "false", "true")) in ("1", "true")
     if atomic and store:
         raise InputError("pick one operation: store=1 or atomic=1, not both")
-    if atomic and width not in access.ATOMIC_WIDTHS:
-        raise InputError(f"atomics were measured with 4- and 8-byte lanes only, got width={width}")
     idx = lane_indices(expr, access.WARP)
     base = GLOBAL_BASE if space == "global" else 0
     addresses = [base + i * width for i in idx]
