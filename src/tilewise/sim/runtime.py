@@ -670,12 +670,9 @@ class Executor:
         like every site, one instruction per warp that calls it; a second site on the same line, op "ld",
         counts the loop's LDS (op_ld): one instruction per pass, so its `inst` is the loop's trip count."""
         key = -line - (1 << 40)  # a synthetic site of its own, next to the atomic's (-line)
-        st = self.sites.get(key)
-        if st is None:
-            text = f"{self._synthetic[site][1]} (CAS loop: LDS)"
-            self._synthetic[key] = (line, text)
-            st = self.sites[key] = SiteStats(key, line, text, obj.space, "ld", obj.unit_bytes, obj.name)
-        d = st.counts
+        if key not in self._synthetic:
+            self._synthetic[key] = (line, f"{self._synthetic[site][1]} (CAS loop: LDS)")
+        d = self._site(key, obj, "ld").counts
         d["inst"] += r["passes"]
         d["lanes"] += r["ld_lanes"]
         d["bytes"] += r["ld_lanes"] * obj.unit_bytes
@@ -691,7 +688,8 @@ class Executor:
         return key
 
     # statistics
-    def _record(self, site, obj: MemArray, addr, m, op, atomic=True):
+    def _site(self, site, obj: MemArray, op) -> SiteStats:
+        """The statistics of one source site (a kernel line's access, or a builtin's synthetic one)."""
         st = self.sites.get(site)
         if st is None:
             if site >= 0:
@@ -700,6 +698,10 @@ class Executor:
             else:
                 line, text = self._synthetic[site]
             st = self.sites[site] = SiteStats(site, line, text, obj.space, op, obj.unit_bytes, obj.name)
+        return st
+
+    def _record(self, site, obj: MemArray, addr, m, op, atomic=True):
+        st = self._site(site, obj, op)
         if self.pad:
             addr = np.concatenate([addr, np.zeros(self.pad, dtype=np.int64)])
             m = np.concatenate([m, np.zeros(self.pad, dtype=bool)])
