@@ -503,10 +503,10 @@ def decode_attention(
     else:
         page = k_cache.shape[2]
         capacity = block_table.shape[1] * page
-        if tile is None:  # the default tile, narrowed to fit the page: key tiles never straddle pages
-            fits = [n for n in (block_n, 64, 32, 16) if n <= block_n and page % n == 0]
-            require(bool(fits), f"page_size must be a multiple of 16 keys (the smallest key tile), got {page}")
-            block_n = fits[0]
+        if tile is None:  # the default tile, halved until it fits the page: key tiles never straddle pages
+            while block_n > 16 and page % block_n:
+                block_n //= 2
+            require(page % block_n == 0, f"page_size must be a multiple of 16 keys (the smallest key tile), got {page}")
         require(page % block_n == 0, f"page_size must be a multiple of the key tile {block_n}, got {page}")
         block_table = block_table.to(torch.int32)
     if host_max is not None:
