@@ -25,6 +25,7 @@ import os
 import shlex
 import statistics
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -48,9 +49,9 @@ def env_tags(command: str | None = None) -> dict[str, str]:
         tags["gpu"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
     except ImportError:
         tags["torch"], tags["gpu"] = "none", "cpu"
-    tags["cpu"] = (
-        _cpu_model()
-    )  # host-bound rows depend on it (a decode call: ~220 us of host time on one H200 host, < ~150 us on another)
+    # Host-bound rows depend on the CPU: a decode call spent ~220 us of host time on one H200 host, and was
+    # hidden behind the GPU (< ~150 us) on another.
+    tags["cpu"] = _cpu_model()
     try:
         import triton
 
@@ -96,8 +97,6 @@ def _capture(fn: Callable[[int], Any], rotate: int):
     # that fails midway leaves torch's CUDA RNG state half-captured for the rest of the process ("Offset
     # increment outside graph capture"). So the warm-up runs with torch's sync debugging set to raise:
     # such a side is refused here, before any capture begins.
-    import warnings
-
     prev = torch.cuda.get_sync_debug_mode()
     with warnings.catch_warnings():  # "a prototype feature": it may miss some syncs; the capture still checks
         warnings.simplefilter("ignore", UserWarning)
