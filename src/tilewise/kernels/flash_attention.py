@@ -416,3 +416,5 @@ def _desc(t: torch.Tensor, block_rows: int):
 __all__ = ["ForwardConfig", "attention"]
 
 _ = InputError  # raised through `require`
+
+check_attention = _check  # public: tilewise.kernels.custom_ops runs it in the fake impls

@@ -411,7 +411,7 @@ def _tile_bound(rows: int, experts: int, block_m: int, n_tiles: int) -> int:
     return (-(-rows // block_m) + min(experts, rows)) * n_tiles
 
 
-def _launch(
+def launch(
     x: torch.Tensor,
     w: torch.Tensor,
     offsets: torch.Tensor,
@@ -562,10 +562,12 @@ def grouped_matmul(
     cfg = config or choose_config(T / E, N, K, x.dtype, on_gpu=x.is_cuda)
     tr = None
     if T > 0:
-        tr = _launch(x, w, offsets, out, N, cfg, rows=T, trace=trace, programs=programs)
+        tr = launch(x, w, offsets, out, N, cfg, rows=T, trace=trace, programs=programs)
     if trace:
         return out, tr
     return out
 
 
 __all__ = ["GroupedConfig", "choose_config", "grouped_matmul"]
+
+check_grouped_matmul = _check_inputs  # public: tilewise.kernels.custom_ops runs it in the fake impls

@@ -20,7 +20,7 @@ import functools
 import torch
 
 from tilewise.errors import InputError
-from tilewise.kernels.grouped_gemm import GroupedConfig, _launch, choose_config
+from tilewise.kernels.grouped_gemm import GroupedConfig, choose_config, launch
 
 GATES = ("softmax", "sigmoid")
 
@@ -165,10 +165,10 @@ def moe(
     cfg_up, cfg_down = configs or moe_configs(T, top_k, E, d, f, x.dtype, x.is_cuda)
     h = torch.empty((rows, f), dtype=out_dtype, device=x.device)  # permuted (expert) order
     # permuted row r is token slot order[r] = t * k + j: it reads x row order[r] // k
-    _launch(x, w_gate_up, offsets, h, f, cfg_up, rows=rows, glu=True, gather=order, gather_div=top_k)
+    launch(x, w_gate_up, offsets, h, f, cfg_up, rows=rows, glu=True, gather=order, gather_div=top_k)
     y = torch.empty((rows, d), dtype=out_dtype, device=x.device)  # token-slot order
     # and is written to y row order[r], scaled by the routing weight of that slot
-    _launch(h, w_down, offsets, y, d, cfg_down, rows=rows, scatter=order, scale=weights.reshape(-1))
+    launch(h, w_down, offsets, y, d, cfg_down, rows=rows, scatter=order, scale=weights.reshape(-1))
     if top_k == 1:
         return y
     return y.view(T, top_k, d).sum(dim=1)
@@ -192,3 +192,5 @@ def moe_reference(x, router_logits, w_gate_up, w_down, top_k, *, gate="softmax",
 
 
 __all__ = ["moe", "moe_reference", "permute", "route"]
+
+check_moe = _check_moe  # public: tilewise.kernels.custom_ops runs it in the fake impls
