@@ -515,9 +515,9 @@ torch.library.define(
 def _moe_composite(x, router_logits, w_gate_up, w_down, top_k, gate="softmax", normalize=True):
     """Routing and the sort in torch (so autograd differentiates the gate), the experts on moe_experts."""
     moe_layer.check_moe(x, router_logits, w_gate_up, w_down, top_k, gate)
-    T, d = x.shape
     weights, experts = moe_layer.route(router_logits, top_k, gate, normalize)
-    order, offsets = moe_layer.permute(experts, w_gate_up.shape[0])
+    # the expert count is a weight dimension: specialise on it (permute caches its expert ids per count)
+    order, offsets = moe_layer.permute(experts, int(w_gate_up.shape[0]))
     keep = _needs_grad(x, router_logits, w_gate_up, w_down)
     out, _ = torch.ops.tilewise.moe_experts(x, weights, order.to(torch.int32), offsets, w_gate_up, w_down, keep)
     return out
