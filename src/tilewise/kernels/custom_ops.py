@@ -49,13 +49,23 @@ def _traced() -> bool:
     return torch.compiler.is_compiling()
 
 
-def _needs_grad(*ts) -> bool:
-    if not torch.is_grad_enabled():
+def _needs_grad(a, b=None, c=None, d=None) -> bool:
+    """Any of the (up to four) inputs needs a gradient. Fixed arguments and attribute reads only: this
+    runs on every eager call, where a loop over *args with isinstance cost ~1 µs against ~0.25 µs."""
+    if not _grad_enabled():
         return False
-    for t in ts:
-        if isinstance(t, torch.Tensor) and t.requires_grad:
-            return True
-    return False
+    try:
+        return (
+            a.requires_grad
+            or (b is not None and b.requires_grad)
+            or (c is not None and c.requires_grad)
+            or (d is not None and d.requires_grad)
+        )
+    except AttributeError:  # not a tensor: the op's own checks refuse it with an InputError
+        return False
+
+
+_grad_enabled = torch.is_grad_enabled
 
 
 def _eager_only(op: str, **knobs) -> None:
