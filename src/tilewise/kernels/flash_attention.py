@@ -36,7 +36,7 @@ import triton.language as tl
 from triton.runtime.errors import OutOfResources
 
 from tilewise.errors import InputError, require
-from tilewise.kernels.utils import Launcher, PlanCache, flat_rows, interpreting
+from tilewise.kernels.utils import Launcher, PlanCache, flat_rows, interpreting, long_kernel
 from tilewise.model.tensorcore import attention_tile_budget
 from tilewise.util import cdiv
 
@@ -386,13 +386,6 @@ def _check(q, k, v, scale) -> None:
         )
 
 
-# TMA descriptors for the K/V tiles cost host time per call: each is built in Python and encoded by the
-# launcher, which then walks every argument in Python (~5 us for two on the H200 host, the launch itself is
-# ~10 us). On the GPU they were within 1% of plain loads (D 128: 492 vs 498 TFLOP/s), so a call takes them
-# only when the kernel is long enough to hide that: at least this many FLOPs (~50 us at 989 TFLOP/s).
-DESC_MIN_FLOPS = 5e10
-
-
 class _Plan:
     __slots__ = ("contig", "desc_blocks", "empty", "ints", "launcher", "lse_shape", "out_shape")
 
@@ -414,10 +407,12 @@ def _make_plan(q, k, v, causal, scale, config) -> _Plan:
     v = v.contiguous() if plan.contig[2] else v
     cfg = config or _forward_config(D, causal, q.dtype, Sq)
     sm_scale = (1.0 / math.sqrt(D)) if scale is None else float(scale)
+    # TMA descriptors only where their host cost hides (`long_kernel`), unless a config asks for them
     flops = 4.0 * B * H * Sq * Sk * D
+    nbytes = (2 * B * H * Sq + 2 * B * Hk * Sk) * D * q.element_size()
     use_desc = (
         cfg.use_desc and TensorDescriptor is not None and flat_rows(k) and flat_rows(v)
-        and (config is not None or flops >= DESC_MIN_FLOPS or interpreting())
+        and (config is not None or interpreting() or long_kernel(q.device, flops, nbytes, q.dtype))
     )  # fmt: skip
     plan.desc_blocks = [cfg.block_n, D] if use_desc else None
     plan.launcher = Launcher(

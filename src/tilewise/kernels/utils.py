@@ -6,6 +6,7 @@
 * `gpu_key(device)`: the registry entry of the device the tensors live on.
 * `counters(device, n)`: a zeroed int32 buffer of grid counters that the kernels set back to zero.
 * `flat_rows(t)`: is a [B, H, S, D] tensor one row-major [B*H*S, D] matrix (a 2-D TMA view)?
+* `long_kernel(device, flops, nbytes, dtype)`: long enough on the GPU to hide TMA descriptors' host cost?
 * `PlanCache`: the launch plan of a call, looked up by its signature (shapes, strides, dtype, device):
   a dict lookup on a tuple instead of re-deriving checks, tiles and grids every call.
 * `Launcher`: one kernel launch of a plan; after the first call it launches through the compiled
@@ -23,6 +24,7 @@ import torch
 import triton
 
 from tilewise import gpus as _gpus
+from tilewise.model import roofline as _roofline
 
 # The registry entry the CPU interpreter plans for (its SM count, its shared memory).
 CPU_GPU = "h200"
@@ -100,6 +102,20 @@ def counters(device: torch.device, n: int, pool: str = "grid") -> torch.Tensor:
     return buf
 
 
+# TMA descriptors cost host time per call: each is built in Python and encoded by Triton's launcher, which
+# then walks every kernel argument in Python (a few us per call on top of a ~10 us launch on the H200 host).
+# On the GPU they ran within 1-2% of plain loads (attention D 128: 492 vs 498 TFLOP/s; grouped GEMM
+# m128n128k64: 247.6 vs 249.3 us), so a default plan takes them only for kernels the model says run at
+# least this long, where the host's extra microseconds hide behind the GPU.
+DESC_MIN_SECONDS = 50e-6
+
+
+def long_kernel(device: torch.device, flops: float, nbytes: float, dtype: torch.dtype) -> bool:
+    """True when the roofline (`tilewise.model.roofline`) puts the kernel at >= DESC_MIN_SECONDS on `device`."""
+    name = {torch.float16: "fp16", torch.bfloat16: "bf16"}.get(dtype, "tf32")
+    return _roofline.time(gpu_key(device), flops, nbytes, name).time_s >= DESC_MIN_SECONDS
+
+
 def flat_rows(t: torch.Tensor) -> bool:
     """True when a 4-D [B, H, S, D] tensor is one row-major [B*H*S, D] matrix (what a 2-D TMA descriptor needs)."""
     b, h, s, d = t.shape
@@ -112,9 +128,9 @@ def aligned16(t: torch.Tensor) -> bool:
     return t.data_ptr() % 16 == 0
 
 
-def signature(t: torch.Tensor) -> tuple:
-    """What a launch plan depends on in a tensor: shape, strides, dtype, device and 16-byte alignment."""
-    return (t.shape, t.stride(), t.dtype, t.device, t.data_ptr() % 16 == 0)
+def signature(t: torch.Tensor | None) -> tuple | None:
+    """What a launch plan depends on in a tensor: shape, strides, dtype, device and 16-byte alignment (None: None)."""
+    return None if t is None else (t.shape, t.stride(), t.dtype, t.device, t.data_ptr() % 16 == 0)
 
 
 class PlanCache(dict):
@@ -185,6 +201,7 @@ class Launcher:
 
 __all__ = [
     "CPU_GPU",
+    "DESC_MIN_SECONDS",
     "FAST_LAUNCH_VERSIONS",
     "Launcher",
     "PlanCache",
@@ -196,6 +213,7 @@ __all__ = [
     "flat_rows",
     "gpu_key",
     "interpreting",
+    "long_kernel",
     "signature",
     "sm_count",
 ]
