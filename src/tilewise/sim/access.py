@@ -123,7 +123,7 @@ def _warp_input(addresses, width: int, active) -> tuple[np.ndarray, np.ndarray]:
 # ----------------------------------------------------------------------------- the rules
 
 
-def _distinct_per_row(keys: np.ndarray, valid: np.ndarray) -> np.ndarray:
+def distinct_per_row(keys: np.ndarray, valid: np.ndarray) -> np.ndarray:
     """Number of distinct values of `keys` among `valid` entries, per row (rows x cols)."""
     k = np.where(valid, keys, _BIG)
     k = np.sort(k, axis=1)
@@ -134,7 +134,7 @@ def _distinct_per_row(keys: np.ndarray, valid: np.ndarray) -> np.ndarray:
 
 def _global(addr: np.ndarray, act: np.ndarray, width: int, store: bool) -> dict:
     any_lane = act.any(axis=1)
-    sectors = _distinct_per_row(addr // SECTOR, act)
+    sectors = distinct_per_row(addr // SECTOR, act)
     requests = any_lane.astype(np.int64)
     nbytes = _distinct_bytes(addr, act, width)
     ideal = -(-nbytes // SECTOR)
@@ -143,7 +143,7 @@ def _global(addr: np.ndarray, act: np.ndarray, width: int, store: bool) -> dict:
 
 def _distinct_bytes(addr: np.ndarray, act: np.ndarray, width: int) -> np.ndarray:
     # Lanes are aligned to their width, so two lanes' byte ranges are equal or disjoint.
-    return _distinct_per_row(addr, act) * width
+    return distinct_per_row(addr, act) * width
 
 
 def _bank_counts(words: np.ndarray, valid: np.ndarray) -> np.ndarray:
@@ -159,7 +159,7 @@ def _bank_counts(words: np.ndarray, valid: np.ndarray) -> np.ndarray:
     return np.bincount(row[new] * BANKS + bank, minlength=rows * BANKS).reshape(rows, BANKS)
 
 
-def _lane_words(addr: np.ndarray, act: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+def lane_words(addr: np.ndarray, act: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
     """The 4-byte words each lane touches (a 1- or 2-byte access touches one), flattened per row."""
     nw = max(1, width // BANK_BYTES)
     words = (addr // BANK_BYTES)[..., None] + np.arange(nw)
@@ -188,7 +188,7 @@ def _shared(addr: np.ndarray, act: np.ndarray, width: int, store: bool) -> dict:
     nph = WARP // lanes_per_phase
     a = addr.reshape(rows * nph, lanes_per_phase)
     m = act.reshape(rows * nph, lanes_per_phase)
-    words, wvalid = _lane_words(a, m, width)
+    words, wvalid = lane_words(a, m, width)
     counts = _bank_counts(words, wvalid)  # (rows * nph, 32)
     ph_active = m.any(axis=1)
     ph_wf = np.where(ph_active, np.maximum(counts.max(axis=1), 1), 0).reshape(rows, nph)
@@ -209,7 +209,7 @@ def _shared(addr: np.ndarray, act: np.ndarray, width: int, store: bool) -> dict:
     ok = np.broadcast_to((_paired(addr, act, 1) | _paired(addr, act, 2))[:, None], (rows, ng))
     ga = addr.reshape(rows * ng, glanes)
     gm = act.reshape(rows * ng, glanes)
-    gwords, gvalid = _lane_words(ga, gm, width)
+    gwords, gvalid = lane_words(ga, gm, width)
     g_active = gm.any(axis=1).reshape(rows, ng)
     union = np.maximum(_bank_counts(gwords, gvalid).max(axis=1), 1).reshape(rows, ng)
     pw = ph_wf.reshape(rows, ng, 2)
@@ -260,7 +260,7 @@ def shared_passes(
         lanes = [i for i in range(start, start + group) if act[i]]
         if not lanes:
             continue
-        words, valid = _lane_words(addr[None, start : start + group], act[None, start : start + group], width)
+        words, valid = lane_words(addr[None, start : start + group], act[None, start : start + group], width)
         wf = max(1, int(_bank_counts(words, valid).max()))
         passes.append({"lanes": lanes, "first_lane": start, "last_lane": start + group - 1, "wavefronts": wf})
     return {"phase_lanes": lanes_per_phase, "pairing": pairing, "passes": passes}
@@ -325,7 +325,7 @@ def _atomic(addr: np.ndarray, act: np.ndarray, width: int, space: str, kind: str
         r["ideal"] = ideal
         r["active_lanes"] = act.sum(axis=1)
         return r
-    words, wvalid = _lane_words(addr, act, width)
+    words, wvalid = lane_words(addr, act, width)
     rows = addr.shape[0]
     row = np.broadcast_to(np.arange(rows)[:, None], words.shape)
     per_bank = np.bincount((row * BANKS + words % BANKS)[wvalid], minlength=rows * BANKS).reshape(rows, BANKS)
@@ -382,7 +382,7 @@ def _cas_loop(addr: np.ndarray, act: np.ndarray, width: int) -> dict:
         out["ld_bank_conflicts"] += ld["bank_conflicts"]
         out["ld_ideal"] += ld["ideal"]
         out["ld_lanes"] += pend.sum(axis=1)
-        out["ld_banks"] += _distinct_per_row((addr // BANK_BYTES) % BANKS, pend)
+        out["ld_banks"] += distinct_per_row((addr // BANK_BYTES) % BANKS, pend)
         out["passes"] += live
         phases_live = pend.reshape(rows, -1, lanes_per_phase).any(axis=2).sum(axis=1)
         out["wavefronts"] += 2 * phases_live
