@@ -41,6 +41,22 @@ ATOMIC_WIDTHS = (4, 8)  # the widths round 5 measured (the executor counts other
 _BIG = np.int64(1) << 62
 
 
+def _array(name: str, value) -> np.ndarray:
+    """`value` as a numpy array, or InputError for what numpy cannot make one of (ragged lists, objects)."""
+    try:
+        a = np.asarray(value)
+    except (TypeError, ValueError, OverflowError):
+        raise InputError(f"{name} must be a flat list of {WARP} numbers, got {_describe(value)}") from None
+    if a.dtype == object:
+        raise InputError(f"{name} must be a flat list of {WARP} numbers, got {_describe(value)}")
+    return a
+
+
+def _describe(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _as_active(active, n: int = WARP) -> np.ndarray:
     if active is None:
         return np.ones(n, dtype=bool)
@@ -49,7 +65,7 @@ def _as_active(active, n: int = WARP) -> np.ndarray:
         if m < 0 or m >= 1 << n:
             raise InputError(f"active must be a {n}-bit lane mask (0 .. 0x{(1 << n) - 1:X}), got {active!r}")
         return (m >> np.arange(n)) & 1 == 1
-    a = np.asarray(active)
+    a = _array("active", active)
     if a.shape != (n,):
         raise InputError(f"active must be a {n}-bit mask or {n} booleans, got shape {a.shape}")
     return a.astype(bool)
@@ -98,18 +114,22 @@ def analyze_access(
 
 def _warp_input(addresses, width: int, active) -> tuple[np.ndarray, np.ndarray]:
     """One warp's addresses and active lanes, checked: 32 non-negative integers aligned to `width`."""
-    if width not in WIDTHS:
+    if isinstance(width, bool) or not isinstance(width, (int, np.integer)) or width not in WIDTHS:
         raise InputError(f"width must be one of {WIDTHS} bytes, got {width!r}")
-    addr = np.asarray(addresses)
+    addr = _array("addresses", addresses)
     if addr.shape != (WARP,):
         raise InputError(f"addresses must be {WARP} byte addresses (one per lane), got shape {addr.shape}")
     if not np.issubdtype(addr.dtype, np.integer):
         if not np.issubdtype(addr.dtype, np.number) or not np.all(np.mod(addr, 1) == 0):
             raise InputError(f"addresses must be integers, got {addr.dtype} values")
+        if np.any(np.abs(addr) >= 2.0**62):
+            raise InputError("addresses must be below 2^62")
     addr = addr.astype(np.int64)
     act = _as_active(active)
     if np.any(addr[act] < 0):
         raise InputError("addresses must be non-negative")
+    if np.any(addr[act] >= 1 << 62):
+        raise InputError("addresses must be below 2^62")
     bad = act & (addr % width != 0)
     if np.any(bad):
         lane = int(np.flatnonzero(bad)[0])

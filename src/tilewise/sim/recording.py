@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tilewise.sim import lazy
 from tilewise.sim.access import WARP, analyze_batch, distinct_per_row, lane_words
 from tilewise.sim.memory import MemArray
 
@@ -173,11 +174,22 @@ class AccessRecorder:
         if rec is None:
             n = obj.data.size
             rec = self.touched[obj.base] = {
-                "ld": np.zeros(n, bool),
-                "st": np.zeros(n, bool),
+                "ld": lazy.zeros(n, bool),  # a LazyArray for a big array: only the touched pages exist
+                "st": lazy.zeros(n, bool),
                 "itemsize": obj.dtype.itemsize,
             }
         idx = flatv[ok]
         if obj.vec > 1:
             idx = (idx[:, None] * obj.vec + np.arange(obj.vec)).ravel()
         rec[op][idx] = True
+
+
+def touched_bytes(touched: dict) -> dict:
+    """Distinct global bytes read ("ld") and written ("st") over every array, from AccessRecorder.touch."""
+    out = {"ld": 0, "st": 0}
+    for rec in touched.values():
+        for op in ("ld", "st"):
+            marks = rec[op]
+            n = marks.made_sum() if isinstance(marks, lazy.LazyArray) else marks.sum()
+            out[op] += int(n) * rec["itemsize"]
+    return out

@@ -27,10 +27,12 @@ from tilewise.sim.control import ControlFlow
 from tilewise.sim.hazards import Hazard, HazardTracker
 from tilewise.sim.intrinsics import SMEM_ALIGN, SMEM_OPTIN_LIMIT, STATIC_SMEM_LIMIT, Intrinsics, align
 from tilewise.sim.lang import RT, KernelInfo, rewrite
+from tilewise.sim.lazy import LazyArray
 from tilewise.sim.memory import GLOBAL_BASE, MemArray, Vec
-from tilewise.sim.recording import SITE_FIELDS, AccessRecorder, SiteStats
+from tilewise.sim.recording import SITE_FIELDS, AccessRecorder, SiteStats, touched_bytes
 
 __all__ = [
+    "MAX_GRID",
     "MAX_THREADS",
     "SITE_FIELDS",
     "SMEM_ALIGN",
@@ -46,10 +48,12 @@ __all__ = [
     "device",
     "kernel",
     "launch",
+    "launch_shape",
     "sample_blocks",
 ]
 
 MAX_THREADS = 1024
+MAX_GRID = (2**31 - 1, 65535, 65535)  # gridDim limits of every CUDA GPU since compute capability 3.0
 # Steps (statements and loop tests, counted per block) before a block is called endless. A 32x32 tiled
 # GEMM block with K = 8192 takes ~9,300; 100,000 steps of a loop that stores run in ~3 s on one core.
 MAX_STEPS = 100_000
@@ -336,14 +340,34 @@ def _dim3(name, v):
     return t + (1,) * (3 - len(t))
 
 
+def launch_shape(grid, block) -> tuple[tuple, tuple]:
+    """grid and block as 3-tuples, checked against CUDA's limits (InputError naming the limit)."""
+    grid = _dim3("grid", grid)
+    block = _dim3("block", block)
+    if any(g > lim for g, lim in zip(grid, MAX_GRID)):
+        raise InputError(f"grid must be at most {MAX_GRID} blocks in (x, y, z), as on a CUDA GPU; got {grid}")
+    nthreads = block[0] * block[1] * block[2]
+    if nthreads > MAX_THREADS:
+        raise InputError(f"block must have at most {MAX_THREADS} threads, got {block} = {nthreads}")
+    if block[2] > 64:
+        raise InputError(f"block z must be at most 64, got {block[2]}")
+    return grid, block
+
+
 def sample_blocks(grid, sample: int | None) -> list:
-    blocks = [(x, y, z) for z in range(grid[2]) for y in range(grid[1]) for x in range(grid[0])]
-    if sample is None or sample >= len(blocks):
-        return blocks
-    if sample < 1:
+    """The blocks a launch simulates, x fastest: all of them, or `sample` spread evenly over the grid.
+
+    Only the chosen blocks are listed, so a sample of a 10^9-block grid costs what the sample costs.
+    """
+    total = grid[0] * grid[1] * grid[2]
+    if sample is not None and sample < 1:
         raise InputError(f"sample must be a positive number of blocks, got {sample}")
-    idx = np.unique(np.linspace(0, len(blocks) - 1, sample).round().astype(int))
-    return [blocks[i] for i in idx]
+    if sample is None or sample >= total:
+        idx = range(total)
+    else:
+        idx = np.unique(np.linspace(0, total - 1, sample).round().astype(np.int64)).tolist()
+    gx, gxy = grid[0], grid[0] * grid[1]
+    return [(i % gx, i // gx % grid[1], i // gxy) for i in idx]
 
 
 def launch(
@@ -371,20 +395,18 @@ def launch(
     """
     if not isinstance(kern, Kernel) or isinstance(kern, Device):
         raise InputError(f"launch() needs a @kernel function, got {kern!r}")
-    grid = _dim3("grid", grid)
-    block = _dim3("block", block)
-    nthreads = block[0] * block[1] * block[2]
-    if nthreads > MAX_THREADS:
-        raise InputError(f"block must have at most {MAX_THREADS} threads, got {block} = {nthreads}")
-    if block[2] > 64:
-        raise InputError(f"block z must be at most 64, got {block[2]}")
+    grid, block = launch_shape(grid, block)
     if not isinstance(shared_bytes, (int, np.integer)) or shared_bytes < 0 or shared_bytes > SMEM_OPTIN_LIMIT:
         raise InputError(f"shared_bytes must be an int in [0, {SMEM_OPTIN_LIMIT}], got {shared_bytes!r}")
     fn = kern.compiled()
     gargs = []
     addr = GLOBAL_BASE
     for i, a in enumerate(args):
-        if isinstance(a, np.ndarray):
+        if isinstance(a, LazyArray):
+            name = kern.fn.__code__.co_varnames[i] if i < kern.fn.__code__.co_argcount else f"arg{i}"
+            gargs.append(MemArray("global", a.reshape(-1), addr, name))
+            addr = align(addr + max(a.nbytes, 1), 256)
+        elif isinstance(a, np.ndarray):
             if not a.flags.c_contiguous:
                 raise InputError(f"argument {i} must be a C-contiguous numpy array (np.ascontiguousarray)")
             if a.ndim == 0:
@@ -412,10 +434,7 @@ def launch(
     finally:
         _CURRENT.pop()
     secs = time.perf_counter() - t0
-    uniq = {"ld": 0, "st": 0}
-    for rec in ex.touched.values():
-        for op in ("ld", "st"):
-            uniq[op] += int(rec[op].sum()) * rec["itemsize"]
+    uniq = touched_bytes(ex.touched)
     return Trace(
         kernel=kern.__name__,
         info=kern.info,
