@@ -110,19 +110,19 @@ def choose_config(
     holds as many weight bytes as without it.
     """
     if not on_gpu:
-        return GroupedConfig(16, 32, 32, 4, 2, tma=True, flatten=True)
+        return GroupedConfig(block_m=16, block_n=32, block_k=32, num_warps=4, num_stages=2, tma=True, flatten=True)
     f = dict(tma=True, flatten=True)
     if dtype == torch.float32:
-        cfg = GroupedConfig(64, 64, 32, 4, 3, **f)
+        cfg = GroupedConfig(block_m=64, block_n=64, block_k=32, num_warps=4, num_stages=3, **f)
     else:
         # the tile shape is the model's (tilewise.model.waves.grouped_tile), so explain moe predicts these tiles
         bm, bn, bk = grouped_tile(rows_per_expert, n)
         warps = 4 if bm <= 32 else 8
         stages = 4 if bm == 16 else 3
         if bm == 128 and rows_per_expert >= 512 and n >= 4096:
-            cfg = GroupedConfig(bm, bn, bk, warps, 4, tma=True)
+            cfg = GroupedConfig(block_m=bm, block_n=bn, block_k=bk, num_warps=warps, num_stages=4, tma=True)
         else:
-            cfg = GroupedConfig(bm, bn, bk, warps, stages, **f)
+            cfg = GroupedConfig(block_m=bm, block_n=bn, block_k=bk, num_warps=warps, num_stages=stages, **f)
     if glu:
         cfg = dataclasses.replace(cfg, block_n=max(16, cfg.block_n // 2))
     return cfg

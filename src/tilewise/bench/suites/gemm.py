@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 
 from tilewise.errors import InputError, positive_int
+from tilewise.util import cdiv
 
 NAME = "gemm"
 HELP = "matmul (bf16/fp16/tf32) vs torch.matmul (cuBLAS): the GEMM article's shapes and a sweep of odd ones"
@@ -95,7 +96,7 @@ def rotation(nbytes: int, l2_bytes: int, limit: int = 64) -> int:
     """Copies of the inputs to cycle through so that the working set is >= 3 L2s."""
     if nbytes >= 3 * l2_bytes:
         return 1
-    return min(limit, -(-3 * l2_bytes // max(nbytes, 1)))
+    return min(limit, cdiv(3 * l2_bytes, max(nbytes, 1)))
 
 
 def run(args: argparse.Namespace, progress) -> list[dict]:
