@@ -38,7 +38,7 @@ _H200_MEASURED = "measured on an H200 with torch.cuda.get_device_properties, 202
 _H200_COPY = "measured on an H200: device-to-device copy, bytes read + written, 2026-11-30"
 _H200_L2 = (
     "measured on an H200, 2026-11-30: ld.global.cg reads of 8-48 MiB buffers, 12 runs 7.07-8.10 TB/s, median 7.70 "
-    "(benchmarks/gpu/queue/l2_probe.py, benchmarks/results/h200/l2_probe.json); the same reads of 80 MiB run at "
+    "(benchmarks/probes/l2_probe.py, benchmarks/results/h200/l2_probe.json); the same reads of 80 MiB run at "
     "4.57 TB/s (HBM)"
 )
 _OCC_H = "cuda_occupancy.h and the runtime's answers (tests/data/occupancy_h200.json)"
