@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import argparse
 
-from tilewise.errors import InputError
+from tilewise.bench import shapes
 
 NAME = "attention"
-HELP = "FlashAttention forward (bf16/fp16) vs SDPA (default and flash backends): headline shapes + a sweep of 12"
+HELP = "FlashAttention forward (bf16/fp16) vs SDPA (default and flash backends): 5 headline shapes, a sweep of 12, or your own"
 
 # (B, H, Hkv, S, D, causal)
 HEADLINE = [
@@ -43,38 +43,30 @@ SWEEP = [
 ]
 
 
-def shape_name(b: int, h: int, hk: int, s: int, d: int, causal: bool) -> str:
-    heads = f"H{h}" if hk == h else f"H{h}/{hk}"
-    return f"B{b} {heads} S{s} D{d} {'causal' if causal else 'non-causal'}"
+shape_name = shapes.attention_name
+PRESETS = {"headline": HEADLINE, "sweep": SWEEP, "all": HEADLINE + SWEEP}
+EXAMPLES = """examples:
+  tilewise bench attention --shapes headline
+  tilewise bench attention --shapes '1,32,8,8192,128,1'          # B,H,Hkv,S,D,causal: GQA 32/8, causal
+  tilewise bench attention --shapes '8,16,16,2048,64,0;2,64,8,32k,128,1' --cuda-graph"""
 
 
 def parse_shapes(text: str) -> list[tuple[int, int, int, int, int, bool]]:
     """'headline', 'sweep', 'all' or a list 'B,H,Hkv,S,D,c;...' (c = 0/1)."""
-    t = str(text).strip()
-    if t == "headline":
-        return list(HEADLINE)
-    if t == "sweep":
-        return list(SWEEP)
-    if t == "all":
-        return HEADLINE + SWEEP
-    out = []
-    for part in t.split(";"):
-        if not part.strip():
-            continue
-        try:
-            b, h, hk, s, d, c = (int(x) for x in part.split(","))
-        except ValueError:
-            raise InputError(
-                f"--shapes: expected 'headline', 'sweep', 'all' or 'B,H,Hkv,S,D,causal;...', got {part!r}"
-            ) from None
-        out.append((b, h, hk, s, d, bool(c)))
-    if not out:
-        raise InputError(f"--shapes: no shape in {text!r}")
-    return out
+    return shapes.attention(text, PRESETS)
+
+
+def check(args: argparse.Namespace) -> None:
+    """Refuse bad arguments before any GPU work."""
+    parse_shapes(args.shapes)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--shapes", default="all", help="headline | sweep | all | 'B,H,Hkv,S,D,causal;...' (default all)")
+    p.add_argument(
+        "--shapes",
+        default="all",
+        help="headline | sweep | all, or your own 'B,H,Hkv,S,D,causal[;...]' (causal 0/1; default all)",
+    )
     p.add_argument("--dtype", default="bf16", choices=["bf16", "fp16"])
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--rep-ms", type=float, default=50)
@@ -96,10 +88,10 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
     from tilewise.model import traffic
 
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype]
-    shapes = parse_shapes(args.shapes)
+    problems = parse_shapes(args.shapes)
     tags = harness.env_tags()
     rows: list[dict] = []
-    for b, h, hk, s, d, causal in progress(shapes, total=len(shapes), desc="attention"):
+    for b, h, hk, s, d, causal in progress(problems, total=len(problems), desc="attention"):
         q = torch.randn(b, h, s, d, device="cuda", dtype=dtype)
         k = torch.randn(b, hk, s, d, device="cuda", dtype=dtype)
         v = torch.randn(b, hk, s, d, device="cuda", dtype=dtype)
