@@ -314,7 +314,7 @@ def persistent_prologue_share(
     or computes at its share of the Tensor Cores, whichever is longer. (`tile_cost` is the
     per-launch counterpart, where every tile also pays the setup.) On the H200 this predicted
     2.6% at 8 rows/expert and 4.7% at 128 (E 128, K 2048, N 1536), against 2.4% and 5.0% measured
-    by fusing the tile loop into the K loop (docs/readme/moe.md).
+    by fusing the tile loop into the K loop (docs/kernels.md).
     """
     from tilewise import gpus as _gpus
     from tilewise.model import latency, traffic
