@@ -6,14 +6,15 @@ import argparse
 import importlib
 import pkgutil
 import sys
+from types import ModuleType
 
 from tilewise.errors import InputError, require_extra
 
 
-def _suites() -> dict[str, object]:
+def _suites() -> dict[str, ModuleType]:
     import tilewise.bench.suites as pkg
 
-    out = {}
+    out: dict[str, ModuleType] = {}
     for info in pkgutil.iter_modules(pkg.__path__):
         mod = importlib.import_module(f"tilewise.bench.suites.{info.name}")
         if hasattr(mod, "NAME") and hasattr(mod, "run"):

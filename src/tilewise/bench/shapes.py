@@ -193,7 +193,7 @@ def _rows(part: str, experts: int, spec: str) -> tuple[list[int], str]:
             raise InputError(f"--shapes: E is {experts} but {len(counts)} expert row counts are given in {part!r}")
         if not sum(counts):
             raise InputError(f"--shapes: every expert has 0 rows in {part!r}")
-        return counts, "list"
+        return counts, f"{min(counts)}..{max(counts)}"
     rows = count("--shapes", "rows per expert", s)
     return [rows] * experts, str(rows)
 

@@ -13,6 +13,8 @@ heads, sequence length, head dim, causal and GQA.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+from typing import Any
 
 from tilewise.bench import shapes
 
@@ -108,20 +110,21 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
                 return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa)
 
         peer_error = None
+        peer_fn: Callable[[int], Any] | None = peer
         try:
             ref = peer(0)
         except Exception as e:  # the row keeps our time alone
-            peer_error, ref, peer = repr(e)[:200], None, None
+            peer_error, ref, peer_fn = repr(e)[:200], None, None
         err = None
         if not args.no_check and ref is not None:
             o, _ = ours(0)
             err = (o[:1].float() - ref[:1].float()).abs().max().item()
-        t = harness.time_pair(ours, peer, rounds=args.rounds, rep_ms=args.rep_ms, warmup_ms=10)
-        flash_ms = None
-        if not args.no_flash_peer:  # the named peer: SDPA forced onto its flash backend (FA2)
+        t = harness.time_pair(ours, peer_fn, rounds=args.rounds, rep_ms=args.rep_ms, warmup_ms=10)
+        flash_ms: float | None = None
+        if not args.no_flash_peer:  # the FlashAttention-2 peer: SDPA forced onto its flash backend
             try:
-                flash_ms = harness.time_pair(peer_flash, None, rounds=args.rounds, rep_ms=args.rep_ms, warmup_ms=10)
-                flash_ms = flash_ms["ours_ms"]
+                flash = harness.time_pair(peer_flash, None, rounds=args.rounds, rep_ms=args.rep_ms, warmup_ms=10)
+                flash_ms = flash["ours_ms"]
             except Exception as e:
                 peer_error = (peer_error or "") + f" flash: {e!r}"[:200]
         cfg = _forward_config(d, causal, dtype, s)

@@ -91,7 +91,7 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
 
     from tilewise import gpus as _gpus
     from tilewise.bench import harness
-    from tilewise.kernels.gemm import choose_config, matmul
+    from tilewise.kernels.gemm import Config, choose_config, matmul
     from tilewise.model import traffic
 
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[args.dtype]
@@ -109,9 +109,16 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
             a = [torch.randn(m, k, device="cuda", dtype=dtype) for _ in range(rot)]
             b = [torch.randn(k, n, device="cuda", dtype=dtype) for _ in range(rot)]
             cfg = choose_config(m, n, k, args.dtype, a[0].device)
+
+            def ours(i: int, a: list = a, b: list = b, cfg: Config = cfg) -> object:
+                return matmul(a[i], b[i], config=cfg)
+
+            def peer(i: int, a: list = a, b: list = b) -> object:
+                return torch.matmul(a[i], b[i])
+
             t = harness.time_pair(
-                lambda i, a=a, b=b, cfg=cfg: matmul(a[i], b[i], config=cfg),
-                lambda i, a=a, b=b: torch.matmul(a[i], b[i]),
+                ours,
+                peer,
                 rotate=rot,
                 rounds=args.rounds,
                 rep_ms=args.rep_ms,

@@ -79,6 +79,7 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
     for nbytes, dim in progress(cases, total=len(cases), desc="sum"):
         numel = max(1, nbytes // esize)
         cols = count("--cols", "the column count", args.cols)
+        shape: tuple[int, ...]
         if dim is None:
             shape = (numel,)
             d = None
@@ -90,9 +91,16 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
         mbytes = traffic.sum_bytes(numel, args.dtype, outputs=outputs)
         rot = rotation(mbytes, l2)
         xs = [torch.randn(shape, device="cuda", dtype=dtype) for _ in range(rot)]
+
+        def ours(i: int, xs: list = xs, d: int | None = d) -> object:
+            return tw_sum(xs[i], d)
+
+        def peer(i: int, xs: list = xs, d: int | None = d) -> object:
+            return torch.sum(xs[i]) if d is None else torch.sum(xs[i], d)
+
         t = harness.time_pair(
-            lambda i, xs=xs, d=d: tw_sum(xs[i], d),
-            lambda i, xs=xs, d=d: torch.sum(xs[i]) if d is None else torch.sum(xs[i], d),
+            ours,
+            peer,
             rotate=rot,
             rounds=args.rounds,
             rep_ms=args.rep_ms,
