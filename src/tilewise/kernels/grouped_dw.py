@@ -22,7 +22,6 @@ gather_div: a token slot t k + j reads token t), and `dy_scale` [rows] multiplie
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import torch
@@ -30,23 +29,10 @@ import triton
 import triton.language as tl
 
 from tilewise.errors import InputError
+from tilewise.kernels.utils import sm_count
 from tilewise.util import cdiv
 
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32)
-
-
-# ------------------------------------------------------------------------------ helpers
-
-
-def _sms(device: torch.device) -> int:
-    if device.type == "cuda":
-        return _cuda_sms(device.index if device.index is not None else torch.cuda.current_device())
-    return 4  # the interpreter: few programs, so the split path is exercised on small problems
-
-
-@functools.lru_cache(maxsize=16)
-def _cuda_sms(index: int) -> int:
-    return torch.cuda.get_device_properties(index).multi_processor_count
 
 
 # ------------------------------------------------------------------------ config choice
@@ -237,7 +223,7 @@ def grouped_matmul_dw(
     rows = dw_rows(x, dy, x_gather, dy_gather)
     cfg = config or choose_dw_config(K, N, x.dtype, on_gpu=x.is_cuda)
     if splits is None:
-        splits = choose_splits(rows, E, K, N, cfg, _sms(x.device))
+        splits = choose_splits(rows, E, K, N, cfg, sm_count(x.device))
     rows_per_split = cdiv(cdiv(max(rows, 1), splits), cfg.block_t) * cfg.block_t
     atomic = splits > 1
     if atomic:
