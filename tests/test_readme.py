@@ -8,7 +8,8 @@ import pytest
 
 from tilewise import cli
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
 BLOCKS = re.findall(r"```(\w*)\n(.*?)```", README, re.S)
 
 
@@ -44,7 +45,8 @@ def _excerpts() -> list[tuple[list[str], list[str]]]:
 
 
 @pytest.mark.parametrize("argv, lines", _excerpts(), ids=[" ".join(argv) for argv, _ in _excerpts()])
-def test_cli_excerpts_are_what_the_cli_prints(argv, lines, capsys):
+def test_cli_excerpts_are_what_the_cli_prints(argv, lines, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)  # the excerpts name example files relative to the repository
     printed = _runs(argv, capsys)
     assert lines, argv
     missing = [line for line in lines if line.strip() not in printed]
