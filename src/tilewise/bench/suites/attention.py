@@ -86,7 +86,7 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     from tilewise.bench import harness
-    from tilewise.kernels.flash_attention import _forward_config, attention
+    from tilewise.kernels.flash_attention import attention, forward_config
     from tilewise.model import traffic
 
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype]
@@ -127,7 +127,7 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
                 flash_ms = flash["ours_ms"]
             except Exception as e:
                 peer_error = (peer_error or "") + f" flash: {e!r}"[:200]
-        cfg = _forward_config(d, causal, dtype, s)
+        cfg = forward_config(d, causal, dtype, s)
         row = harness.make_row(
             kernel="attention",
             shape=shape_name(b, h, hk, s, d, causal),

@@ -71,7 +71,7 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
     from triton.testing import do_bench
 
     from tilewise.bench import harness
-    from tilewise.kernels.decode import _DECODE_TMA, _MAX_CHUNK, _default_tile, choose_splits, decode_attention
+    from tilewise.kernels.decode import MAX_CHUNK, USE_DESC, choose_splits, decode_attention, default_tile
     from tilewise.model import traffic
 
     problems = parse_shapes(args.shapes)
@@ -112,7 +112,7 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
         del ref
         t = harness.time_pair(ours, peer, rounds=args.rounds, rep_ms=args.rep_ms, warmup_ms=10)
         nbytes = traffic.decode_bytes(lens, hq, hk, d, "bf16")
-        tile = _default_tile(d, 2)
+        tile = default_tile(d, 2)
         splits, chunk = choose_splits(b, hk, lmax, sms, tile[0])
         row = harness.make_row(
             kernel="decode_attention",
@@ -130,7 +130,7 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
                 "peer_copy_fraction": nbytes / (t["peer_ms"] * 1e-3) / 1e12 / copy_tbps,
                 "splits": splits,
                 "chunk_keys": chunk,
-                "tile": f"BLOCK_N={tile[0]} warps={tile[1]} stages={tile[2]} tma={_DECODE_TMA} max_chunk={_MAX_CHUNK}",
+                "tile": f"BLOCK_N={tile[0]} warps={tile[1]} stages={tile[2]} tma={USE_DESC} max_chunk={MAX_CHUNK}",
                 "max_abs_err_vs_sdpa": err,
                 "total_keys": sum(lens),
                 **harness.timing_fields(t),

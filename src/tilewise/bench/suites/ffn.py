@@ -162,7 +162,7 @@ def _ffn_case(T, H, d, inter, dtype_name, rounds, rep_ms, dense, tags, log) -> l
 
     from tilewise.bench import harness
     from tilewise.explain import ffn as xffn
-    from tilewise.kernels.ffn import _MODE, flash_ffn
+    from tilewise.kernels.ffn import MODE, flash_ffn
     from tilewise.model import traffic
 
     dt = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
@@ -239,8 +239,8 @@ def _ffn_case(T, H, d, inter, dtype_name, rounds, rep_ms, dense, tags, log) -> l
         memory_ratio=peak_p / peak_o if peak_o else None,
         saved_for_backward_MiB=saved_o,
         peer_saved_for_backward_MiB=saved_p,
-        backward_mode=_MODE,
-        executed_flops=fl + xffn.mhffn_backward_flops(T, H, d, inter, _MODE),
+        backward_mode=MODE,
+        executed_flops=fl + xffn.mhffn_backward_flops(T, H, d, inter, MODE),
     )
     if dense:
         xr = x.detach().clone().requires_grad_()
