@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 
 from tilewise import gpus as _gpus
 from tilewise.errors import InputError, parse_size, require_extra
@@ -70,8 +71,29 @@ def render(o: Occupancy, tables: dict[str, list[dict]], g: _gpus.GPU) -> str:
     return "\n".join(lines)
 
 
-def plot(tables: dict[str, list[dict]], o: Occupancy, path: str) -> None:
+def check_plot_path(path: str) -> str:
+    """The --plot FILE must end in an image format matplotlib writes and lie in an existing folder.
+
+    Checked before any work, so a typo costs nothing and never shows a traceback.
+    """
     require_extra("matplotlib", "plot")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    formats = sorted(FigureCanvasAgg(Figure()).get_supported_filetypes())
+    ext = os.path.splitext(str(path))[1].lower().lstrip(".")
+    if ext not in formats:
+        raise InputError(f"--plot must name a file ending in one of .{', .'.join(formats)}, got {path!r}")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise InputError(f"--plot must name a file in an existing folder, got {path!r} ({folder} does not exist)")
+    if not os.access(folder, os.W_OK):
+        raise InputError(f"--plot must name a file in a folder you can write, got {path!r}")
+    return path
+
+
+def plot(tables: dict[str, list[dict]], o: Occupancy, path: str) -> None:
+    check_plot_path(path)
     import matplotlib
 
     matplotlib.use("Agg")
@@ -98,10 +120,17 @@ def plot(tables: dict[str, list[dict]], o: Occupancy, path: str) -> None:
         f"Occupancy on {o.gpu}: {o.blocks_per_sm} blocks, {o.warps_per_sm} warps per SM (limiter: {o.limiter})"
     )
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    try:
+        fig.savefig(path, dpi=110)
+    except OSError as e:  # a folder removed meanwhile, a full disk, a name the filesystem refuses
+        raise InputError(f"--plot could not write {path!r}: {e.strerror or e}") from None
+    finally:
+        plt.close(fig)
 
 
 def run(a: argparse.Namespace) -> int:
+    if a.plot:
+        check_plot_path(a.plot)
     kw = _args_to_kwargs(a)
     o = occupancy(**kw)
     tables = what_if(kw)
