@@ -128,7 +128,7 @@ def explain(
                 "uses those rules; the Hopper-only steps (warpgroup MMAs, producer warpgroup) are replaced.",
                 "blackwell": f"The {g.name} is Blackwell: {native.instruction} is issued by one thread and "
                 "accumulates in Tensor Memory (128 lanes x 512 columns of 32 bits per SM), so S and O leave the "
-                "register file; the walk below uses those rules in place of wgmma's.",
+                "register file; the walk below uses those rules in place of Hopper's wgmma rules.",
             }[arch]
         )
     if bm * consumers > seq_q:
