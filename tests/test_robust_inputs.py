@@ -74,18 +74,18 @@ def test_huge_sizes_refused(argv, name, capsys):
 
 
 def test_decode_batch_that_cannot_fit_refused_quickly(capsys):
-    t = time.perf_counter()
+    t = time.process_time()
     # 10^12 sequences: the K/V cache alone would be 2 x 10^12 x 8 x 8192 x 128 x 2 bytes
     refused(["explain", "decode", "--batch", str(10**12)], capsys, "batch must be an integer <=")
     refused(["explain", "decode", "--batch", str(10**8)], capsys, "the K/V cache must fit")
-    assert time.perf_counter() - t < 1
+    assert time.process_time() - t < 1
 
 
 def test_decode_model_does_not_grow_with_batch():
     # 10^8 sequences of one token: the counts equal batch x one sequence, computed without a list
-    t = time.perf_counter()
+    t = time.process_time()
     da = model_decode.decode_attention(10**8, 32, 8, 1, 128, "bf16", "h200")
-    assert time.perf_counter() - t < 0.1
+    assert time.process_time() - t < 0.1
     assert da.flops == 10**8 * traffic.decode_flops([1], 32, 128)
     assert da.bytes == 10**8 * traffic.decode_bytes([1], 32, 8, 128, "bf16")
 
@@ -108,15 +108,15 @@ def test_gemm_tile_pair_accepted():
     ],
 )
 def test_work_bounded(argv, needle, capsys):
-    t = time.perf_counter()
+    t = time.process_time()
     refused(["explain", *argv], capsys, needle.replace("65536", "65,536"))
-    assert time.perf_counter() - t < 1
+    assert time.process_time() - t < 1
 
 
 def test_largest_moe_allowed_answers_within_a_second():
-    t = time.perf_counter()
+    t = time.process_time()
     moe.explain(experts=validate.MAX_EXPERTS, tokens=8 * validate.MAX_EXPERTS, top_k=8, d_model=64, d_ff=64)
-    assert time.perf_counter() - t < 1
+    assert time.process_time() - t < 1
 
 
 # ----------------------------------------------------------------- silent wrong statements

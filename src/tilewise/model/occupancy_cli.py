@@ -72,23 +72,22 @@ def render(o: Occupancy, tables: dict[str, list[dict]], g: _gpus.GPU) -> str:
 
 
 def check_plot_path(path: str) -> str:
-    """The --plot FILE must end in an image format matplotlib writes and lie in an existing folder.
+    """The --plot FILE must lie in an existing folder and end in an image format matplotlib writes.
 
     Checked before any work, so a typo costs nothing and never shows a traceback.
     """
-    require_extra("matplotlib", "plot")
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    formats = sorted(FigureCanvasAgg(Figure()).get_supported_filetypes())
-    ext = os.path.splitext(str(path))[1].lower().lstrip(".")
-    if ext not in formats:
-        raise InputError(f"--plot must name a file ending in one of .{', .'.join(formats)}, got {path!r}")
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise InputError(f"--plot must name a file in an existing folder, got {path!r} ({folder} does not exist)")
     if not os.access(folder, os.W_OK):
         raise InputError(f"--plot must name a file in a folder you can write, got {path!r}")
+    require_extra("matplotlib", "plot")
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    formats = sorted(FigureCanvasBase.get_supported_filetypes())
+    ext = os.path.splitext(str(path))[1].lower().lstrip(".")
+    if ext not in formats:
+        raise InputError(f"--plot must name a file ending in one of .{', .'.join(formats)}, got {path!r}")
     return path
 
 
