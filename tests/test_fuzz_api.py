@@ -171,10 +171,6 @@ def test_fuzz_analyze_access(addresses, width, space, store, atomic):
                 assert math.isfinite(v)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="sim input checks are simtests' part of issue 17 (ragged address lists still raise numpy's ValueError)",
-)
 def test_analyze_access_ragged_addresses():
     with pytest.raises(InputError):
         analyze_access([[1, 2], [3]], 4, "global")

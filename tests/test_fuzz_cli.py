@@ -26,6 +26,7 @@ from pathlib import Path
 # Imported once here so the per-call limit measures tilewise, not matplotlib's one-time import
 # (~1 s cold) that `occupancy --plot` needs to know the image formats.
 import matplotlib.backend_bases  # noqa: E402, F401
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -53,7 +54,13 @@ def _strict(text: str):
     return json.loads(text, parse_constant=bad)
 
 
-def run_cli(argv: list[str], limit_s: float = REPORT_LIMIT_S) -> tuple[int, str, str]:
+# A refusal of an input names what was expected and what was given.
+EXPECTED_VS_GIVEN = r"\bgot\b|expected|must|unknown"
+# An error in a user's kernel file names the file (or kernel) and the line.
+FILE_AND_LINE = r"\.py:\d+|line \d+|\.py: |\.py defines no"
+
+
+def run_cli(argv: list[str], limit_s: float = REPORT_LIMIT_S, message: str = EXPECTED_VS_GIVEN) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     t = time.process_time()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -74,7 +81,7 @@ def run_cli(argv: list[str], limit_s: float = REPORT_LIMIT_S) -> tuple[int, str,
         if lines[-1].startswith("tilewise: error:"):
             assert len(lines) == 1, (argv, e)
             msg = lines[0]
-            assert re.search(r"\bgot\b|expected|must|unknown", msg), (argv, msg)
+            assert re.search(message, msg), (argv, msg)
         else:
             assert "error:" in lines[-1], (argv, e)  # argparse names the argument and the bad value
     return rc, o, e
@@ -277,3 +284,55 @@ def trace_argv(draw) -> list[str]:
 @given(trace_argv())
 def test_fuzz_trace_bundled_examples(argv):
     run_cli(argv, limit_s=TRACE_LIMIT_S)
+
+
+# ------------------------------------------------------------------ trace, with broken user files
+
+BROKEN = {
+    "syntax.py": "def oops(:\n",
+    "kernel_raises.py": (
+        "import numpy as np\nfrom tilewise.sim import *\n\n@kernel\ndef k(x):\n    x[threadIdx.x] = 1 // 0\n\n"
+        "def setup(grid, block, rng):\n    return (np.zeros(64, dtype=np.float32),)\n"
+    ),
+    "setup_raises.py": (
+        "from tilewise.sim import *\n\n@kernel\ndef k(x):\n    x[0] = 1\n\n"
+        "def setup(grid, block, rng):\n    raise RuntimeError('bad setup')\n"
+    ),
+    "setup_wrong_type.py": (
+        "from tilewise.sim import *\n\n@kernel\ndef k(x):\n    x[0] = 1\n\ndef setup(grid, block, rng):\n    return 5\n"
+    ),
+    "undefined_name.py": (
+        "import numpy as np\nfrom tilewise.sim import *\n\n@kernel\ndef k(x):\n    x[0] = not_defined\n\n"
+        "def setup(grid, block, rng):\n    return (np.zeros(64, dtype=np.float32),)\n"
+    ),
+    "endless.py": (
+        "import numpy as np\nfrom tilewise.sim import *\n\n@kernel\ndef k(x):\n    while True:\n        x[0] = 1\n\n"
+        "def setup(grid, block, rng):\n    return (np.zeros(64, dtype=np.float32),)\n"
+    ),
+    "no_kernel.py": "x = 1\n",
+}
+
+
+@pytest.fixture(scope="module")
+def broken_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("broken_kernels")
+    for name, text in BROKEN.items():
+        (d / name).write_text(text)
+    return d
+
+
+@settings(FUZZ.__class__(FUZZ, max_examples=14))
+@given(
+    name=st.sampled_from(sorted(BROKEN)),
+    grid=st.sampled_from(["1", "2"]),
+    block=st.sampled_from(["32", "64"]),
+    as_json=st.booleans(),
+)
+def test_fuzz_trace_broken_user_files(broken_dir, name, grid, block, as_json):
+    path = broken_dir / name
+    argv = ["trace", str(path), "--grid", grid, "--block", block, "--max-steps", "2000"]
+    if as_json:
+        argv.append("--json")
+    rc, _, err = run_cli(argv, limit_s=TRACE_LIMIT_S, message=f"{EXPECTED_VS_GIVEN}|{FILE_AND_LINE}")
+    assert rc == 2, (argv, err)  # every one of these files is broken: a one-line refusal naming it
+    assert name in err or "kernel k" in err, err
