@@ -22,6 +22,7 @@ from tilewise import gpus as _gpus
 from tilewise.errors import InputError, positive_int
 from tilewise.model import roofline as _roofline
 from tilewise.model import traffic
+from tilewise.util import cdiv
 
 MMA_M = {"mma": 16, "wmma": 16, "mma.sync": 16, "wgmma": 64}
 
@@ -34,7 +35,7 @@ def fragment_fill(m: int, granularity: int = 16) -> float:
     """Share of the rows of the MMA fragments covering m rows that carry data."""
     m = positive_int("m", m)
     granularity = positive_int("granularity", granularity)
-    padded = -(-m // granularity) * granularity
+    padded = cdiv(m, granularity) * granularity
     return m / padded
 
 
@@ -85,8 +86,8 @@ class SplitPlan:
 def split_candidate(batch: int, kv_heads: int, kv_blocks: int, sms: int, splits: int) -> SplitCandidate:
     """Wave efficiency of one split count: the time is rounds x (blocks of the longest split)."""
     items = batch * kv_heads * splits
-    per_split = -(-kv_blocks // splits)
-    rounds = -(-items // sms)
+    per_split = cdiv(kv_blocks, splits)
+    rounds = cdiv(items, sms)
     eff = (batch * kv_heads * kv_blocks) / (rounds * sms * per_split)
     return SplitCandidate(splits, items, per_split, rounds, eff)
 
@@ -99,7 +100,7 @@ def split_plan(batch: int, kv_heads: int, seq_len: int, sms: int, block_n: int =
     sms = positive_int("sms", sms)
     block_n = positive_int("block_n", block_n)
     max_splits = positive_int("max_splits", max_splits)
-    kv_blocks = -(-seq_len // block_n)
+    kv_blocks = cdiv(seq_len, block_n)
     cap = max(1, min(max_splits, kv_blocks // MIN_BLOCKS_PER_SPLIT))
     cands = tuple(split_candidate(batch, kv_heads, kv_blocks, sms, s) for s in range(1, cap + 1))
     best = max(c.efficiency for c in cands)
