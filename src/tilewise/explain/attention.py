@@ -563,9 +563,9 @@ def explain(
             f"GQA: {group} query heads share each K/V head. Computing the group together (sharing one gather) "
             f"multiplies M by {group}: {kv.intensity:g} x {group} = {gqa_m:g} FLOP/B per consumer."
         )
-    else:
+    elif heads % 8 == 0:
         s.say(
-            f"With GQA (say 8 query heads per K/V head, --kv-heads {max(1, heads // 8)}), computing a group "
+            f"With GQA (say 8 query heads per K/V head, --kv-heads {heads // 8}), computing a group "
             f"together multiplies M by the group size: {kv.intensity:g} x 8 = {kv.intensity * 8:g} FLOP/B."
         )
 

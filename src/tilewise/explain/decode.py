@@ -102,7 +102,13 @@ def explain(
             else f", this GPU's {native.name} with {native.m} rows {pct(decode.fragment_fill(da.group, native.m))}."
         )
     )
-    s.say("Memory-bound no matter what: the target is HBM bandwidth, not Tensor-Core utilisation.")
+    if da.bound == "memory":
+        s.say("Memory-bound no matter what: the target is HBM bandwidth, not Tensor-Core utilisation.")
+    else:
+        s.say(
+            f"A group of {da.group} query heads per K/V head reaches the balance: this step is compute-bound, "
+            "outside the usual decode case the rest of this report is written for."
+        )
 
     # 3. Split-KV by wave efficiency.
     plan = decode.split_plan(batch, kv_heads, seq_len, g.sms, block_n)
@@ -140,11 +146,13 @@ def explain(
     )
 
     # 4. Time.
-    t = (da.bytes + merge) / g.hbm_bytes_per_s / plan.efficiency
+    t_mem = (da.bytes + merge) / g.hbm_bytes_per_s / plan.efficiency
+    t_compute = da.flops / _gpus.peak_flops(g, dt) / plan.efficiency
+    t = max(t_mem, t_compute)  # a huge GQA group can make the step compute-bound (said in step 2)
     lh = latency.warps_to_hide_memory(gpu=g)
     s = r.step(
         "time",
-        "Bandwidth-bound time",
+        "Bandwidth-bound time" if t_mem >= t_compute else "Time (compute-bound here)",
         bandwidth_time_s=da.bandwidth_time_s,
         time_s=t,
         effective_tb_s=da.bytes / t / 1e12,
@@ -155,7 +163,12 @@ def explain(
     s.say(
         f"{fmt_bytes(da.bytes)} / {g.hbm_bytes_per_s / 1e12:.2f} TB/s = {fmt_time(da.bandwidth_time_s)} at full "
         f"bandwidth; with the merge and {pct(plan.efficiency)} of SM-time streaming: ~{fmt_time(t)} "
-        f"({da.bytes / t / 1e12:.2f} TB/s). The Tensor Cores are busy {pct(da.flops / _gpus.peak_flops(g, dt) / t)}."
+        f"({da.bytes / t / 1e12:.2f} TB/s). The Tensor Cores are busy {pct(da.flops / _gpus.peak_flops(g, dt) / t)}"
+        + (
+            "."
+            if t_mem >= t_compute
+            else f"; the compute ({fmt_time(t_compute)}) is longer than the streaming ({fmt_time(t_mem)})."
+        )
     )
     s.say(
         f"To stream at that rate each SM needs ~{lh.in_flight_needed / 1024:.1f} KB in flight (Little's law, "
@@ -181,7 +194,8 @@ def explain(
         f"[batch, {gemm_k}] x [{gemm_k}, {gemm_n}]: intensity ~ batch. Batch 1 is {pts[0].intensity:.2f} FLOP/B "
         f"(fragment {pct(pts[0].fill_mma)} full); batch 64 fills the fragments ({pct(p64.fill_mma)}) but reaches only "
         f"{p64.intensity:.1f} FLOP/B against {p64.balance:.0f}: still {p64.bound}-bound, Tensor Cores at most "
-        f"{pct(p64.tensor_utilisation)} busy. Compute-bound from batch ~{need}."
+        f"{pct(p64.tensor_utilisation)} busy. "
+        + (f"Compute-bound from batch {need}." if need is not None else "No batch up to 2^24 reaches the balance.")
     )
     s.say("  " + ", ".join(f"batch {p.batch}: {p.intensity:.0f} FLOP/B, {pct(p.tensor_utilisation)}" for p in pts))
 

@@ -393,7 +393,7 @@ def explain(
     if not rf_fwd.bound == "compute":
         r.advice.append("The fused forward is memory-bound here: more token rows per block (M) or more tokens.")
     if bn < feed_break:
-        r.advice.append(f"block_n = {bn} is below the shared-memory feed's break-even N = 64: raise it.")
+        r.advice.append(f"block_n = {bn} is below the shared-memory feed's break-even N = {feed_break:g}: raise it.")
     if arch != "blackwell" and regs["total"] > regs_lim:
         r.advice.append(f"block_n = {bn} does not fit the register budget at M = {wm}: at most {max_n}.")
     if w_bytes > g.l2_bytes:
