@@ -7,7 +7,7 @@ the section is about (`path`):
 * Ampere (sm_80): `mma.sync` m16n8k16 for 16-bit types, issued by one warp; operands come from
   registers (loaded from shared memory with `ldmatrix`); accumulators in registers; global ->
   shared copies with `cp.async`, each thread copying its 4, 8 or 16 bytes; no TMA, no wgmma, no
-  setmaxnreg.
+  setmaxnreg (which, like wgmma, needs sm_90a).
 * Hopper (sm_90a): `wgmma.mma_async` m64nNk16, issued by a warpgroup (4 warps, 128 threads);
   B (and A, or A from registers) from shared memory; accumulators in registers; TMA copies
   issued by one thread (`tilewise.model.tensorcore` holds the seed's derivations).
@@ -56,7 +56,6 @@ class MmaPath:
     operands: str  # where A and B come from
     copies: str  # how global memory reaches shared memory
     tma: bool
-    setmaxnreg: bool
     async_mma: bool  # the MMA returns before its result is ready (wgmma, tcgen05)
 
     def to_dict(self) -> dict:
@@ -82,7 +81,6 @@ def path(gpu: str | _gpus.GPU, dtype: str = "bf16") -> MmaPath:
             operands="A from shared memory or tensor memory, B from shared memory",
             copies="TMA, issued by one thread",
             tma=g.tma,
-            setmaxnreg=True,
             async_mma=True,
         )
     if g.wgmma:
@@ -98,7 +96,6 @@ def path(gpu: str | _gpus.GPU, dtype: str = "bf16") -> MmaPath:
             operands="B from shared memory, A from shared memory or registers",
             copies="TMA, issued by one thread",
             tma=g.tma,
-            setmaxnreg=True,
             async_mma=True,
         )
     if g.arch == "ampere":
@@ -114,7 +111,6 @@ def path(gpu: str | _gpus.GPU, dtype: str = "bf16") -> MmaPath:
             operands="A and B from registers, loaded from shared memory with ldmatrix",
             copies="cp.async, every thread copying its own 4-16 bytes",
             tma=False,
-            setmaxnreg=False,
             async_mma=False,
         )
     raise InputError(f"gpu must be an Ampere, Hopper or Blackwell registry entry, got {g.key} ({g.arch})")
