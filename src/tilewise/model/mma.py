@@ -18,7 +18,8 @@ the section is about (`path`):
 Facts checked against: PTX ISA (mma.sync / wmma shapes: f16/bf16 m16n16k16, tf32 m16n16k8, no
 fp8 wmma; wgmma m64nNk16, N 8..256 step 8); CUTLASS's tcgen05 MMA programming guide (single-thread
 launch, accumulator always in TMEM, A in SMEM or TMEM, B in SMEM); Triton's Gluon tcgen05
-tutorial (TMEM: 128 rows x 512 columns of 32-bit cells per SM). K per instruction is 32 bytes of
+tutorial (TMEM: 128 rows x 512 columns of 32-bit cells per SM); LLVM NVPTX review D155851 (wgmma and
+setmaxnreg need sm_90a). K per instruction is 32 bytes of
 each row for every dense kind here (k16 for 16-bit types, k8 for tf32, k32 for 8-bit).
 """
 
