@@ -263,8 +263,9 @@ def explain(
         inst_flops = 2 * mma.MMA_SYNC_M * mma.MMA_SYNC_N * k16
         inst_cycles = inst_flops / mma.flops_per_cycle_per_tensor_core(g, dt)  # on its partition's Tensor Core
     else:
-        shape = [bm, bn, k16]
-        inst_flops = 2 * bm * bn * k16
+        inst_m = min(bm, mma.TCGEN05_M)  # one CTA's tcgen05.mma takes at most 128 rows
+        shape = [inst_m, bn, k16]
+        inst_flops = 2 * inst_m * bn * k16
         inst_cycles = inst_flops / per_sm
     s = r.step(
         "wgmma" if arch == "hopper" else "mma",
@@ -308,12 +309,13 @@ def explain(
         )
     else:
         s.say(
-            f"S = Q.K^T for one Q tile is [{bm}, {bn}] over d = {d}: tcgen05.mma m{bm}n{bn}k{k16}, {slices} "
-            "instructions from one thread, accumulating S in Tensor Memory."
+            f"S = Q.K^T for one Q tile is [{bm}, {bn}] over d = {d}: {cdiv(bm, inst_m)} x {slices} tcgen05.mma "
+            f"m{inst_m}n{bn}k{k16} from one thread, accumulating S in Tensor Memory."
         )
         s.say(
-            f"One instruction: 2 x {bm} x {bn} x {k16} = {inst_flops:,} FLOPs at {per_sm} FLOPs per cycle per SM "
-            f"({sm['tensor_cores_per_sm']} x {sm['macs_per_tensor_core_per_cycle']} x 2, twice Hopper's): "
+            f"One instruction: 2 x {inst_m} x {bn} x {k16} = {inst_flops:,} FLOPs at {per_sm} FLOPs per cycle per SM "
+            f"({sm['tensor_cores_per_sm']} x {sm['macs_per_tensor_core_per_cycle']} x 2, "
+            f"{per_sm / _gpus.tensor_flops_per_cycle_per_sm(_gpus.get('h100-sxm'), dt):g}x Hopper's): "
             f"{inst_cycles:g} cycles. Check: {sm['formula']}, the {g.name}'s dense {dt} peak."
         )
 
@@ -383,8 +385,8 @@ def explain(
             "128 B/cycle bank model, an order of magnitude). O = P.V takes P from registers, where softmax left it."
         )
     else:
-        f = mma.instruction_feed(bm, bn, dt, g, a_from_smem=True)
-        ft = mma.instruction_feed(bm, bn, dt, g, a_from_smem=False)
+        f = mma.instruction_feed(inst_m, bn, dt, g, a_from_smem=True)
+        ft = mma.instruction_feed(inst_m, bn, dt, g, a_from_smem=False)
         f128 = mma.instruction_feed(128, bn, dt, g, a_from_smem=True)
         break_even, feed_ratio = f.break_even_n, f.ratio
         s = r.step(
@@ -404,9 +406,10 @@ def explain(
         be = f"N >= {f.break_even_n:g}" if f.break_even_n != float("inf") else "no N keeps up"
         s.say(
             f"The Tensor Cores do {per_sm} FLOPs per cycle against the same {g.smem_bytes_per_cycle_per_sm} B per "
-            f"cycle of shared memory. A [{bm}, {k16}] is {f.a_cycles:g} cycles, B [{k16}, N] {f.b_cycles / bn:g} N; "
+            f"cycle of shared memory. A [{inst_m}, {k16}] is {f.a_cycles:g} cycles, B [{k16}, N] {f.b_cycles / bn:g} N; "
             f"the instruction computes {f.compute_cycles / bn:g} N: {be}; here N = {bn}: {f.ratio:.2f} "
-            f"(at M = 128: {f128.ratio:.2f}). The rows per MMA double against Hopper's because the rate doubled."
+            f"(at M = 128: {f128.ratio:.2f}). The rate per SM grew against the same bytes per cycle, so the rows per "
+            "MMA must grow with it."
         )
         s.say(
             f"O = P.V can take P as A from Tensor Memory: ratio {ft.ratio:g}. The operand path's real bandwidth is "
@@ -654,7 +657,7 @@ def explain(
     if arch != "ampere" and bn < break_even:
         r.advice.append(f"N = {bn} < {break_even:g}: shared memory cannot feed {native.name}; use N >= {break_even:g}.")
     if arch == "blackwell" and break_even == float("inf"):
-        r.advice.append(f"M = {bm} rows per MMA cannot be fed from shared memory at any N: use 128-row Q tiles.")
+        r.advice.append(f"M = {inst_m} rows per MMA cannot be fed from shared memory at any N: use 128-row Q tiles.")
     if arch == "ampere" and feed_ratio < 1:
         r.advice.append(
             f"Shared memory cannot feed the warps ({feed_ratio:.2f}): hold Q in registers and give each warp "
