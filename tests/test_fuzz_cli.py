@@ -60,6 +60,9 @@ EXPECTED_VS_GIVEN = r"\bgot\b|expected|must|unknown"
 FILE_AND_LINE = r"\.py:\d+|line \d+|\.py: |\.py defines no"
 
 
+OUTCOMES: dict[str, list[int]] = {}
+
+
 def run_cli(argv: list[str], limit_s: float = REPORT_LIMIT_S, message: str = EXPECTED_VS_GIVEN) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     t = time.process_time()
@@ -70,6 +73,7 @@ def run_cli(argv: list[str], limit_s: float = REPORT_LIMIT_S, message: str = EXP
             rc = e.code if isinstance(e.code, int) else 2
     took = time.process_time() - t
     o, e = out.getvalue(), err.getvalue()
+    OUTCOMES.setdefault(" ".join(argv[:2]), []).append(rc)
     assert took <= limit_s, f"{argv} took {took:.2f} s (limit {limit_s} s)"
     assert rc in (0, 2), (argv, rc, e[-500:])
     assert "Traceback" not in e, (argv, e)
@@ -95,7 +99,9 @@ INTS = st.one_of(
     st.sampled_from([10**9, 10**12, 10**18, 10**40, 10**310, -(10**20)]),
 )
 JUNK = st.sampled_from(["", "abc", "1.5", "1e3", "nan", "inf", "-0", "0x10", "64x128", " 64", "٣"])
-NUMBER_TEXT = st.one_of(INTS.map(str), JUNK)
+# Half the draws are sizes a real problem has, so the reports' success paths get fuzzed too.
+PLAUSIBLE = st.sampled_from(["1", "2", "4", "8", "16", "32", "64", "128", "256", "1024", "4096", "8192"])
+NUMBER_TEXT = st.one_of(PLAUSIBLE, st.one_of(INTS.map(str), JUNK))
 GPU_TEXT = st.one_of(st.sampled_from(gpus.names() + ["h100", "a100", "blackwell"]), st.sampled_from(["h300", ""]))
 DTYPE_TEXT = st.sampled_from(["bf16", "fp16", "tf32", "fp8", "int8", "fp32", "float4", "bfloat16"])
 
@@ -336,3 +342,10 @@ def test_fuzz_trace_broken_user_files(broken_dir, name, grid, block, as_json):
     rc, _, err = run_cli(argv, limit_s=TRACE_LIMIT_S, message=f"{EXPECTED_VS_GIVEN}|{FILE_AND_LINE}")
     assert rc == 2, (argv, err)  # every one of these files is broken: a one-line refusal naming it
     assert name in err or "kernel k" in err, err
+
+
+@settings(FUZZ.__class__(FUZZ, max_examples=10))
+@given(st.booleans())
+def test_fuzz_explain_without_kind(as_json):
+    rc, out, _ = run_cli(["explain", "--json"] if as_json else ["explain"])
+    assert rc == 0 and ("192 blocks" in out or '"blocks": 192' in out)  # the GEMM article's example
