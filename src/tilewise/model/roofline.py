@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from tilewise import gpus as _gpus
 from tilewise.errors import InputError
@@ -28,7 +29,7 @@ class Roofline:
     balance: float  # the machine's FLOP per byte at this level
     attainable_flops: float  # min(peak, intensity x bandwidth)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -102,7 +103,7 @@ class LevelRoofline:
     time_s: float
     tensor_utilisation: float  # compute time / time
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "levels": {k: v.to_dict() for k, v in self.levels.items()},
             "binding": self.binding,
@@ -181,7 +182,7 @@ class L2Reuse:
     bound: str  # "compute", "hbm" or "l2"
     tensor_utilisation: float  # min over levels of intensity_at_level / balance_at_level, capped at 1
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -228,7 +229,7 @@ class KVIntensity:
     kv_bytes: int  # per KV tile: 2 x N x d x element bytes
     intensity: float  # = M for 16-bit types
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
