@@ -441,9 +441,13 @@ def detect(device: int = 0) -> GPU:
     try:
         import torch
     except ImportError:
-        raise NoDeviceError("no CUDA device: torch is not installed (pip install 'tilewise[kernels]')") from None
+        raise NoDeviceError(
+            "--detect needs a CUDA device through torch, got no torch (pip install 'tilewise[kernels]')"
+        ) from None
     if not torch.cuda.is_available():
-        raise NoDeviceError("no CUDA device: torch.cuda.is_available() is False on this machine")
+        raise NoDeviceError(
+            "--detect needs a CUDA device, got none: torch.cuda.is_available() is False on this machine"
+        )
     p = torch.cuda.get_device_properties(device)
     base_key = key_for_device(p.name, p.multi_processor_count)
     base = _REGISTRY[base_key]
