@@ -35,6 +35,7 @@ import triton
 import triton.language as tl
 
 from tilewise.errors import InputError, require
+from tilewise.kernels.attention_gluon import gluon_attention, gluon_failed, use_gluon
 
 try:  # host-side TMA descriptors (triton >= 3.4); the interpreter understands them too
     from triton.tools.tensor_descriptor import TensorDescriptor
@@ -379,6 +380,11 @@ def attention(
     q = q if q.stride(-1) == 1 else q.contiguous()
     k = k if k.stride(-1) == 1 else k.contiguous()
     v = v if v.stride(-1) == 1 else v.contiguous()
+    if config is None and use_gluon(q, k, v, scale):  # FA3 in Gluon on Hopper (tilewise.kernels.attention_gluon)
+        try:
+            return gluon_attention(q, k, v, causal=causal, scale=scale)
+        except Exception as exc:
+            gluon_failed(exc)
     cfg = config or _forward_config(D, causal, q.dtype, Sq)
     sm_scale = (1.0 / math.sqrt(D)) if scale is None else float(scale)
     use_desc = cfg.use_desc and TensorDescriptor is not None and _flat_rows(k) and _flat_rows(v)
