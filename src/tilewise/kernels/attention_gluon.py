@@ -406,7 +406,8 @@ if _IMPORT_ERROR is None:
             gl.store(lse_ptr + bh.to(gl.int64) * seq_q + rows, lse, mask=rows < seq_q)
             tile_count += 1
 
-    @gluon.jit
+    # sizes are not specialized (a new Sq would otherwise recompile whenever its divisibility by 16 changes)
+    @gluon.jit(do_not_specialize=["num_heads", "num_kv_heads", "seq_q", "seq_k", "num_m", "group", "total"])
     def _fa3_fwd_kernel(q_desc, k_desc, v_desc, o_ptr, lse_ptr,
                         stride_ob, stride_oh, stride_om,
                         num_heads, num_kv_heads, seq_q, seq_k, num_m, group, total, qk_scale,
