@@ -586,7 +586,7 @@ def _swizzle(row_bytes: int) -> int:
 
 
 def gluon_attention(q, k, v, *, causal: bool = False, scale: float | None = None, design: str = "pingpong",
-                    num_sms: int | None = None):  # fmt: skip
+                    num_sms: int | None = None, config: GluonConfig | None = None, group: int | None = None):  # fmt: skip
     """FA3's forward on Hopper. Inputs as `tilewise.kernels.attention` (already checked there):
     q [B, H, Sq, D], k/v [B, Hkv, Sk, D], fp16/bf16, D in (64, 128, 256), last dim contiguous."""
     import torch
@@ -595,7 +595,7 @@ def gluon_attention(q, k, v, *, causal: bool = False, scale: float | None = None
     B, H, Sq, D = q.shape
     Hk, Sk = k.shape[1], k.shape[2]
     dt = "bf16" if q.dtype == torch.bfloat16 else "fp16"
-    cfg = gluon_config(D, design, dt)
+    cfg = config or gluon_config(D, design, dt)  # `config` / `group`: overrides for benchmark sweeps
     out = torch.empty((B, H, Sq, D), device=q.device, dtype=q.dtype)
     lse = torch.empty((B, H, Sq), device=q.device, dtype=torch.float32)
     if B * H * Sq == 0:
@@ -612,7 +612,8 @@ def gluon_attention(q, k, v, *, causal: bool = False, scale: float | None = None
     if num_sms is None:
         num_sms = _sm_count(q.device.index if q.device.index is not None else torch.cuda.current_device())
     grid = (min(total, num_sms),)
-    group = head_group(B * H, Sk, D, q.element_size())
+    if group is None:
+        group = head_group(B * H, Sk, D, q.element_size())
     sm_scale = (1.0 / math.sqrt(D)) if scale is None else float(scale)
     _fa3_fwd_kernel[grid](
         q_desc, k_desc, v_desc, out, lse,
