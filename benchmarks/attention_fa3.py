@@ -150,11 +150,11 @@ CHECK_SHAPES = [  # (B, H, Hkv, Sq, Sk): lengths not a multiple of any block, GQ
 ]
 
 
-def run_check(out_dir, quick_full: bool):
+def run_check(out_dir, quick_full: bool, designs=("pingpong", "ring", "serial")):
     path = os.path.join(out_dir, "check.jsonl")
     f = open(path, "a")
     cases = []
-    for design in ("pingpong", "ring", "serial"):
+    for design in designs:
         dtypes = (torch.bfloat16, torch.float16) if design == "pingpong" else (torch.bfloat16,)
         for dtype in dtypes:
             for D in (64, 128, 256):
@@ -320,6 +320,73 @@ def run_variants(peak, meta):
     return rows
 
 
+def run_schedule(peak, meta):
+    """Scheduling choices of the ping-pong kernel, each against the current default, then adopt the winners.
+
+    Knobs: Q requested after the first K/V tile (q_late), the mirrored tile order (snake), the L2 share
+    of a head group. A knob's alternative is adopted when it is faster by > 1% in the mean time ratio
+    over the shapes; the sweep that follows runs with the adopted settings (written in its meta).
+    """
+    import dataclasses
+
+    plan = [
+        (4, 32, 32, 4096, 128, False),
+        (4, 32, 32, 4096, 128, True),
+        (32, 16, 16, 512, 128, False),
+        (32, 16, 16, 512, 128, True),
+        (2, 16, 16, 4096, 256, True),
+    ]
+    alts = [("default", {}, None), ("q_late flipped", {"q_late": not ag.Q_LATE}, None),
+            ("snake flipped", {"snake": not ag.SNAKE}, None)]  # fmt: skip
+    alts += [(f"l2 fraction {f}", {}, f) for f in (0.1, 0.2, 0.8) if f != ag.L2_FRACTION]
+    rows, ratio = [], {name: [] for name, _, _ in alts}
+    for shp in plan:
+        B, H, Hk, S, D, causal = shp
+        g = torch.Generator(device="cuda").manual_seed(S + D + causal)
+        q = torch.randn(B, H, S, D, device="cuda", dtype=torch.bfloat16, generator=g)
+        k = torch.randn(B, Hk, S, D, device="cuda", dtype=torch.bfloat16, generator=g)
+        v = torch.randn(B, Hk, S, D, device="cuda", dtype=torch.bfloat16, generator=g)
+        flops = traffic.attention_flops(B, H, S, S, D, causal, exact_causal=False)
+        ro = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        base_ms = None
+        for name, change, frac in alts:
+            cfg = dataclasses.replace(ag.gluon_config(D, "pingpong"), **change)
+            group = None if frac is None else ag.head_group(B * H, S, D, 2, fraction=frac)
+            _WATCH["case"] = (time.time(), f"schedule {name} {shp}")
+            row = {"shape": shape_name(*shp), "variant": name, "q_late": cfg.q_late, "snake": cfg.snake,
+                   "group": group if group is not None else ag.head_group(B * H, S, D, 2)}  # fmt: skip
+            try:
+                o, _ = ag.gluon_attention(q, k, v, causal=causal, config=cfg, group=group)
+                row["max_abs_diff_vs_sdpa"] = float((o.float() - ro.float()).abs().max())
+                ms, _, _ = graph_ms(
+                    lambda cfg=cfg, group=group, q=q, k=k, v=v, causal=causal: ag.gluon_attention(
+                        q, k, v, causal=causal, config=cfg, group=group
+                    )
+                )
+                row.update(ms=ms, tflops=flops / ms / 1e9, fraction_of_sustained_peak=flops / ms / 1e9 / peak)
+                base_ms = ms if name == "default" else base_ms
+                ratio[name].append(ms / base_ms)
+            except Exception as exc:
+                row["error"] = f"{type(exc).__name__}: {str(exc)[-800:]}"
+                ratio[name].append(float("inf"))
+            rows.append({**row, **meta})
+            print(json.dumps(row)[:300], flush=True)
+    _WATCH["case"] = None
+    mean = {n: sum(r) / len(r) for n, r in ratio.items() if r}
+    if mean.get("q_late flipped", 9) < 0.99:
+        ag.Q_LATE = not ag.Q_LATE
+    if mean.get("snake flipped", 9) < 0.99:
+        ag.SNAKE = not ag.SNAKE
+    fr = {f: mean.get(f"l2 fraction {f}", 9) for f in (0.1, 0.2, 0.8)}
+    best = min(fr, key=fr.get)
+    if fr[best] < 0.99:
+        ag.L2_FRACTION = best
+    ag.gluon_config.cache_clear()
+    chosen = {"q_late": ag.Q_LATE, "snake": ag.SNAKE, "l2_fraction": ag.L2_FRACTION, "mean_time_ratio": mean}
+    print("adopted", json.dumps(chosen), flush=True)
+    return rows, chosen
+
+
 # --------------------------------------------------------------------------- watchdog
 
 _WATCH = {"case": None, "limit": 60.0, "out": None}
@@ -347,6 +414,8 @@ def main():
     p.add_argument("--designs", action="store_true")
     p.add_argument("--ncu-design", default=None, help="serial | ring | pingpong | all")
     p.add_argument("--variants", action="store_true", help="time config variants of the ping-pong kernel")
+    p.add_argument("--schedule", action="store_true", help="time scheduling choices, adopt the winners")
+    p.add_argument("--check-designs", default="pingpong,ring,serial")
     p.add_argument("--out", default=os.environ.get("OUT", "."))
     a = p.parse_args()
     os.makedirs(a.out, exist_ok=True)
@@ -364,7 +433,7 @@ def main():
         return
     t0 = time.time()
     if a.check:
-        run_check(a.out, a.full_check)
+        run_check(a.out, a.full_check, a.check_designs.split(","))
         print(f"check took {time.time() - t0:.0f}s", flush=True)
     if a.quick:
         for shp in HEADLINE:
@@ -372,9 +441,14 @@ def main():
             print(json.dumps(r), flush=True)
             with open(os.path.join(a.out, "quick.jsonl"), "a") as f:
                 f.write(json.dumps({**r, **meta}) + "\n")
-    if a.sweep or a.designs or a.variants:
+    if a.sweep or a.designs or a.variants or a.schedule:
         peak = sustained_peak_tflops()
         print(f"sustained bf16 GEMM peak {peak:.0f} TFLOP/s", flush=True)
+    if a.schedule:
+        rows, chosen = run_schedule(peak, meta)
+        meta = {**meta, "schedule": chosen}
+        with open(os.path.join(a.out, "attention_fa3_schedule.json"), "w") as f:
+            json.dump({"meta": meta, "rows": rows}, f, indent=1)
     if a.variants:
         rows = run_variants(peak, meta)
         with open(os.path.join(a.out, "attention_fa3_variants.json"), "w") as f:

@@ -182,8 +182,9 @@ def test_config_fits_the_model_budgets(d, design):
 
 
 def test_head_group_fits_l2():
-    # B4 H32 S4096 D128 bf16: K+V of one head = 2 MiB; 25 MiB of L2 (half of 50) holds 12 heads
-    assert ag.head_group(128, 4096, 128, 2) == 12
+    # B4 H32 S4096 D128 bf16: K+V of one head = 2 MiB; 0.4 x 60 MiB of L2 holds 12 heads
+    assert ag.head_group(128, 4096, 128, 2, fraction=0.4) == 12
+    assert ag.head_group(128, 4096, 128, 2, fraction=0.1) == 3
     assert ag.head_group(3, 4096, 128, 2) == 3
     assert ag.head_group(8, 10**7, 256, 2) == 1
 

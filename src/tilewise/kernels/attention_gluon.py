@@ -108,6 +108,8 @@ class GluonConfig:
     producer_regs: int
     consumer_regs: int
     reason: str = ""
+    q_late: bool = True  # request the first K/V tile of a CTA tile before its Q (see _producer)
+    snake: bool = True  # mirror the tile order every other round (see _tile_at)
 
 
 # Block N per head dim. N = 128 makes each wgmma's compute/shared-memory-feed ratio 1.33
@@ -118,10 +120,16 @@ _BLOCK_N = {64: 128, 128: 128, 256: 64}
 # Shared memory kept free of the ring for barriers and the compiler's layout-conversion scratch.
 _SMEM_RESERVE = 2 * 1024  # the compiled kernels use 344 B beyond Q and the ring (sm_90a, triton 3.6)
 _MAX_STAGES = 4
+# Scheduling defaults (benchmarks/attention_fa3.py --variants measures each against its alternative).
+Q_LATE = True
+SNAKE = True
+L2_FRACTION = 0.4  # of the 60 MiB L2: the K/V of one head group (0.4 -> 12 heads at S 4096, D 128, bf16)
 
 
 @functools.lru_cache(maxsize=64)
-def gluon_config(head_dim: int, design: str = "pingpong", dtype: str = "bf16") -> GluonConfig:
+def gluon_config(
+    head_dim: int, design: str = "pingpong", dtype: str = "bf16", q_late: bool | None = None, snake: bool | None = None
+) -> GluonConfig:
     """Tile, ring depth and register split for one design, from `tilewise.model.tensorcore`."""
     from tilewise.model.tensorcore import register_budget, setmaxnreg_split, smem_budget
 
@@ -159,6 +167,8 @@ def gluon_config(head_dim: int, design: str = "pingpong", dtype: str = "bf16") -
         producer_regs=split["producer_regs"],
         consumer_regs=split["consumer_regs"],
         reason=reason,
+        q_late=Q_LATE if q_late is None else bool(q_late),
+        snake=SNAKE if snake is None else bool(snake),
     )
 
 
@@ -189,27 +199,51 @@ if _IMPORT_ERROR is None:
         return bh, m0, n_keys, n_tiles
 
     @gluon.jit
+    def _tile_at(r, pid, nprog, total, snake):
+        """Round r of CTA pid: tile r * grid + pid, or, with `snake`, the mirrored slot in odd full rounds.
+
+        The tiles are sorted longest first inside a head group, so mirroring every other round gives the
+        CTA that drew the longest tile of one round the shortest of the next (causal load balance).
+        """
+        t = r * nprog + pid
+        if (snake != 0) & (r % 2 == 1) & ((r + 1) * nprog <= total):
+            t = r * nprog + nprog - 1 - pid
+        return t
+
+    @gluon.jit
+    def _load_q(q_desc, q_smem, q_full, q_empty, b, h, m0, tile_count, BLOCK_M: gl.constexpr,
+                CONSUMERS: gl.constexpr):  # fmt: skip
+        for c in gl.static_range(CONSUMERS):
+            # the consumer arrives on q_empty after its last Q K^T of the previous tile
+            mbarrier.wait(q_empty.index(c), (tile_count & 1) ^ 1)
+            mbarrier.expect(q_full.index(c), q_desc.block_type.nbytes)
+            tma.async_copy_global_to_shared(q_desc, [b, h, m0 + c * BLOCK_M, 0], q_full.index(c), q_smem.index(c))
+
+    @gluon.jit
     def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty,
-                  num_heads, num_kv_heads, seq_q, seq_k, num_m, group, total,
+                  num_heads, num_kv_heads, seq_q, seq_k, num_m, group, total, snake,
                   BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
-                  CONSUMERS: gl.constexpr, CAUSAL: gl.constexpr):  # fmt: skip
+                  CONSUMERS: gl.constexpr, Q_LATE: gl.constexpr, CAUSAL: gl.constexpr):  # fmt: skip
         pid = gl.program_id(0)
         nprog = gl.num_programs(0)
         num_bh = total // num_m  # B * H
         kv_count = 0
         tile_count = 0
-        for t in range(pid, total, nprog):
+        for r in range(0, (total - pid + nprog - 1) // nprog):
+            t = _tile_at(r, pid, nprog, total, snake)
             bh, m0, _n_keys, n_tiles = _tile_info(
                 t, num_bh, num_m, group, seq_q, seq_k, BLOCK_M * CONSUMERS, BLOCK_N, CAUSAL
             )
             b = bh // num_heads
             h = bh % num_heads
             hk = h // (num_heads // num_kv_heads)
-            for c in gl.static_range(CONSUMERS):
-                # the consumer arrives on q_empty after its last Q K^T of the previous tile
-                mbarrier.wait(q_empty.index(c), (tile_count & 1) ^ 1)
-                mbarrier.expect(q_full.index(c), q_desc.block_type.nbytes)
-                tma.async_copy_global_to_shared(q_desc, [b, h, m0 + c * BLOCK_M, 0], q_full.index(c), q_smem.index(c))
+            # Q_LATE: the first K/V tile of this CTA tile is requested before Q, whose buffer frees only
+            # at the previous tile's last Q K^T: the ring then refills across the tile boundary
+            if Q_LATE:
+                if n_tiles == 0:
+                    _load_q(q_desc, q_smem, q_full, q_empty, b, h, m0, tile_count, BLOCK_M, CONSUMERS)
+            else:
+                _load_q(q_desc, q_smem, q_full, q_empty, b, h, m0, tile_count, BLOCK_M, CONSUMERS)
             for j in range(n_tiles):
                 s = kv_count % STAGES
                 ph = ((kv_count // STAGES) & 1) ^ 1
@@ -219,6 +253,9 @@ if _IMPORT_ERROR is None:
                 mbarrier.wait(v_empty.index(s), ph)
                 mbarrier.expect(v_full.index(s), v_desc.block_type.nbytes)
                 tma.async_copy_global_to_shared(v_desc, [b, hk, j * BLOCK_N, 0], v_full.index(s), v_smem.index(s))
+                if Q_LATE:
+                    if j == 0:
+                        _load_q(q_desc, q_smem, q_full, q_empty, b, h, m0, tile_count, BLOCK_M, CONSUMERS)
                 kv_count += 1
             tile_count += 1
 
@@ -246,7 +283,7 @@ if _IMPORT_ERROR is None:
     @gluon.jit
     def _consumer(q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, turn,
                   o_ptr, lse_ptr, stride_ob, stride_oh, stride_om,
-                  num_heads, seq_q, seq_k, num_m, group, total, qk_scale,
+                  num_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale,
                   C: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
                   STAGES: gl.constexpr, CONSUMERS: gl.constexpr, WARPS: gl.constexpr, OVERLAP: gl.constexpr,
                   PINGPONG: gl.constexpr, SPLIT_RELEASE: gl.constexpr, CAUSAL: gl.constexpr):  # fmt: skip
@@ -270,7 +307,8 @@ if _IMPORT_ERROR is None:
         kv_count = 0
         tile_count = 0
         turn_count = 0
-        for t in range(pid, total, nprog):
+        for r in range(0, (total - pid + nprog - 1) // nprog):
+            t = _tile_at(r, pid, nprog, total, snake)
             bh, m0, n_keys, n_tiles = _tile_info(
                 t, num_bh, num_m, group, seq_q, seq_k, BLOCK_M * CONSUMERS, BLOCK_N, CAUSAL
             )
@@ -407,14 +445,14 @@ if _IMPORT_ERROR is None:
             tile_count += 1
 
     # sizes are not specialized (a new Sq would otherwise recompile whenever its divisibility by 16 changes)
-    @gluon.jit(do_not_specialize=["num_heads", "num_kv_heads", "seq_q", "seq_k", "num_m", "group", "total"])
+    @gluon.jit(do_not_specialize=["num_heads", "num_kv_heads", "seq_q", "seq_k", "num_m", "group", "total", "snake"])
     def _fa3_fwd_kernel(q_desc, k_desc, v_desc, o_ptr, lse_ptr,
                         stride_ob, stride_oh, stride_om,
-                        num_heads, num_kv_heads, seq_q, seq_k, num_m, group, total, qk_scale,
+                        num_heads, num_kv_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale,
                         HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
                         STAGES: gl.constexpr, CONSUMERS: gl.constexpr, OVERLAP: gl.constexpr,
-                        PINGPONG: gl.constexpr, SPLIT_RELEASE: gl.constexpr, CAUSAL: gl.constexpr,
-                        PRODUCER_REGS: gl.constexpr, CONSUMER_REGS: gl.constexpr):  # fmt: skip
+                        PINGPONG: gl.constexpr, SPLIT_RELEASE: gl.constexpr, Q_LATE: gl.constexpr,
+                        CAUSAL: gl.constexpr, PRODUCER_REGS: gl.constexpr, CONSUMER_REGS: gl.constexpr):  # fmt: skip
         gl.static_assert(CONSUMERS == 1 or CONSUMERS == 2)
         gl.static_assert(STAGES >= 2 or not OVERLAP)  # the overlapped loop holds two stages at once
         dtype: gl.constexpr = q_desc.dtype
@@ -454,15 +492,15 @@ if _IMPORT_ERROR is None:
                 [
                     (_consumer, (q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, turn,
                                  o_ptr, lse_ptr, stride_ob, stride_oh, stride_om,
-                                 num_heads, seq_q, seq_k, num_m, group, total, qk_scale,
+                                 num_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale,
                                  zero, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, two, four, OVERLAP, PINGPONG, SPLIT_RELEASE, CAUSAL)),
                     (_consumer, (q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, turn,
                                  o_ptr, lse_ptr, stride_ob, stride_oh, stride_om,
-                                 num_heads, seq_q, seq_k, num_m, group, total, qk_scale,
+                                 num_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale,
                                  one, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, two, four, OVERLAP, PINGPONG, SPLIT_RELEASE, CAUSAL)),
                     (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full,
                                  k_empty, v_empty, num_heads, num_kv_heads, seq_q, seq_k, num_m, group, total,
-                                 BLOCK_M, BLOCK_N, STAGES, CONSUMERS, CAUSAL)),
+                                 snake, BLOCK_M, BLOCK_N, STAGES, CONSUMERS, Q_LATE, CAUSAL)),
                 ],
                 [4, 1],
                 [CONSUMER_REGS, PRODUCER_REGS],
@@ -472,11 +510,11 @@ if _IMPORT_ERROR is None:
                 [
                     (_consumer, (q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, turn,
                                  o_ptr, lse_ptr, stride_ob, stride_oh, stride_om,
-                                 num_heads, seq_q, seq_k, num_m, group, total, qk_scale,
+                                 num_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale,
                                  zero, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, one, eight, OVERLAP, PINGPONG, SPLIT_RELEASE, CAUSAL)),
                     (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full,
                                  k_empty, v_empty, num_heads, num_kv_heads, seq_q, seq_k, num_m, group, total,
-                                 BLOCK_M, BLOCK_N, STAGES, CONSUMERS, CAUSAL)),
+                                 snake, BLOCK_M, BLOCK_N, STAGES, CONSUMERS, Q_LATE, CAUSAL)),
                 ],
                 [1],
                 [PRODUCER_REGS],
@@ -556,6 +594,7 @@ def kernel_constexprs(cfg: GluonConfig, causal: bool) -> dict:
         OVERLAP=cfg.overlap,
         PINGPONG=cfg.pingpong,
         SPLIT_RELEASE=cfg.design != "serial",
+        Q_LATE=cfg.q_late,
         CAUSAL=bool(causal),
         PRODUCER_REGS=cfg.producer_regs,
         CONSUMER_REGS=cfg.consumer_regs,
@@ -567,10 +606,22 @@ def num_warps_for(cfg: GluonConfig) -> int:
     return cfg.consumer_warps
 
 
-def head_group(batch_heads: int, seq_k: int, head_dim: int, elem_bytes: int, l2_bytes: int = 50 * 2**20) -> int:
-    """Heads whose K and V fit in half of L2 together (the persistent order visits them as a group)."""
+def head_group(
+    batch_heads: int,
+    seq_k: int,
+    head_dim: int,
+    elem_bytes: int,
+    fraction: float | None = None,
+    l2_bytes: int = 60 * 2**20,
+) -> int:
+    """Heads whose K and V fit together in `fraction` of L2 (the persistent order visits them as a group).
+
+    Measured on the H200 (attention_fa3_variants.json): B4 H32 S4096 D128 non-causal runs 646 TFLOP/s
+    with groups of 12 heads and 509 with all 128 heads in one group (K/V re-read from HBM).
+    """
+    f = L2_FRACTION if fraction is None else fraction
     per_head = 2 * seq_k * head_dim * elem_bytes
-    return max(1, min(batch_heads, (l2_bytes // 2) // max(per_head, 1)))
+    return max(1, min(batch_heads, int(l2_bytes * f) // max(per_head, 1)))
 
 
 def _nvmma(block, dtype_bits: int):
@@ -595,7 +646,7 @@ def gluon_attention(q, k, v, *, causal: bool = False, scale: float | None = None
     B, H, Sq, D = q.shape
     Hk, Sk = k.shape[1], k.shape[2]
     dt = "bf16" if q.dtype == torch.bfloat16 else "fp16"
-    cfg = config or gluon_config(D, design, dt)  # `config` / `group`: overrides for benchmark sweeps
+    cfg = config or gluon_config(D, design, dt, Q_LATE, SNAKE)  # `config` / `group`: overrides for sweeps
     out = torch.empty((B, H, Sq, D), device=q.device, dtype=q.dtype)
     lse = torch.empty((B, H, Sq), device=q.device, dtype=torch.float32)
     if B * H * Sq == 0:
@@ -618,7 +669,7 @@ def gluon_attention(q, k, v, *, causal: bool = False, scale: float | None = None
     _fa3_fwd_kernel[grid](
         q_desc, k_desc, v_desc, out, lse,
         out.stride(0), out.stride(1), out.stride(2),
-        H, Hk, Sq, Sk, num_m, group, total, sm_scale * LOG2E,
+        H, Hk, Sq, Sk, num_m, group, total, int(cfg.snake), sm_scale * LOG2E,
         num_warps=num_warps_for(cfg), **kernel_constexprs(cfg, causal),
     )  # fmt: skip
     return out, lse
@@ -666,7 +717,7 @@ def compile_sm90(design: str, head_dim: int, dtype: str = "bf16", causal: bool =
         "lse_ptr": "*fp32",
     }
     for name in ("stride_ob", "stride_oh", "stride_om", "num_heads", "num_kv_heads", "seq_q", "seq_k", "num_m",
-                 "group", "total"):  # fmt: skip
+                 "group", "total", "snake"):  # fmt: skip
         sig[name] = "i32"
     sig["qk_scale"] = "fp32"
     for name in consts:
