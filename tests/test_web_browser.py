@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tilewise.model import decode
+from tilewise.model import decode, tensorcore
 from tilewise.model.occupancy import occupancy
+from tilewise.sim import analyze_access
 from tilewise.web import api
 
 pytestmark = pytest.mark.browser
@@ -134,10 +135,6 @@ def test_occupancy_sliders_show_the_models_numbers(page):
 
 
 def test_n_slider_shows_the_models_feed(page):
-    if "tensorcore" not in [p.id for p in api.available()]:
-        pytest.skip("model.tensorcore has not landed")
-    from tilewise.model import tensorcore
-
     settle(page, "tensorcore")
     for presses, want_n in (([], 64), (["ArrowRight"] * 8, 128), (["End"], 256), (["Home"], 8)):
         if presses:
@@ -182,10 +179,6 @@ def test_tiling_animation_steps(page):
 
 
 def test_warp_access_pattern_and_expression(page):
-    if "access" not in [p.id for p in api.available()]:
-        pytest.skip("tilewise.sim has not landed")
-    from tilewise.sim import analyze_access
-
     settle(page, "access")
     assert text(page, "acc-main") == "32" and text(page, "acc-second") == "31"  # a tile's column: 32-way conflict
 
@@ -220,8 +213,7 @@ def test_every_gpu_of_the_registry(page):
         )
         o = occupancy(g, threads, regs, 0, smem_kb * 1024)
         assert text(page, "occ-blocks") == str(o.blocks_per_sm), (g.key, threads, regs, smem_kb)
-        if "hierarchy" in [p.id for p in api.available()]:
-            assert page.locator("#panel-hierarchy svg[aria-label='SMs'] rect").count() == g.sms
+        assert page.locator("#panel-hierarchy svg[aria-label='SMs'] rect").count() == g.sms
 
 
 def test_screenshots_and_no_console_errors(page):
