@@ -6,6 +6,7 @@ Routes (GET and HEAD only):
     /static/<file>       a file of the package's static folder, and nothing else
     /api/gpus            the GPU registry, for the page's GPU menu
     /api/panels          every panel, in page order
+    /api/row?file=&row=  the committed measurement a figure came from (tilewise.web.measured)
     /api/<panel>?...     one panel's numbers; bad parameters -> 400 {"error": message}
 
 Static files are served from a table built once at start-up by walking the package's
@@ -28,7 +29,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from tilewise.errors import InputError
-from tilewise.web import api
+from tilewise.web import api, measured
+from tilewise.web.params import Params
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]", "::1")
 
@@ -165,6 +167,19 @@ def create_app(static: dict[str, tuple[bytes, str]] | None = None, allowed_hosts
             return _error(400, "/api/panels takes no parameters")
         return _json({"panels": [{"id": p.id, "title": p.title, "params": sorted(p.params)} for p in api.available()]})
 
+    async def measured_row(request: Request) -> Response:
+
+        try:
+            params = Params(request.query_params.multi_items(), {"file", "row"})
+            file = params.values.get("file", "")
+            index = params.int("row", -1, 0, 1 << 31)
+        except InputError as e:
+            return _error(400, str(e))
+        hit = measured.row(file, index)
+        if hit is None:
+            return _error(404, f"no packaged measurement names file={file[:80]!r} row={index}")
+        return _json(hit)
+
     async def endpoint(request: Request) -> Response:
         name = request.path_params["name"]
         if name not in api.PANELS:
@@ -191,6 +206,7 @@ def create_app(static: dict[str, tuple[bytes, str]] | None = None, allowed_hosts
         Route("/static/{path:path}", static_file, methods=["GET", "HEAD"]),
         Route("/api/gpus", gpus, methods=["GET", "HEAD"]),
         Route("/api/panels", panels, methods=["GET", "HEAD"]),
+        Route("/api/row", measured_row, methods=["GET", "HEAD"]),
         Route("/api/{name}", endpoint, methods=["GET", "HEAD"]),
     ]
     middleware = [Middleware(RefuseBodyOnRead)]

@@ -6,6 +6,7 @@ from tilewise import sim
 from tilewise.errors import InputError
 from tilewise.sim import access
 from tilewise.sim.memory import GLOBAL_BASE
+from tilewise.web import measured
 from tilewise.web.lane_expr import lane_indices
 from tilewise.web.params import Params
 from tilewise.web.registry import panel
@@ -89,6 +90,11 @@ def access_panel(p: Params) -> dict:
         "store": store,
         "atomic": atomic,
         "counts": counts,
+        # Nsight Compute's counters for the pattern this access equals (same byte offsets, width,
+        # mask and operation), from the committed H200 fixture; None where no pattern equals it.
+        "measured": measured.access(
+            space, "atom" if atomic else "st" if store else "ld", width, mask, [a - base for a in addresses]
+        ),
         "lanes": lanes,
         "presets": {k: {"expr": v[0], "about": v[1]} for k, v in ACCESS_PRESETS.items()},
         "sector_bytes": access.SECTOR,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tilewise.model import decode, roofline
+from tilewise.web import measured
 from tilewise.web.params import Params
 from tilewise.web.registry import gpu_summary, panel
 
@@ -51,4 +52,6 @@ def decode_panel(p: Params) -> dict:
         "series": series,
         "roof": roof,
         "batch_for_compute_bound": decode.batch_for_compute_bound(k, n, dtype, g),
+        # H200 benchmark rows of C[b, n] = A[b, k] W[k, n] for every batch b that was measured.
+        "measured": [r for b in range(1, 4097) for r in measured.gemm_beside_model(g, b, n, k, dtype)],
     }

@@ -6,6 +6,7 @@ from tilewise import gpus
 from tilewise.errors import InputError
 from tilewise.explain.gemm import explain
 from tilewise.model import waves
+from tilewise.web import measured
 from tilewise.web.params import Params
 from tilewise.web.registry import gpu_summary, panel
 
@@ -106,4 +107,6 @@ def hierarchy(p: Params) -> dict:
             },
         ],
         "peak_flops_bf16": gpus.peak_flops(g, "bf16"),
+        # The same GEMM measured on the H200 (benchmarks/results/h200/gemm*.json), beside the roofline.
+        "measured": measured.gemm_beside_model(g, m, n, k, "bf16"),
     }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tilewise.model.occupancy import occupancy, what_if
+from tilewise.web import measured
 from tilewise.web.params import Params
 from tilewise.web.registry import gpu_summary, panel
 
@@ -45,4 +46,7 @@ def occupancy_panel(p: Params) -> dict:
             "max_threads_per_block": g.max_threads_per_block,
         },
         "what_if": what_if(kw),
+        # The CUDA runtime's answer for the same configuration, where the H200 fixture recorded it
+        # (static shared memory 0 and one barrier, as the panel asks).
+        "measured": measured.occupancy(g.key, registers, threads, smem, kw["carveout"]) if barriers == 1 else None,
     }
