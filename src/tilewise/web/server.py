@@ -7,6 +7,7 @@ Routes (GET and HEAD only):
     /api/gpus            the GPU registry, for the page's GPU menu
     /api/panels          every panel, in page order
     /api/row?file=&row=  the committed measurement a figure came from (tilewise.web.measured)
+    /api/exercise?topic=&variant=&answer=   a problem; with an answer, the model's answer and why
     /api/<panel>?...     one panel's numbers; bad parameters -> 400 {"error": message}
 
 Static files are served from a table built once at start-up by walking the package's
@@ -29,7 +30,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from tilewise.errors import InputError
-from tilewise.web import api, measured
+from tilewise.web import api, exercises, measured
 from tilewise.web.params import Params
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]", "::1")
@@ -180,6 +181,12 @@ def create_app(static: dict[str, tuple[bytes, str]] | None = None, allowed_hosts
             return _error(404, f"no packaged measurement names file={file[:80]!r} row={index}")
         return _json(hit)
 
+    async def exercise(request: Request) -> Response:
+        try:
+            return _json(exercises.exercise(request.query_params.multi_items()))
+        except InputError as e:
+            return _error(400, str(e))
+
     async def endpoint(request: Request) -> Response:
         name = request.path_params["name"]
         if name not in api.PANELS:
@@ -207,6 +214,7 @@ def create_app(static: dict[str, tuple[bytes, str]] | None = None, allowed_hosts
         Route("/api/gpus", gpus, methods=["GET", "HEAD"]),
         Route("/api/panels", panels, methods=["GET", "HEAD"]),
         Route("/api/row", measured_row, methods=["GET", "HEAD"]),
+        Route("/api/exercise", exercise, methods=["GET", "HEAD"]),
         Route("/api/{name}", endpoint, methods=["GET", "HEAD"]),
     ]
     middleware = [Middleware(RefuseBodyOnRead)]

@@ -27,5 +27,8 @@ def pipeline_panel(p: Params) -> dict:
     return {
         "gpu": gpu_summary(g),
         "times": times.to_dict(),
-        "designs": [t.to_dict() for t in timelines.values()],
+        # The model names design (b) for any S; the page shows the S it ran.
+        "designs": [
+            {**t.to_dict(), "title": t.title.replace("S-stage", f"{stages}-stage")} for t in timelines.values()
+        ],
     }
