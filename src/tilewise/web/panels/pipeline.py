@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tilewise.model import pipeline
+from tilewise.web import measured
 from tilewise.web.params import Params
 from tilewise.web.registry import gpu_summary, panel
 
@@ -28,7 +29,11 @@ def pipeline_panel(p: Params) -> dict:
         "gpu": gpu_summary(g),
         "times": times.to_dict(),
         # The model names design (b) for any S; the page shows the S it ran.
+        # `design_letter` is the (a)/(b)/(c) the titles and the measured rows use.
         "designs": [
-            {**t.to_dict(), "title": t.title.replace("S-stage", f"{stages}-stage")} for t in timelines.values()
+            {**t.to_dict(), "title": t.title.replace("S-stage", f"{stages}-stage"), "design_letter": letter}
+            for letter, t in zip("abc", timelines.values())
         ],
+        # The designs measured as kernels on the H200, once committed (the FA3 work writes them).
+        "measured": measured.design_rows(),
     }

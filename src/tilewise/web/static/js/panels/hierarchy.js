@@ -43,8 +43,10 @@ TW.register({
     const proseBox = el("div");
     const mmaBox = el("div");
     const memBox = el("div");
+    const meas = el("div");
     body.append(
       el("div", { class: "stats" }, Object.values(st).map((x) => x.node)),
+      meas,
       el("h3", { class: "muted" }, "① The grid: one block per output tile"), gridFig,
       el("h3", { class: "muted" }, "② Blocks on SMs, wave by wave"), waveLabel, smFig, smLegend,
       el("h3", { class: "muted" }, "③ Inside one block: warps of 32 threads"), blockFig,
@@ -169,6 +171,7 @@ TW.register({
         show(0);
         drawBlock();
         drawMma();
+        TW.mount(meas, TW.gemmMeasured("hier-measured", d.measured, d.gpu, `${d.problem.m} × ${d.problem.n} × ${d.problem.k}`));
         TW.mount(proseBox, TW.prose([...d.explain.tiling, ...d.explain.waves.slice(0, 1), ...d.explain.block, ...(d.explain.roofline || [])]));
       };
     });
