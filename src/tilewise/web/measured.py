@@ -14,7 +14,7 @@ from functools import cache
 from importlib import resources
 
 from tilewise.model import roofline, traffic
-from tilewise.web.measured_build import access_key, occupancy_key
+from tilewise.web.measured_build import access_key, occupancy_key, sweep_key
 
 MEASURED_GPU = "h200"  # every committed row is the H200's
 
@@ -94,6 +94,14 @@ def row(file: str, index: int) -> dict | None:
                 entry = {**e, "space": space, "op": op, "width": int(width), "mask": int(mask), "offsets": lanes}
                 return {"file": file, "row": index, "source": acc["source"]["files"][file], "entry": entry}
     return None
+
+
+def sweep_best(kernel: str, problem: dict, gpu_key: str) -> dict | None:
+    """The fastest config the committed sweeps (tests/data/sweeps/) measured for this exact problem, if any."""
+    if gpu_key != MEASURED_GPU:
+        return None
+    table = load().get("sweeps", {}).get("table", {})
+    return table.get(sweep_key(kernel, problem))
 
 
 def design_rows() -> list[dict]:

@@ -88,6 +88,11 @@ def access_key(space: str, op: str, width: int, mask: int, offsets: list[int]) -
     return f"{space}|{op}|{width}|{mask}|{lanes}"
 
 
+def sweep_key(kernel: str, problem: dict) -> str:
+    """The lookup key of one swept problem: the kernel and its fields in sorted order."""
+    return kernel + "|" + ",".join(f"{k}={problem[k]}" for k in sorted(problem))
+
+
 def _occupancy(root: Path) -> dict:
     meta = json.loads(_read(root, OCCUPANCY_META))
     text = gzip.decompress(_read(root, OCCUPANCY_CSV)).decode()

@@ -50,7 +50,7 @@ TW.register({
           g.append(s("text", { x: left - 8, y: y + 14, "text-anchor": "end", "font-size": 11.5 }, UNIT[u] || u),
             s("rect", { x: left, y: y + 2, width: sx(t.makespan) - left, height: rowH - 4, fill: u === "tc" ? "#fdecec" : "#f3f4f7" }));
           t.events.filter((e) => e.unit === u).forEach((e) => {
-            g.append(s("rect", { x: sx(e.start), y: y + 2, width: Math.max(0.8, sx(e.end) - sx(e.start) - 0.6), height: rowH - 4, rx: 2, fill: color(e, multi), dataset: { consumer: multi ? e.consumer : 0 } },
+            g.append(s("rect", { x: sx(e.start), y: y + 2, width: Math.max(0.8, sx(e.end) - sx(e.start) - 0.6), height: rowH - 4, rx: 2, fill: color(e, multi), dataset: { consumer: multi ? e.consumer : 0, kind: e.kind } },
               s("title", {}, `${e.kind} tile ${e.tile}${multi && e.consumer >= 0 ? `, consumer ${e.consumer}` : ""}: ${fmt.int(e.start)}–${fmt.int(e.end)} cycles`)));
           });
           y += rowH;
