@@ -146,7 +146,7 @@ TW.register({
           })
           : el("p", { class: "caption", dataset: { k: "occ-measured-none" } }, d.gpu.key === "h200"
             ? "The H200's runtime answers (tests/data/occupancy) do not include this exact configuration: try a register count of 32, 64 or 128 and a shared-memory size of 0, 4, 8, 16, 32, 48, 64, 80, 128, 160 or 227 KB."
-            : "Runtime answers were recorded on the H200: pick it in the GPU menu to see them beside the model."));
+            : ["Runtime answers were recorded on the H200: ", TW.button("show them", () => TW.useGpu && TW.useGpu("h200")), " (switches the GPU menu)."]));
       };
     });
     ctx.onGpu(update);
