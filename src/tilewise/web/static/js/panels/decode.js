@@ -99,8 +99,10 @@ TW.register({
           s("title", {}, `measured on ${r.gpu}, batch ${b}: ${fmt.fixed(r.tflops, 1)} TFLOP/s (${r.file} row ${r.row})`)));
       });
       if ((d.measured || []).length) {
-        g.append(s("path", { d: `M${pad.l + 8},${pad.t + 6}l5,5l-5,5l-5,-5z`, fill: "#0f9d76" }),
-          s("text", { x: pad.l + 18, y: pad.t + 15, class: "small" }, "measured on the H200 (benchmark rows)"));
+        // Legend in the empty lower-right corner (high intensity, low FLOP/s: no point lands there).
+        const lx = W - pad.r - 196, ly = H - pad.b - 14;
+        g.append(s("path", { d: `M${lx},${ly - 5}l5,5l-5,5l-5,-5z`, fill: "#0f9d76" }),
+          s("text", { x: lx + 9, y: ly + 3.5, class: "small" }, "measured on the H200 (benchmark rows)"));
       }
       const c = d.current;
       g.append(s("circle", { cx: sx(c.intensity), cy: sy(c.attainable_flops), r: 6.5, fill: "#e8590c", stroke: "#fff", "stroke-width": 2 }));
