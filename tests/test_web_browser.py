@@ -501,3 +501,32 @@ def test_readable_at_laptop_and_narrow_sizes_keyboard_and_export(page):
     png = Path(dl.value.path()).read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5_000
     pg.close()
+
+
+def test_every_panels_own_inputs_round_trip(page):
+    """Text inputs and animation steps are part of the view too: the MoE rows and picked tile, the tiling step."""
+    query = "?moe-rows=7,7,130&moe-tile=5&tile-step=37&tile-blocks=2,2,2&dec-shape=4096,14336&pipe-n=176"
+    pg = fresh_page(page, query)
+    assert pg.locator("input[data-k='moe-rows']").input_value() == "7,7,130"
+    assert text(pg, "moe-tiles") == str(waves_total([7, 7, 130]))
+    assert pg.locator("[data-k='moe-picked']").inner_text().startswith("Tile 5:")
+    assert pg.locator("input[data-k='tile-step']").input_value() == "37"
+    assert text(pg, "tile-step-value") == "38"
+    assert pg.locator("select[data-k='dec-shape']").input_value() == "4096,14336"
+    assert pg.locator("select[data-k='pipe-n']").input_value() == "176"
+    # keyboard: the tile schedule takes arrow keys, and the picked tile goes into the address
+    svg = pg.locator("[data-k='moe-svg']")
+    svg.focus()
+    svg.press("ArrowRight")
+    assert pg.locator("[data-k='moe-picked']").inner_text().startswith("Tile 6:")
+    wait_url(pg, "moe-tile=6")
+    pg.locator("[data-k='moe-svg']").press("End")
+    last = waves_total([7, 7, 130]) - 1
+    assert pg.locator("[data-k='moe-picked']").inner_text().startswith(f"Tile {last}:")
+    pg.close()
+
+
+def waves_total(rows: list[int]) -> int:
+    from tilewise.model import waves
+
+    return waves.grouped_schedule(rows, 64, 512, 128).total_tiles

@@ -111,13 +111,20 @@ const TW = (() => {
     return `${location.pathname}${qs ? `?${qs}` : ""}${hash}`;
   }
 
-  function remember() {
-    clearTimeout(pushTimer);
-    pushTimer = setTimeout(() => {
+  /** Put the view in the address bar: a new history entry (a reader's change), or with `replace` the
+   * current one corrected (a panel adjusting its own input, e.g. an animation reset after new data). */
+  function remember({ replace = false } = {}) {
+    const write = () => {
       const next = urlFor();
-      if (next !== `${location.pathname}${location.search}${location.hash}`) history.pushState(null, "", next);
+      if (next !== `${location.pathname}${location.search}${location.hash}`) {
+        if (replace) history.replaceState(null, "", next);
+        else history.pushState(null, "", next);
+      }
       document.body.dataset.url = next;
-    }, 250);
+    };
+    if (replace) { if (!pushTimer) write(); return; }
+    clearTimeout(pushTimer);
+    pushTimer = setTimeout(() => { pushTimer = null; write(); }, 250);
   }
 
   function restore() {
@@ -128,7 +135,7 @@ const TW = (() => {
     }
     document.body.dataset.url = urlFor();
   }
-  window.addEventListener("popstate", () => { clearTimeout(pushTimer); restore(); });
+  window.addEventListener("popstate", () => { clearTimeout(pushTimer); pushTimer = null; restore(); });
 
   // ----------------------------------------------------------------------------- controls
   /** A labelled range slider. `format(value)` renders the value shown beside the label. */
