@@ -398,17 +398,34 @@ const TW = (() => {
   const EXPORT_STYLE = "svg{fill:#1b2230}text{font-family:system-ui,sans-serif}text.mono{font-family:monospace}" +
     "text.small{font-size:10px;fill:#5d6778}.grid line{stroke:#eceff3}";
 
-  /** The panel's drawings stacked into one standalone SVG document (string). */
+  const xmlEscape = (v) => String(v).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
+
+  /** The panel's drawings stacked into one standalone SVG document (string): its title on top, the
+   * drawings in page order, its legend (if any) underneath, with a margin all round. */
   function panelSvg(card) {
+    const M = 16;
     const svgs = [...card.querySelectorAll(".panel-body svg")].filter((g) => g.getAttribute("viewBox"));
-    let y = 0, w = 0;
-    const parts = svgs.map((g) => {
+    const title = card.querySelector("h2")?.textContent || "";
+    let y = M + 26, w = 480;
+    const parts = [`<text x="${M}" y="${M + 14}" font-size="16" font-weight="700">${xmlEscape(title)}</text>`];
+    for (const g of svgs) {
       const [, , vw, vh] = g.getAttribute("viewBox").split(/\s+/).map(Number);
-      const part = `<g transform="translate(0 ${y})"><svg width="${vw}" height="${vh}" viewBox="0 0 ${vw} ${vh}">${g.innerHTML}</svg></g>`;
-      y += vh + 12; w = Math.max(w, vw);
-      return part;
-    });
-    return `<svg xmlns="${SVGNS}" width="${w}" height="${Math.max(1, y - 12)}" viewBox="0 0 ${w} ${Math.max(1, y - 12)}">` +
+      parts.push(`<svg x="${M}" y="${y}" width="${vw}" height="${vh}" viewBox="0 0 ${vw} ${vh}" overflow="visible">${g.innerHTML}</svg>`);
+      y += vh + 12; w = Math.max(w, vw + 2 * M + 40);
+    }
+    let x = M;
+    const items = [...card.querySelectorAll(".legend > span")];
+    if (items.length) y += 4;
+    for (const it of items) {
+      const colour = it.querySelector("i")?.style.background || "#999";
+      const label = it.textContent.trim();
+      parts.push(`<rect x="${x}" y="${y}" width="11" height="11" rx="3" fill="${xmlEscape(colour)}"/>`,
+        `<text x="${x + 16}" y="${y + 10}" font-size="12" class="small" style="font-size:12px">${xmlEscape(label)}</text>`);
+      x += 30 + 7 * label.length;
+    }
+    if (items.length) y += 24;
+    const h = y + M - 12;
+    return `<svg xmlns="${SVGNS}" width="${w}" height="${h}" viewBox="0 0 ${w} ${h}">` +
       `<style>${EXPORT_STYLE}</style><rect width="100%" height="100%" fill="#fff"/>${parts.join("")}</svg>`;
   }
 
