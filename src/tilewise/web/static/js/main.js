@@ -41,9 +41,11 @@
 
   // The view's address: every input is in it; copy it to share the view.
   const linkOut = el("input", { type: "text", readonly: true, "aria-label": "link to this view", dataset: { k: "link-url" } });
+  linkOut.hidden = true;  // shown once there is a link to show
   const copy = (url) => {
     const full = new URL(url, location.href).href;
     linkOut.value = full;
+    linkOut.hidden = false;
     document.body.dataset.copied = full;
     if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(full).catch(() => linkOut.select());
     else linkOut.select();
