@@ -144,6 +144,7 @@ def test_designs_file_is_packaged_row_by_row_when_committed(tmp_path):
         measured_build.OCCUPANCY_META,
         *measured_build.NCU_ROUNDS,
         *measured_build.GEMM_FILES,
+        measured_build.L2_PROBE_FILE,
     ]:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).symlink_to(ROOT / rel)
@@ -180,3 +181,21 @@ def test_pipeline_designs_carry_the_letters_the_rows_use():
     d = api.call("pipeline", {"stages": "3"})
     assert [(x["design_letter"], x["title"][:3]) for x in d["designs"]] == [("a", "(a)"), ("b", "(b)"), ("c", "(c)")]
     assert d["designs"][1]["title"].startswith("(b) 3-stage")
+
+
+def test_l2_probe_beside_the_registrys_l2_figure():
+    """The hierarchy panel's measured read bandwidth is the committed probe, row for row; the registry's L2
+    figure is, as gpus.py says, the median of the ld.global.cg rows from 8 to 48 MiB."""
+    import statistics
+
+    from tilewise import gpus
+
+    probe = json.loads((ROOT / "benchmarks/results/h200/l2_probe.json").read_text())
+    d = api.call("hierarchy", {"gpu": "h200"})["l2_probe"]
+    assert [{k: r[k] for k in probe["data"]["rows"][0]} for r in d["rows"]] == probe["data"]["rows"]
+    assert [r["row"] for r in d["rows"]] == list(range(len(probe["data"]["rows"])))
+    assert d["gpu"] == "NVIDIA H200" and d["date"] == "2026-11-30" and d["triton"] == "3.6.0"
+    cg = [r["TBps"] for r in d["rows"] if r["cg"] and 8 <= r["MiB"] <= 48]
+    assert len(cg) == 12
+    assert gpus.bandwidth(gpus.get("h200"), "l2") / 1e12 == pytest.approx(statistics.median(cg), abs=0.005)
+    assert api.call("hierarchy", {"gpu": "a100"})["l2_probe"] is None

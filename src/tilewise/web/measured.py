@@ -70,11 +70,20 @@ def gemm_beside_model(gpu, m: int, n: int, k: int, dtype: str) -> list[dict]:
     ]
 
 
+def l2_probe(gpu) -> dict | None:
+    """The H200's read-bandwidth probe over working-set sizes (the rows the registry's L2 figure is the median of)."""
+    if gpu.key != MEASURED_GPU:
+        return None
+    p = load()["l2_probe"]
+    (file,) = p["sources"]
+    return {"file": file, **p["sources"][file], "rows": p["rows"]}
+
+
 def row(file: str, index: int) -> dict | None:
     """The packaged entry that names `file` and `index` (a benchmark row number, a CSV line, an Nsight
     Compute pattern id): what a measured figure's link shows."""
     d = load()
-    for section in ("gemm", "designs"):
+    for section in ("gemm", "designs", "l2_probe"):
         for r in d.get(section, {}).get("rows", []):
             if r["file"] == file and r["row"] == index:
                 return {"file": file, "row": index, "source": d[section]["sources"][file], "entry": r}

@@ -28,6 +28,7 @@ OCCUPANCY_CSV = "tests/data/occupancy/h200.csv.gz"
 OCCUPANCY_META = "tests/data/occupancy/h200.meta.json"
 NCU_ROUNDS = [f"tests/data/ncu/ncu_access_round{i}.json" for i in range(1, 6)]
 GEMM_FILES = ["benchmarks/results/h200/gemm.json", "benchmarks/results/h200/gemm_fp16.json"]
+L2_PROBE_FILE = "benchmarks/results/h200/l2_probe.json"
 DESIGNS_FILE = "benchmarks/results/h200/attention_fa3_designs.json"  # written by the FA3 work, when it lands
 
 # The benchmark row fields the panels show (the rest stays in the committed file the row names).
@@ -171,12 +172,19 @@ def _rows(root: Path, rels: list[str], fields: tuple[str, ...]) -> dict:
     return {"sources": metas, "rows": out}
 
 
+def _l2_probe(root: Path) -> dict:
+    d = json.loads(_read(root, L2_PROBE_FILE))
+    rows = [{**r, "file": L2_PROBE_FILE, "row": i} for i, r in enumerate(d["data"]["rows"])]
+    return {"sources": {L2_PROBE_FILE: d["meta"]}, "rows": rows}
+
+
 def build(root: Path) -> dict:
     data = {
         "about": "made by python -m tilewise.web.measured_build from the committed files each entry names",
         "occupancy": _occupancy(root),
         "access": _access(root),
         "gemm": _rows(root, GEMM_FILES, GEMM_FIELDS),
+        "l2_probe": _l2_probe(root),
     }
     if (root / DESIGNS_FILE).is_file():
         data["designs"] = _rows(root, [DESIGNS_FILE], DESIGN_FIELDS)

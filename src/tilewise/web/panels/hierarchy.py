@@ -109,4 +109,6 @@ def hierarchy(p: Params) -> dict:
         "peak_flops_bf16": gpus.peak_flops(g, "bf16"),
         # The same GEMM measured on the H200 (benchmarks/results/h200/gemm*.json), beside the roofline.
         "measured": measured.gemm_beside_model(g, m, n, k, "bf16"),
+        # The read-bandwidth probe behind the L2 figure above, over working-set sizes (H200 only).
+        "l2_probe": measured.l2_probe(g),
     }
