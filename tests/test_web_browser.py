@@ -359,8 +359,12 @@ def test_measured_figures_equal_the_committed_rows(page):
     assert text(pg, "hier-measured-ms") == f"{row['ours_ms'] * 1e3:.1f} µs"
     assert text(pg, "hier-measured-tflops") == f"{row['tflops']:.1f}"
     assert pg.locator("[data-k='hier-measured-link']").inner_text() == f"benchmarks/results/h200/gemm.json · row {i}"
-    assert "NVIDIA H200" in pg.locator("#panel-hierarchy .measured-head").inner_text()
-    assert "triton 3.6.0" in pg.locator("#panel-hierarchy .measured-head").inner_text()
+    assert "NVIDIA H200" in pg.locator("#panel-hierarchy [data-k='hier-measured'] .measured-head").inner_text()
+    assert "triton 3.6.0" in pg.locator("#panel-hierarchy [data-k='hier-measured'] .measured-head").inner_text()
+    probe = pg.locator("[data-k='hier-l2-probe-link']")
+    assert probe.inner_text() == "benchmarks/results/h200/l2_probe.json · row 27"  # the 1 GiB read: HBM
+    entry = json.loads(pg.context.request.get(page.base_url.rstrip("/") + probe.get_attribute("href")).text())["entry"]
+    assert entry["MiB"] == 1024 and f"{entry['TBps']:.2f} TB/s" in pg.locator("[data-k='hier-l2-probe']").inner_text()
     assert pg.locator("#panel-decode .measured-pt").count() >= 5  # every measured batch on the roofline
     move(pg, "dec-batch", ["ArrowRight"] * 63, "decode")  # batch 64: the same row
     assert text(pg, "dec-measured-ms") == f"{row['ours_ms'] * 1e3:.1f} µs"
