@@ -12,47 +12,48 @@ from tilewise.web.params import Params
 from tilewise.web.registry import gpu_summary, panel
 
 KERNELS = ("gemm", "attention", "decode", "grouped")
-MAX_DIM = 1 << 17
+MAX_DIM = 1 << 20  # the explorer's bound; `advise` has its own, larger ones
 
 
 def problem(kernel: str, p: Params) -> dict:
-    """The problem dict `advise` takes, in the sweep's own field names (benchmarks/sweeps/problems.py)."""
+    """The problem dict `advise` takes (`tilewise.advise.problems.FIELDS`); `advise` checks the ranges."""
+    dtype = p.choice("dtype", "bf16", ("bf16", "fp16"))
     if kernel == "gemm":
         return {
             "m": p.int("m", 64, 1, MAX_DIM),
             "n": p.int("n", 24576, 1, MAX_DIM),
             "k": p.int("k", 8192, 1, MAX_DIM),
-            "dtype": p.choice("dtype", "bf16", ("bf16", "fp16")),
-            "layout": p.choice("layout", "nt", ("nt", "nn")),
+            "dtype": dtype,
+            "layout": p.choice("layout", "nn", ("nn", "nt")),
         }
+    head_dim = int(p.choice("head_dim", "128", ("16", "32", "64", "128", "256")))
     if kernel == "attention":
-        seq = p.int("seq", 4096, 1, MAX_DIM)
+        seq = p.int("seq", 4096, 1, 1 << 22)
         return {
             "batch": p.int("batch", 4, 1, 4096),
             "heads": p.int("heads", 32, 1, 256),
             "kv_heads": p.int("kv_heads", 32, 1, 256),
             "seq_q": seq,
             "seq_k": seq,
-            "head_dim": int(p.choice("head_dim", "128", ("64", "128", "256"))),
+            "head_dim": head_dim,
             "causal": p.choice("causal", "1", ("0", "1")) == "1",
-            "dtype": p.choice("dtype", "bf16", ("bf16", "fp16")),
+            "dtype": dtype,
         }
     if kernel == "decode":
         return {
             "batch": p.int("batch", 8, 1, 4096),
             "heads": p.int("heads", 32, 1, 256),
             "kv_heads": p.int("kv_heads", 8, 1, 256),
-            "seq_len": p.int("seq", 32768, 1, 1 << 20),
-            "head_dim": int(p.choice("head_dim", "128", ("64", "128", "256"))),
-            "dtype": p.choice("dtype", "bf16", ("bf16", "fp16")),
+            "seq_len": p.int("seq", 32768, 1, 1 << 24),
+            "head_dim": head_dim,
+            "dtype": dtype,
         }
-    experts = p.int("experts", 128, 1, 1024)
     return {
-        "experts": experts,
-        "rows_per_expert": p.int("rows", 32, 0, 1 << 16),
+        "experts": p.int("experts", 128, 1, 4096),
+        "rows_per_expert": p.int("rows", 32, 1, 1 << 16),
         "n": p.int("n", 1536, 1, MAX_DIM),
         "k": p.int("k", 2048, 1, MAX_DIM),
-        "dtype": p.choice("dtype", "bf16", ("bf16", "fp16")),
+        "dtype": dtype,
     }
 
 

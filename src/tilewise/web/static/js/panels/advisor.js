@@ -24,7 +24,8 @@ TW.register({
       options: [["gemm", "GEMM"], ["attention", "attention (forward)"], ["decode", "decode attention"], ["grouped", "grouped GEMM (MoE)"]],
       onChange: () => { layout(); update(); } });
     const dtypeSel = TW.select({ key: "adv-dtype", label: "dtype", value: "bf16", options: [["bf16", "bf16"], ["fp16", "fp16"]], onChange: () => update() });
-    const hdSel = TW.select({ key: "adv-head_dim", label: "head dim", value: "128", options: [["64", "64"], ["128", "128"], ["256", "256"]], onChange: () => update() });
+    const hdSel = TW.select({ key: "adv-head_dim", label: "head dim", value: "128", options: [["32", "32"], ["64", "64"], ["128", "128"], ["256", "256"]], onChange: () => update() });
+    const layoutSel = TW.select({ key: "adv-layout", label: "B layout", value: "nn", options: [["nn", "B [K, N]"], ["nt", "a @ w.T, w [N, K]"]], onChange: () => update() });
     const causalSel = TW.select({ key: "adv-causal", label: "mask", value: "1", options: [["1", "causal"], ["0", "none"]], onChange: () => update() });
     const inputs = {};
     const fieldBox = el("span", { class: "controls", style: { margin: 0 } });
@@ -42,7 +43,8 @@ TW.register({
     function layout() {
       const kern = kernelSel.value;
       TW.mount(fieldBox, Object.values(inputs).filter((x) => x.kern === kern).map((x) => x.node),
-        dtypeSel.node, kern === "attention" || kern === "decode" ? hdSel.node : null, kern === "attention" ? causalSel.node : null);
+        dtypeSel.node, kern === "gemm" ? layoutSel.node : null, kern === "attention" || kern === "decode" ? hdSel.node : null,
+        kern === "attention" ? causalSel.node : null);
     }
     body.append(el("div", { class: "controls" }, kernelSel.node, fieldBox));
     layout();
@@ -56,26 +58,31 @@ TW.register({
       for (const x of Object.values(inputs)) if (x.kern === kern) params[x.k] = x.input.value;
       if (kern === "attention" || kern === "decode") params.head_dim = hdSel.value;
       if (kern === "attention") params.causal = causalSel.value;
+      if (kern === "gemm") params.layout = layoutSel.value;
       const d = await TW.api("advisor", params);
       return () => {
         const cfg = (c) => Object.entries(c).map(([k, v]) => `${k}=${v}`).join(" ");
         TW.mount(table, el("table", { class: "kv advice", dataset: { k: "adv-table" } },
-          el("tr", {}, ["#", "config", "predicted", "TFLOP/s", "TB/s", "binds", "why"].map((h) => el("th", {}, h))),
+          el("tr", {}, ["#", "config", "predicted", "measured (sweep)", "TFLOP/s", "TB/s", "binds", "why"].map((h) => el("th", {}, h))),
           d.advice.map((a, i) => el("tr", { dataset: { k: `adv-row-${i}` } },
             el("td", {}, String(i + 1)),
-            el("td", { class: "mono" }, cfg(a.config)),
-            el("td", { dataset: { k: `adv-ms-${i}` } }, `${fmt.fixed(a.prediction.ms * 1e3, 1)} µs`),
+            el("td", { class: "mono", title: cfg(a.config), dataset: { k: `adv-tag-${i}` } }, a.tag),
+            el("td", { dataset: { k: `adv-ms-${i}` } }, `${fmt.fixed(a.predicted_ms * 1e3, 1)} µs`),
+            el("td", { dataset: { k: `adv-measured-${i}` } }, a.measured_ms === null || a.measured_ms === undefined ? "—"
+              : `${fmt.fixed(a.measured_ms * 1e3, 1)} µs (#${a.measured_rank})`),
             el("td", {}, fmt.fixed(a.tflops, 1)),
             el("td", {}, fmt.fixed(a.tbps, 2)),
-            el("td", { dataset: { k: `adv-binding-${i}` } }, a.prediction.binding),
+            el("td", { dataset: { k: `adv-binding-${i}` } }, a.binding),
             el("td", { class: "why" }, a.reason)))));
         const m = d.measured;
         TW.mount(meas, m
           ? TW.measuredBox({
             key: "adv-measured", title: "Measured best in the sweep",
-            rows: [{ label: "time", measured: `${fmt.fixed(m.ms * 1e3, 1)} µs`, model: `${fmt.fixed(d.advice[0].prediction.ms * 1e3, 1)} µs (advice #1)`, k: "ms" },
-              { label: "config", measured: cfg(m.config), model: cfg(d.advice[0].config), k: "config" }],
-            src: { file: m.file, row: m.row, gpu: m.gpu, date: m.date, tools: m.tools },
+            rows: [{ label: "time", measured: `${fmt.fixed(m.ms * 1e3, 1)} µs`, model: `${fmt.fixed(d.advice[0].predicted_ms * 1e3, 1)} µs (advice #1)`, k: "ms" },
+              { label: "config", measured: m.tag, model: d.advice[0].tag, k: "tag" },
+              ...Object.entries(m.others || {}).map(([src, o]) => ({ label: src, measured: `${fmt.fixed(o.ms * 1e3, 1)} µs`, model: "", k: `peer-${src}` }))],
+            src: { file: m.file, row: m.row, gpu: m.gpu, date: m.date, tools: `torch ${m.torch}, triton ${m.triton}` },
+            note: `${m.configs} configs of the space timed for this problem; command: ${m.command}`,
           })
           : el("p", { class: "caption", dataset: { k: "adv-measured-none" } },
             d.gpu.key === "h200" ? "The committed sweeps did not time this exact problem: the ranking is the model's alone."
