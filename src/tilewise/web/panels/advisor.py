@@ -85,11 +85,21 @@ def advisor_panel(p: Params) -> dict:
     top_k = p.int("top_k", 5, 1, 20)
     prob = problem(kernel, p)
     ranked = advise(kernel, prob, gpu=g.key, top_k=top_k)
+    # The sweep's timings of this exact problem on the H200, if the committed sweeps have it: the measured
+    # best, and beside each advised config its own measured time and rank among every config timed.
+    sweep = measured.sweep_best(kernel, prob, g.key)
+    order = sorted(sweep["times"], key=sweep["times"].get) if sweep else []
+    advice = []
+    for a in ranked:
+        d = a.to_dict()
+        ms = sweep["times"].get(a.tag) if sweep else None
+        d["measured_ms"] = ms
+        d["measured_rank"] = order.index(a.tag) + 1 if ms is not None else None
+        advice.append(d)
     return {
         "gpu": gpu_summary(g),
         "kernel": kernel,
         "problem": prob,
-        "advice": [a.to_dict() for a in ranked],
-        # The sweep's measured best for this exact problem on the H200, if the committed sweeps timed it.
-        "measured": measured.sweep_best(kernel, prob, g.key),
+        "advice": advice,
+        "measured": {k: v for k, v in sweep.items() if k != "times"} if sweep else None,
     }
