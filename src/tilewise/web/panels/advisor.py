@@ -88,13 +88,13 @@ def advisor_panel(p: Params) -> dict:
     # The sweep's timings of this exact problem on the H200, if the committed sweeps have it: the measured
     # best, and beside each advised config its own measured time and rank among every config timed.
     sweep = measured.sweep_best(kernel, prob, g.key)
-    order = sorted(sweep["times"], key=sweep["times"].get) if sweep else []
     advice = []
     for a in ranked:
         d = a.to_dict()
         ms = sweep["times"].get(a.tag) if sweep else None
         d["measured_ms"] = ms
-        d["measured_rank"] = order.index(a.tag) + 1 if ms is not None else None
+        # rank = 1 + the configs measured strictly faster (ties share a rank)
+        d["measured_rank"] = 1 + sum(t < ms for t in sweep["times"].values()) if ms is not None else None
         advice.append(d)
     return {
         "gpu": gpu_summary(g),
