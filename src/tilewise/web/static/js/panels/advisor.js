@@ -13,6 +13,8 @@ TW.register({
   ],
   build(body, ctx) {
     const { el, fmt } = TW;
+    // The sweep's other sources, timed beside the space for the same problem.
+    const PEERS = { cublas: "cuBLAS (torch.matmul)", sdpa: "SDPA", hand: "the kernel's hand rule", nmh: "nvidia-matmul-heuristics' pick" };
     // Fields per kernel: [key, label, default].
     const FIELDS = {
       gemm: [["m", "M", 64], ["n", "N", 24576], ["k", "K", 8192]],
@@ -33,7 +35,7 @@ TW.register({
     for (const [kern, fields] of Object.entries(FIELDS)) {
       for (const [k, label, def] of fields) {
         const key = `adv-${kern}-${k}`;
-        const input = el("input", { type: "text", inputmode: "numeric", size: 7, value: TW.fromUrl(key, String(def), (v) => /^\d{1,7}$/.test(v)),
+        const input = el("input", { type: "text", inputmode: "numeric", size: 7, style: { width: "110px" }, value: TW.fromUrl(key, String(def), (v) => /^\d{1,7}$/.test(v)),
           "aria-label": label, dataset: { k: key } });
         input.addEventListener("input", () => { clearTimeout(deb); deb = setTimeout(() => update(), 300); TW.remember(); });
         TW.track(key, () => input.value, (v) => { input.value = v; }, String(def), () => update());
@@ -69,7 +71,7 @@ TW.register({
             el("td", { class: "mono", title: cfg(a.config), dataset: { k: `adv-tag-${i}` } }, a.tag),
             el("td", { dataset: { k: `adv-ms-${i}` } }, `${fmt.fixed(a.predicted_ms * 1e3, 1)} µs`),
             el("td", { dataset: { k: `adv-measured-${i}` } }, a.measured_ms === null || a.measured_ms === undefined ? "—"
-              : `${fmt.fixed(a.measured_ms * 1e3, 1)} µs (#${a.measured_rank})`),
+              : `${fmt.fixed(a.measured_ms * 1e3, 1)} µs (#${a.measured_rank} of ${d.measured.configs})`),
             el("td", {}, fmt.fixed(a.tflops, 1)),
             el("td", {}, fmt.fixed(a.tbps, 2)),
             el("td", { dataset: { k: `adv-binding-${i}` } }, a.binding),
@@ -80,7 +82,7 @@ TW.register({
             key: "adv-measured", title: "Measured best in the sweep",
             rows: [{ label: "time", measured: `${fmt.fixed(m.ms * 1e3, 1)} µs`, model: `${fmt.fixed(d.advice[0].predicted_ms * 1e3, 1)} µs (advice #1)`, k: "ms" },
               { label: "config", measured: m.tag, model: d.advice[0].tag, k: "tag" },
-              ...Object.entries(m.others || {}).map(([src, o]) => ({ label: src, measured: `${fmt.fixed(o.ms * 1e3, 1)} µs`, model: "", k: `peer-${src}` }))],
+              ...Object.entries(m.others || {}).map(([src, o]) => ({ label: PEERS[src] || src, measured: `${fmt.fixed(o.ms * 1e3, 1)} µs`, model: "", k: `peer-${src}` }))],
             src: { file: m.file, row: m.row, gpu: m.gpu, date: m.date, tools: `torch ${m.torch}, triton ${m.triton}` },
             note: `${m.configs} configs of the space timed for this problem; command: ${m.command}`,
           })
