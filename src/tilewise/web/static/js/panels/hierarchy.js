@@ -181,7 +181,7 @@ TW.register({
           el("a", { href: `/api/row?${new URLSearchParams({ file: p.file, row: far.row })}`, target: "_blank", rel: "noopener",
             dataset: { k: "hier-l2-probe-link" } }, `${p.file} · row ${far.row}`),
           `) against the datasheet's ${fmt.fixed(hbm, 2)} TB/s.`,
-          ` Command: ${p.command}.`));
+          ` Reproduce: ${p.reproduce || p.command}.`));
     }
 
     const update = TW.live(ctx.card, ctx.errBox, async () => {
