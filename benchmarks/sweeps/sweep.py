@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures as cf
 import datetime
+import gc
 import json
 import multiprocessing as mp
 import os
@@ -135,7 +136,7 @@ def make_inputs(torch, family: str, p: dict, device, copies: int, seed: int = 0)
     dt = _dt(torch, p["dtype"])
 
     def rnd(*shape):  # drawn on the device: 64 copies of a 2 MB problem in microseconds, not seconds on the CPU
-        return (torch.randn(*shape, generator=g, dtype=torch.float32, device=device) * 0.5).to(dt)
+        return torch.randn(*shape, generator=g, dtype=dt, device=device).mul_(0.5)
 
     sets = []
     for _ in range(copies):
@@ -158,7 +159,7 @@ def make_inputs(torch, family: str, p: dict, device, copies: int, seed: int = 0)
         else:
             rows = p["experts"] * p["rows_per_expert"]
             x = rnd(rows, p["k"])
-            w = rnd(p["experts"], p["k"], p["n"]) * (1.0 / max(1.0, p["k"] ** 0.5))
+            w = rnd(p["experts"], p["k"], p["n"]).mul_(1.0 / max(1.0, p["k"] ** 0.5))
             offsets = torch.arange(1, p["experts"] + 1, dtype=torch.int32, device=device) * p["rows_per_expert"]
             y = torch.empty((rows, p["n"]), dtype=dt, device=device)
             sets.append((x, w, offsets, y))
@@ -253,7 +254,8 @@ def _worker_task(family: str, p: dict, items: list[tuple[str, dict | None]]) -> 
             out[_tag(family, source, cfg)] = round(time.time() - t, 3)
         except Exception as e:
             out[_tag(family, source, cfg)] = "error: " + repr(e)[:160]
-    out.pop("_total_s", None)
+    del sets
+    torch.cuda.empty_cache()  # the caching allocator would keep every worker's inputs reserved
     return out
 
 
@@ -407,7 +409,7 @@ def calibrate(torch, out_dir: str, log) -> dict:
     # copy (HBM read + write) and read bandwidth at 2 GiB, L2 bandwidth at 16 MiB
     big = torch.empty(2**30, dtype=torch.bfloat16, device=dev).normal_()
     dst = torch.empty_like(big)
-    ms = graph_ms(lambda: dst.copy_(big), 3)
+    ms = graph_ms(lambda: dst.copy_(big), 10)
     res["copy_tbps"] = 2 * big.numel() * 2 / ms / 1e9
     ms = graph_ms(lambda: torch.sum(big), 3)
     res["read_tbps"] = big.numel() * 2 / ms / 1e9
@@ -585,6 +587,7 @@ def main(argv=None) -> int:
             + (f", best {best['tag']} {best['ms'] * 1e3:.1f} us" if best else "")
         )
         if cuda:
+            gc.collect()
             torch.cuda.empty_cache()
     if pool is not None:
         pool.shutdown(wait=False, cancel_futures=True)

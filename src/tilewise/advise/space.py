@@ -53,7 +53,7 @@ GEMM_TILES = (
 GEMM_STAGES = (3, 4)
 # split-K variants: (block_m, block_n, block_k, warps, stages) x splits
 GEMM_SPLIT_TILES = ((16, 128, 256, 4, 4), (64, 64, 64, 4, 4), (64, 128, 64, 4, 4), (128, 128, 64, 8, 4))
-GEMM_SPLITS = (2, 4)
+GEMM_SPLITS = (2, 4, 8, 16)
 # row-major tile order (group_m 1) against the default grouped order (8)
 GEMM_GROUP1_TILES = ((128, 128, 64, 8, 4), (128, 256, 64, 8, 3))
 # stream B (evict B first, keep A in L2): the skinny tiles, where B is the stream
