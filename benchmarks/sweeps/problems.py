@@ -22,7 +22,7 @@ CAL_SHAPES = {
             128: "b4h32kv32q4096k4096d128n_bf16",
             256: "b2h16kv16q4096k4096d256n_bf16",
         },
-    },  # fmt: skip
+    },
     "decode": {"stream": "b1h32kv8L131072d128_bf16"},
     "grouped": {"mma": "e8r4096n8192k8192_bf16", "stream": "e128r8n1536k2048_bf16"},
 }

@@ -29,13 +29,14 @@ FIELDS = {
         "head_dim": None,
         "causal": False,
         "dtype": "bf16",
-    },  # fmt: skip
+    },
     "decode": {"batch": None, "heads": None, "kv_heads": None, "seq_len": None, "head_dim": None, "dtype": "bf16"},
     "grouped": {"experts": None, "rows_per_expert": None, "n": None, "k": None, "dtype": "bf16"},
 }
 
 
 def _int(name: str, v: object, hi: int) -> int:
+    given = v
     if isinstance(v, bool):
         raise InputError(f"{name} must be an integer in 1..{hi}, got {v!r}")
     if isinstance(v, str):
@@ -51,7 +52,7 @@ def _int(name: str, v: object, hi: int) -> int:
         raise InputError(f"{name} must be an integer in 1..{hi}, got {v!r}")
     v = int(v)
     if not 1 <= v <= hi:
-        raise InputError(f"{name} must be an integer in 1..{hi}, got {v}")
+        raise InputError(f"{name} must be an integer in 1..{hi}, got {given!r}")
     return v
 
 

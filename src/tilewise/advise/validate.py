@@ -45,7 +45,7 @@ def _pct(xs: list[float], q: float) -> float:
     xs = sorted(xs)
     if not xs:
         return float("nan")
-    i = min(len(xs) - 1, max(0, int(round(q * (len(xs) - 1)))))
+    i = min(len(xs) - 1, max(0, round(q * (len(xs) - 1))))
     return xs[i]
 
 
@@ -112,7 +112,7 @@ def family_verdict(family: str, directory: str | None = None, gpu: str = "h200")
             pred = predict(family, rec.problem, rec.configs[t], gpu).ms
             errs.append(abs(pred - ms) / ms)
         if "nmh" in rec.others:
-            nt, nms, _ = rec.others["nmh"]
+            _nt, nms, _ = rec.others["nmh"]
             nmh_top.append(nms / best_ms)
             if key in nmh_pred:
                 nmh_err.append(abs(nmh_pred[key] - nms) / nms)
