@@ -38,11 +38,12 @@ import problems as P  # noqa: E402
 from tilewise.advise import fixtures  # noqa: E402
 from tilewise.model import predict as M  # noqa: E402
 
+# l2_tbps 1000: the L2 term never binds (every config's loads then count in its own MMA and fill rates)
 GRID = {
-    "latency_us": (0.8, 1.2, 1.8),
-    "fill_us": (0.5, 1.5),
-    "l2_tbps": (8.0, 11.0, 15.0),
-    "l2_resident_fraction": (0.4, 0.8),
+    "latency_us": (0.5, 0.8, 1.2),
+    "fill_us": (0.25, 0.5, 1.0),
+    "l2_tbps": (20.0, 1000.0),
+    "l2_resident_fraction": (0.2, 0.4, 0.8),
 }
 # the rates stay physical: a config reaches at least 10% of the Tensor-Core peak and 30% of the bandwidth
 # Little's law allows, or the fit could explain a compute-bound kernel by a slow stream (or the reverse)
@@ -133,11 +134,9 @@ def main(argv=None) -> int:
         "launch_us": micro["launch_us"],
     }
     path = a.out or os.path.join(M.CAL_DIR, f"{a.gpu}.json")
+    # every prediction below passes all three rates and every constant it depends on, so the file
+    # being rewritten cannot leak into its own calibration
     old = M.calibration(a.gpu) if os.path.exists(path) else {}
-    if os.path.exists(path):  # calibrate against no file, so the current one cannot leak in
-        os.remove(path)
-    M.calibration.cache_clear()
-    M.machine.cache_clear()
     recs = {fam: fixtures.load(fam, a.sweep) for fam in fixtures.FAMILIES}
     grid = [dict(zip(GRID, v)) for v in itertools.product(*GRID.values())]
     if a.quick and old:

@@ -10,8 +10,6 @@ four is "cal" (calibration may look at it), the rest "val" (the verdict's held-o
 
 from __future__ import annotations
 
-import hashlib
-
 # Anchors: always calibration (the per-config MMA rate and the memory-bound stream rate are read there).
 # Named before any model constant was fitted; calibrate.py reads the per-config rates on these.
 CAL_SHAPES = {
@@ -26,25 +24,13 @@ CAL_SHAPES = {
     "decode": {"stream": "b1h32kv8L131072d128_bf16"},
     "grouped": {"mma": "e8r4096n8192k8192_bf16", "stream": "e128r8n1536k2048_bf16"},
 }
-ANCHORS = {
-    "8192x8192x8192_bf16_nn",
-    "8192x8192x8192_fp16_nt",
-    "4096x28672x4096_bf16_nt",
-    "1x28672x4096_bf16_nt",
-    "64x28672x4096_bf16_nt",
-    "b4h32kv32q4096k4096d64n_bf16",
-    "b4h32kv32q4096k4096d128n_bf16",
-    "b2h16kv16q4096k4096d256n_bf16",
-    "b1h32kv8L131072d128_bf16",
-    "e8r4096n8192k8192_bf16",
-    "e128r8n1536k2048_bf16",
-}
 
 
 def split_of(key: str) -> str:
-    if key in ANCHORS:
-        return "cal"
-    return "cal" if int(hashlib.sha1(key.encode()).hexdigest(), 16) % 4 == 0 else "val"
+    """'cal' or 'val' (the verdict's held-out split): tilewise.advise.validate.split_of, the one rule."""
+    from tilewise.advise.validate import split_of as rule
+
+    return rule(key)
 
 
 def gemm_key(p: dict) -> str:

@@ -51,6 +51,7 @@ CAL_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "calibration"
 
 # Fallbacks when a calibration file lacks a figure (order of magnitude; the H200 file has them all).
 DEFAULTS = {
+    "sms": None,  # None: the registry's
     "clock_mhz": None,  # None: the registry's tensor clock
     "read_tbps": None,  # None: 0.9 x the datasheet HBM bandwidth
     "l2_tbps": None,  # None: the registry's L2 figure
@@ -98,7 +99,9 @@ def calibration(gpu: str) -> dict:
         with open(path) as f:
             data = json.load(f)
     except (OSError, ValueError) as e:
-        raise InputError(f"calibration file {path} must be JSON written by benchmarks/sweeps/calibrate.py: {e}")
+        raise InputError(
+            f"calibration file {path} must be JSON written by benchmarks/sweeps/calibrate.py: {e}"
+        ) from None
     if not isinstance(data, dict):
         raise InputError(f"calibration file {path} must hold a JSON object, got {type(data).__name__}")
     return data
@@ -138,12 +141,13 @@ def machine(gpu: str, overrides: tuple = ()) -> _Machine:
         clock = g.tensor_clock_mhz * ((hc["clock_mhz"] or h.tensor_clock_mhz) / h.tensor_clock_mhz)
         read = g.hbm_bytes_per_s * ((hc["read_tbps"] or 0.9 * h.hbm_bytes_per_s / 1e12) * 1e12 / h.hbm_bytes_per_s)
         l2 = g.l2_bytes_per_s * ((hc["l2_tbps"] or h.l2_bytes_per_s / 1e12) * 1e12 / h.l2_bytes_per_s)
+    sms = int(c.get("sms") or g.sms)  # an override scales the Tensor-Core peak with it (properties, what-ifs)
     return _Machine(
         key=g.key,
-        sms=g.sms,
+        sms=sms,
         calibrated=bool(own),
-        peak_flops=_gpus.peak_flops(g, "bf16", clock),
-        peak_flops_tf32=_gpus.peak_flops(g, "tf32", clock),
+        peak_flops=_gpus.peak_flops(g, "bf16", clock) * sms / g.sms,
+        peak_flops_tf32=_gpus.peak_flops(g, "tf32", clock) * sms / g.sms,
         read_bps=read,
         l2_bps=l2,
         l2_bytes=g.l2_bytes,
@@ -242,7 +246,7 @@ def _gemm(p: dict, c: dict, mach: _Machine, eff: dict | None = None) -> Predicti
         active = programs
     else:
         programs = tiles * split
-        w = waves.grid_waves(programs, sms, b)
+        grid = waves.grid_waves(programs, sms, b)
         busiest = cdiv(programs, sms)  # programs on the busiest SM
         active = min(programs, sms * b)
         per_prog = None
@@ -274,8 +278,9 @@ def _gemm(p: dict, c: dict, mach: _Machine, eff: dict | None = None) -> Predicti
     t_hbm = hbm_bytes / bw
     t_l2 = req_bytes / mach.l2_bps
 
-    # per program: the fill (latency + one stage) and the epilogue (C tile at the SM's bandwidth share)
-    sm_bw = mach.read_bps / sms
+    # per program: the fill (latency + one stage) and the epilogue (C tile), at the program's share of
+    # the bandwidth among the programs resident at once
+    sm_bw = mach.read_bps / max(1, active)
     fill = mach.latency_s + mach.fill_s + (bm + bn) * bk * e / sm_bw
     epi = bm * bn * e / sm_bw
     if persistent:
@@ -302,7 +307,7 @@ def _gemm(p: dict, c: dict, mach: _Machine, eff: dict | None = None) -> Predicti
         "programs": programs,
         "split_k": split,
         "blocks_per_sm": b,
-        "waves": (tiles * split) / (sms * b) if not persistent else tiles / programs,
+        "waves": grid.waves if not persistent else tiles / programs,
         "hbm_bytes": hbm_bytes,
         "l2_bytes": req_bytes,
         "mma_eff": mma_eff,
@@ -367,7 +372,7 @@ def _attention(p: dict, c: dict, mach: _Machine, eff: dict | None = None) -> Pre
     inflight = active * max(1, st - 1) * 2 * bn * d * e
     t_hbm = hbm / (_little_bw(mach, inflight) * _eff(mach, "attention", "stream", tag, 0.85, eff))
     t_l2 = kv_req / mach.l2_bps
-    sm_bw = mach.read_bps / sms
+    sm_bw = mach.read_bps / max(1, active)
     fill = mach.latency_s + mach.fill_s + (bm * d + 2 * bn * d) * e / sm_bw
     t_fixed = cdiv(cdiv(programs, sms), b) * (fill + bm * d * e / sm_bw)
     terms = {"prologue_epilogue": t_fixed, "launch": mach.launch_s, "wave_tail": max(0.0, t_tc - t_even)}
@@ -404,7 +409,7 @@ def _decode(p: dict, c: dict, mach: _Machine, eff: dict | None = None) -> Predic
     per_prog_bytes = 2 * chunk * d * e
     t_stream = max(kv / bw, gens * per_prog_bytes * min(active, sms * b) / bw)
     t_l2 = (kv + 2 * part) / mach.l2_bps
-    sm_bw = mach.read_bps / sms
+    sm_bw = mach.read_bps / max(1, active)
     t_fixed = gens * (mach.latency_s + mach.fill_s + 2 * bn * d * e / sm_bw)
     t_merge = (mach.launch_s + mach.latency_s + part / mach.read_bps) if splits > 1 else 0.0
     flops = 4 * B * Hq * L * d
@@ -425,7 +430,7 @@ def _grouped(p: dict, c: dict, mach: _Machine, eff: dict | None = None) -> Predi
 
     E, r, n, k = p["experts"], p["rows_per_expert"], p["n"], p["k"]
     e = _gpus.element_bytes(p.get("dtype", "bf16"))
-    bm, bn, bk, w, st = c["block_m"], c["block_n"], c["block_k"], c["num_warps"], c["num_stages"]
+    bm, bn, bk, st = c["block_m"], c["block_n"], c["block_k"], c["num_stages"]
     sched = c.get("schedule", "map")
     tag = space.grouped_tag(c)
     sms = mach.sms
@@ -445,7 +450,7 @@ def _grouped(p: dict, c: dict, mach: _Machine, eff: dict | None = None) -> Predi
     stream = _eff(mach, "grouped", "stream", tag, 0.8, eff)
     t_hbm = hbm / (_little_bw(mach, inflight) * stream)
     t_l2 = tiles * (bm + bn) * k * e / mach.l2_bps
-    sm_bw = mach.read_bps / sms
+    sm_bw = mach.read_bps / max(1, active)
     # per tile: a refill of the pipeline (one latency) and the store; the schedule's lookup
     steps = max(0, math.ceil(math.log2(E))) if E > 1 else 0
     lookup = mach.latency_s * (steps * 0.25 if sched == "search" else 0.25)
