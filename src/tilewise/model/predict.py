@@ -263,13 +263,14 @@ def _gemm(p: dict, c: dict, mach: _Machine, eff: dict | None = None) -> Predicti
     if a_bytes + b_bytes <= mach.l2_res * mach.l2_bytes:
         hbm_bytes = a_bytes + b_bytes + c_bytes
     else:
-        # the programs that run at once cover `group` row tiles x the rest in columns (grouped order)
+        # the programs that run at once cover `rows` row tiles x `cols` column tiles (grouped order); each
+        # such wave reads its A rows and B columns from HBM: tiles / (rows x cols) waves (not rounded up, so
+        # more concurrency never reads more)
         group = min(int(c.get("group_m", 8)), tiles_m)
-        conc = max(1, min(tiles, active if persistent else sms * b))
+        conc = max(1, min(tiles, active))
         rows = min(tiles_m, max(group, cdiv(conc, tiles_n)))
-        cols = min(tiles_n, max(1, cdiv(conc, rows)))
-        rounds = cdiv(tiles, rows * cols)
-        reread = rounds * (rows * bm * k + cols * bn * k) * e
+        cols = min(tiles_n, max(1, conc / rows))
+        reread = tiles * k * e * (bm / cols + bn / rows)
         hbm_bytes = max(a_bytes + b_bytes, reread) + c_bytes
     req_bytes = tiles * split * (bm + bn) * k_per * e
     ring = stages if bm >= 64 or persistent else max(1, stages - 1)
@@ -280,7 +281,7 @@ def _gemm(p: dict, c: dict, mach: _Machine, eff: dict | None = None) -> Predicti
 
     # per program: the fill (latency + one stage) and the epilogue (C tile), at the program's share of
     # the bandwidth among the programs resident at once
-    sm_bw = mach.read_bps / max(1, active)
+    sm_bw = mach.read_bps / _gpus.get(mach.key).sms  # an SM's share of the bandwidth (the registry's SM count)
     fill = mach.latency_s + mach.fill_s + (bm + bn) * bk * e / sm_bw
     epi = bm * bn * e / sm_bw
     if persistent:
@@ -291,7 +292,10 @@ def _gemm(p: dict, c: dict, mach: _Machine, eff: dict | None = None) -> Predicti
     t_fix = 0.0
     if split > 1:
         part = bm * bn * 4
-        t_fix = (2 * tiles * split * part) / mach.l2_bps + split * part / sm_bw
+        # partials written and read back through L2, and per program generation one round trip of the
+        # counter before the last split sums (serial, deterministic)
+        gens_fix = cdiv(busiest, b) if not persistent else 1
+        t_fix = (3 * tiles * split * part) / mach.l2_bps + gens_fix * mach.latency_s
     t_launch = mach.launch_s
     if p.get("layout", "nn") not in ("nn", "nt"):
         raise InputError(f"gemm layout must be 'nn' or 'nt', got {p.get('layout')!r}")
@@ -372,7 +376,7 @@ def _attention(p: dict, c: dict, mach: _Machine, eff: dict | None = None) -> Pre
     inflight = active * max(1, st - 1) * 2 * bn * d * e
     t_hbm = hbm / (_little_bw(mach, inflight) * _eff(mach, "attention", "stream", tag, 0.85, eff))
     t_l2 = kv_req / mach.l2_bps
-    sm_bw = mach.read_bps / max(1, active)
+    sm_bw = mach.read_bps / _gpus.get(mach.key).sms
     fill = mach.latency_s + mach.fill_s + (bm * d + 2 * bn * d) * e / sm_bw
     t_fixed = cdiv(cdiv(programs, sms), b) * (fill + bm * d * e / sm_bw)
     terms = {"prologue_epilogue": t_fixed, "launch": mach.launch_s, "wave_tail": max(0.0, t_tc - t_even)}
@@ -407,9 +411,12 @@ def _decode(p: dict, c: dict, mach: _Machine, eff: dict | None = None) -> Predic
     # the busiest SM streams its programs' chunks one generation after another
     gens = cdiv(programs, sms * b)
     per_prog_bytes = 2 * chunk * d * e
-    t_stream = max(kv / bw, gens * per_prog_bytes * min(active, sms * b) / bw)
+    # a program streams its chunk at its share of the bandwidth among the programs resident at once (counted
+    # on the registry's SMs, so that more SMs only shorten the generations)
+    per_prog_bw = bw / min(active, _gpus.get(mach.key).sms * b)
+    t_stream = max(kv / bw, gens * per_prog_bytes / per_prog_bw)
     t_l2 = (kv + 2 * part) / mach.l2_bps
-    sm_bw = mach.read_bps / max(1, active)
+    sm_bw = mach.read_bps / _gpus.get(mach.key).sms
     t_fixed = gens * (mach.latency_s + mach.fill_s + 2 * bn * d * e / sm_bw)
     t_merge = (mach.launch_s + mach.latency_s + part / mach.read_bps) if splits > 1 else 0.0
     flops = 4 * B * Hq * L * d
@@ -450,7 +457,7 @@ def _grouped(p: dict, c: dict, mach: _Machine, eff: dict | None = None) -> Predi
     stream = _eff(mach, "grouped", "stream", tag, 0.8, eff)
     t_hbm = hbm / (_little_bw(mach, inflight) * stream)
     t_l2 = tiles * (bm + bn) * k * e / mach.l2_bps
-    sm_bw = mach.read_bps / max(1, active)
+    sm_bw = mach.read_bps / _gpus.get(mach.key).sms
     # per tile: a refill of the pipeline (one latency) and the store; the schedule's lookup
     steps = max(0, math.ceil(math.log2(E))) if E > 1 else 0
     lookup = mach.latency_s * (steps * 0.25 if sched == "search" else 0.25)
