@@ -173,9 +173,11 @@ def _eff(mach: _Machine, kernel: str, kind: str, tag: str, default: float, force
 # ------------------------------------------------------------------------------------------ helpers
 
 
-def _little_bw(mach: _Machine, inflight_bytes: float) -> float:
-    """Bandwidth the programs can sustain with this many bytes requested at once (Little's law)."""
-    return max(1e9, min(mach.read_bps, inflight_bytes / mach.latency_s))
+def _stream_bw(mach: _Machine, inflight_bytes: float, stream: float) -> float:
+    """Bandwidth a config sustains: Little's law (bytes in flight / latency) times its calibrated stream
+    rate, never above the measured read bandwidth (a rate > 1 only says Little's law undercounts its bytes
+    in flight, not that it beats the HBM)."""
+    return max(1e9, min(mach.read_bps * min(1.0, stream), stream * inflight_bytes / mach.latency_s))
 
 
 def _finish(kernel, mach, terms: dict, main: dict, detail: dict, fixed_scale: float = 1.0) -> Prediction:
@@ -275,7 +277,7 @@ def _gemm(p: dict, c: dict, mach: _Machine, eff: dict | None = None) -> Predicti
     req_bytes = tiles * split * (bm + bn) * k_per * e
     ring = stages if bm >= 64 or persistent else max(1, stages - 1)
     inflight = active * max(1, ring - 1) * (bm + bn) * bk * e
-    bw = _little_bw(mach, inflight) * stream_eff
+    bw = _stream_bw(mach, inflight, stream_eff)
     t_hbm = hbm_bytes / bw
     t_l2 = req_bytes / mach.l2_bps
 
@@ -374,7 +376,7 @@ def _attention(p: dict, c: dict, mach: _Machine, eff: dict | None = None) -> Pre
     kv_req = programs * (cdiv(sk, bn) * bn if not causal else sk / 2 + bm) * 2 * d * e
     active = min(programs, sms * b)
     inflight = active * max(1, st - 1) * 2 * bn * d * e
-    t_hbm = hbm / (_little_bw(mach, inflight) * _eff(mach, "attention", "stream", tag, 0.85, eff))
+    t_hbm = hbm / _stream_bw(mach, inflight, _eff(mach, "attention", "stream", tag, 0.85, eff))
     t_l2 = kv_req / mach.l2_bps
     sm_bw = mach.read_bps / _gpus.get(mach.key).sms
     fill = mach.latency_s + mach.fill_s + (bm * d + 2 * bn * d) * e / sm_bw
@@ -407,7 +409,7 @@ def _decode(p: dict, c: dict, mach: _Machine, eff: dict | None = None) -> Predic
     part = splits * B * Hq * (d + 1) * 4 if splits > 1 else 0
     inflight = active * max(1, st - 1) * 2 * bn * d * e
     stream = _eff(mach, "decode", "stream", tag, 0.8, eff)
-    bw = _little_bw(mach, inflight) * stream
+    bw = _stream_bw(mach, inflight, stream)
     # the busiest SM streams its programs' chunks one generation after another
     gens = cdiv(programs, sms * b)
     per_prog_bytes = 2 * chunk * d * e
@@ -455,7 +457,7 @@ def _grouped(p: dict, c: dict, mach: _Machine, eff: dict | None = None) -> Predi
     active = min(tiles, sms)
     inflight = active * max(1, st - 1) * (bm + bn) * bk * e
     stream = _eff(mach, "grouped", "stream", tag, 0.8, eff)
-    t_hbm = hbm / (_little_bw(mach, inflight) * stream)
+    t_hbm = hbm / _stream_bw(mach, inflight, stream)
     t_l2 = tiles * (bm + bn) * k * e / mach.l2_bps
     sm_bw = mach.read_bps / _gpus.get(mach.key).sms
     # per tile: a refill of the pipeline (one latency) and the store; the schedule's lookup
