@@ -528,3 +528,5 @@ def _desc(t: torch.Tensor, block: list):
 
 
 __all__ = ["ForwardConfig", "attention", "forward_config"]
+
+check_attention = _check  # public: tilewise.kernels.custom_ops runs it in the fake impls
