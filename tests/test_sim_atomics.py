@@ -16,6 +16,7 @@ import os
 
 import numpy as np
 import pytest
+from helpers import assert_close, poisoned
 
 from tilewise.errors import InputError
 from tilewise.sim import (
@@ -253,12 +254,11 @@ def k_block_sum_atomic(x, out, n):
         atomic_add(out, 0, s[0])
 
 
-def test_block_sum_final_atomic_is_one_sector_per_block():
-    rng = np.random.default_rng(1)
+def test_block_sum_final_atomic_is_one_sector_per_block(rng):
     x = rng.standard_normal(8 * 256).astype(np.float32)
     out = np.full(1, 0.0, dtype=np.float32)
     t = launch(k_block_sum_atomic, 8, 256, x, out, len(x), hazards=False)
-    np.testing.assert_allclose(out[0], x.astype(np.float64).sum(), rtol=1e-4, atol=1e-3)
+    assert_close(out[0], x.astype(np.float64).sum(), atol=1e-3, rtol=1e-4, what="sum")
     (s,) = [s for s in t.sites.values() if s.op == "atom"]
     assert (s.space, s.counts["inst"], s.counts["sectors"], s.counts["requests"]) == ("global", 8, 8, 8)
 
@@ -276,12 +276,11 @@ def k_shared_float_add(x, out):
         out[t] = acc[t]
 
 
-def test_executor_counts_a_shared_float_add_as_its_cas_loop():
-    rng = np.random.default_rng(2)
+def test_executor_counts_a_shared_float_add_as_its_cas_loop(rng):
     x = rng.standard_normal(64).astype(np.float32)
-    out = np.full(4, np.nan, dtype=np.float32)
+    out = poisoned(4, np.float32)
     t = launch(k_shared_float_add, 1, 64, x, out)
-    np.testing.assert_allclose(out, x.astype(np.float64).reshape(16, 4).sum(axis=0), rtol=1e-5, atol=1e-5)
+    assert_close(out, x.astype(np.float64).reshape(16, 4).sum(axis=0), atol=1e-5, rtol=1e-5, what="sums")
     line = next(s.line for s in t.sites.values() if s.op == "atom")
     at = {s.op: s.counts for s in t.sites.values() if s.line == line}
     # per warp: 8 passes (one lane per bank each); ATOMS.CAST 2 wavefronts a pass; the LDS 1 (4 banks).
@@ -309,7 +308,7 @@ def test_report_names_atomics_as_atomics():
         if tid == 0:
             out[blockIdx.x] = s[0]
 
-    out = np.full(2, np.nan, np.float32)
+    out = poisoned(2, np.float32)
     hist = np.zeros(4, np.int32)
     t = launch(count, 2, 64, out, hist)
     assert out.tolist() == [64.0, 64.0] and hist[0] == 128
