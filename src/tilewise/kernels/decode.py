@@ -34,7 +34,7 @@ import triton
 import triton.language as tl
 
 from tilewise.errors import InputError, require
-from tilewise.kernels.utils import Launcher, PlanCache, flat_rows, interpreting, sm_count
+from tilewise.kernels.utils import Launcher, PlanCache, flat_rows, interpreting, signature, sm_count
 from tilewise.model.decode import choose_num_splits
 from tilewise.util import cdiv, next_power_of_2
 
@@ -565,8 +565,7 @@ def decode_attention(
             q.shape, q.stride(), q.dtype, q.device, q.data_ptr() % 16 == 0,
             k_cache.shape, k_cache.stride(), k_cache.dtype, k_cache.device, k_cache.data_ptr() % 16 == 0,
             v_cache.shape, v_cache.stride(), v_cache.dtype, v_cache.device, v_cache.data_ptr() % 16 == 0,
-            None if block_table is None else (block_table.shape, block_table.stride(), block_table.dtype,
-                                              block_table.device),
+            signature(block_table),
             scale, type(scale), num_splits, max_seq_len, tile, max_chunk, use_desc,
         )  # fmt: skip
         hash(sig)
@@ -574,7 +573,7 @@ def decode_attention(
         sig = None
     if sig is not None and isinstance(seq_lens, torch.Tensor) and seq_lens.device.type != "cpu":
         # the fast path: nothing about the lengths is read on the host
-        key = (sig, seq_lens.shape, seq_lens.dtype, seq_lens.device)
+        key = (sig, seq_lens.shape, seq_lens.dtype, seq_lens.device, seq_lens.data_ptr() % 16 == 0)
         plan = _PLANS.get(key)
         if plan is not None:
             lens = seq_lens if seq_lens.dtype == torch.int32 else seq_lens.to(torch.int32)
