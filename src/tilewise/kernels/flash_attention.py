@@ -83,14 +83,9 @@ def _budget(head_dim: int, block_m: int, block_n: int, num_warps: int, stages: i
     )
 
 
-# Candidates per head dim in order of preference, (BLOCK_M, BLOCK_N, warps, stages); the first
-# that the model's register and shared-memory budgets accept is taken. The order is measured:
-# H200, bf16, 2026-11-30, triton 3.6 (benchmarks/gpu/queue/attn_final.py, docs/readme/attention.md),
-# TFLOP/s at B4 H32 S4096 (D 64 / 128) and B2 H16 S4096 (D 256):
-#   D 64 causal:   64x64 w4 s3 393 | 128x64 w4 s3 372 | 128x64 w4 s4 371 | 128x128 w8 s3 316 | 128x128 w4 s3 190
-#   D 128:         128x128 w8 s3 498 / 442 (non-causal / causal, plain loads), 492 / 433 (TMA) |
-#                  128x64 w8 s3 483 / 415 | 128x64 w8 s4 473 / 408 | 128x128 w8 s2 453 / 388
-#   D 256 causal:  128x64 w8 s2 439 | 64x32 w4 s3 360 | 64x64 w4 s2 347
+# Candidates per head dim in order of preference, (BLOCK_M, BLOCK_N, warps, stages); the first that the model's
+# register and shared-memory budgets accept is taken. The order is measured (H200, bf16, triton 3.6, 2026-11-30;
+# the TFLOP/s of every variant: tests/data/tuning/attention.md): at D 128, 128x128 w8 s3 498 TFLOP/s non-causal.
 _CANDIDATES: dict[int, list[tuple[int, int, int, int]]] = {
     16: [(64, 64, 4, 2)],
     32: [(64, 64, 4, 2)],
