@@ -305,10 +305,7 @@ def _moe_case(T, heads, head_dim, experts, width, top_k, dtype_name, rounds, rep
             rep_ms=rep_ms,
         )
         err = (
-            (
-                layer.experts_forward(z, p).float()
-                - experts_forward_torch(z, p, layer.w_gate_up, layer.w_down).float()
-            )
+            (layer.experts_forward(z, p).float() - experts_forward_torch(z, p, layer.w_gate_up, layer.w_down).float())
             .abs()
             .max()
             .item()
