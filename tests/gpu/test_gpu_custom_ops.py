@@ -99,6 +99,7 @@ def test_cuda_graph_capture_and_replay_of_each_op(g):
     lens = torch.tensor([300, 17, 0], dtype=torch.int32, device="cuda")
     sw, slot_of, offsets = _routing(g, 50, 2, 4)
     sw = sw.detach()
+    group_ends = offs([70, 0, 1, 129])  # made before the capture: a host-to-device copy cannot be captured
     inputs = {
         "matmul": (lambda a, b: K.matmul(a, b, activation="silu"), (r(1000, 512, g=g), r(512, 1000, g=g))),
         "sum": (lambda x: K.sum(x, dim=1), (r(64, 4096, g=g),)),
@@ -107,7 +108,7 @@ def test_cuda_graph_capture_and_replay_of_each_op(g):
                                                                           r(2, 2, 256, 128, g=g))),
         "decode": (lambda q, k, v: K.decode_attention(q, k, v, lens, max_seq_len=300)[0],
                    (r(3, 8, 128, g=g), r(3, 2, 300, 128, g=g), r(3, 2, 300, 128, g=g))),
-        "grouped": (lambda x, w: K.grouped_matmul(x, w, offs([70, 0, 1, 129]), check_offsets=False),
+        "grouped": (lambda x, w: K.grouped_matmul(x, w, group_ends, check_offsets=False),
                     (r(200, 128, g=g), r(4, 128, 256, scale=0.1, g=g))),
         "moe": (lambda x, lg, a, b: K.moe(x, lg, a, b, 2),
                 (r(50, 128, g=g), r(50, 4, g=g), r(4, 128, 128, scale=0.1, g=g), r(4, 64, 128, scale=0.1, g=g))),
@@ -162,21 +163,22 @@ def test_reduce_overhead_compiled_inference_replays_cuda_graphs():
     w = torch.randn(256, 256, device="cuda", dtype=torch.bfloat16) / 16
     wgu = torch.randn(8, 256, 512, device="cuda", dtype=torch.bfloat16) / 16
     wd = torch.randn(8, 256, 256, device="cuda", dtype=torch.bfloat16) / 16
-    router = torch.randn(256, 8, device="cuda", dtype=torch.bfloat16) / 16
 
-    def f(x):
+    def f(x, logits):
+        # the router logits come in: an Inductor GEMM for h @ router may round differently from cuBLAS,
+        # and a flipped top-2 near a tie would change a row by far more than rounding
         h = K.matmul(x, w, activation="gelu")
-        h = h + K.moe(h, h @ router, wgu, wd, 2)
+        h = h + K.moe(h, logits, wgu, wd, 2)
         return K.sum(h, dim=-1)
 
     compiled = torch.compile(f, mode="reduce-overhead", fullgraph=True)
     skips = torch._dynamo.utils.counters["inductor"]["cudagraph_skips"]
     with torch.no_grad():
         for seed in range(4):
-            x = torch.randn(
-                512, 256, device="cuda", dtype=torch.bfloat16, generator=torch.Generator("cuda").manual_seed(seed)
-            )
-            close(compiled(x).clone(), f(x), 0.05, 0.02, f"reduce-overhead call {seed}")
+            gen = torch.Generator("cuda").manual_seed(seed)
+            x = torch.randn(512, 256, device="cuda", dtype=torch.bfloat16, generator=gen)
+            logits = torch.randn(512, 8, device="cuda", generator=gen)
+            close(compiled(x, logits).clone(), f(x, logits), 0.05, 0.02, f"reduce-overhead call {seed}")
     assert torch._dynamo.utils.counters["inductor"]["cudagraph_skips"] == skips  # no op kept it out of the graph
 
 
