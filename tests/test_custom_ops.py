@@ -231,7 +231,7 @@ def test_grouped_matmul_grad_matches_float64(dtype, tol, gen):
 class EveryOp(torch.nn.Module):
     """A toy model that calls every tilewise op (and both nn.Modules) in one graph."""
 
-    def __init__(self):
+    def __init__(self, dtype=torch.float32):
         super().__init__()
         g = torch.Generator().manual_seed(7)
         self.w = torch.nn.Parameter(torch.randn(64, 64, generator=g) / 8)
@@ -241,7 +241,7 @@ class EveryOp(torch.nn.Module):
         self.wgu = torch.nn.Parameter(torch.randn(3, 64, 32, generator=g) / 8)
         self.wd = torch.nn.Parameter(torch.randn(3, 16, 64, generator=g) / 4)
         self.router = torch.nn.Parameter(torch.randn(64, 3, generator=g) / 8)
-        self.to(DEV)
+        self.to(DEV, dtype)
 
     def forward(self, x, cache, lens, offsets):
         T = x.shape[0]
@@ -257,10 +257,10 @@ class EveryOp(torch.nn.Module):
         return K.sum(g, dim=1) + K.sum(d), h
 
 
-def model_inputs(seed):
+def model_inputs(seed, dtype=torch.float32):
     g = torch.Generator().manual_seed(seed)
-    x = torch.randn(9, 64, generator=g).to(DEV)
-    cache = torch.randn(2, 2, 33, 16, generator=g).to(DEV)
+    x = torch.randn(9, 64, generator=g).to(DEV, dtype)
+    cache = torch.randn(2, 2, 33, 16, generator=g).to(DEV, dtype)
     lens = torch.tensor([33, 5], dtype=torch.int32, device=DEV)
     return x, cache, lens, offsets_of([4, 0, 5])
 

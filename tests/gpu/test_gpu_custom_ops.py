@@ -138,19 +138,22 @@ def test_cuda_graph_capture_and_replay_of_each_op(g):
 
 
 def test_inductor_fullgraph_model_with_every_op():
+    """bf16 (fp32 FlashFFN is accepted but not what the GPU tests cover); Inductor fuses the glue in fp32
+    and rounds once where eager rounds per op, so compiled and eager differ by bf16 rounding."""
     import torch._dynamo
     from test_custom_ops import EveryOp, model_inputs
 
     torch._dynamo.reset()
-    model = EveryOp()
+    model = EveryOp(torch.bfloat16)
     compiled = torch.compile(model, fullgraph=True)  # Inductor
     before = torch._dynamo.utils.counters["stats"]["unique_graphs"]
     for seed in (1, 2):
-        args = model_inputs(seed)
+        args = model_inputs(seed, torch.bfloat16)
         got, _ = compiled(*args)
         want, _ = model(*args)
-        close(got, want, 2e-2, 2e-2, "inductor vs eager")  # fp32 matmul runs as tf32
-        got.sum().backward()
+        scale = want.float().abs().max().item()
+        close(got, want, 3e-2 * scale, 3e-2, "inductor vs eager")
+        got.float().sum().backward()
     assert torch._dynamo.utils.counters["stats"]["unique_graphs"] - before == 1
     assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.parameters())
 
