@@ -11,7 +11,6 @@ import pytest
 pytest.importorskip("tilewise.advise.problems")
 from tilewise.advise import advise  # noqa: E402
 from tilewise.advise.problems import normalize  # noqa: E402
-
 from tilewise.errors import InputError  # noqa: E402
 from tilewise.web import api  # noqa: E402
 
