@@ -13,6 +13,7 @@ import json
 from functools import cache
 from importlib import resources
 
+from tilewise.advise.problems import normalize
 from tilewise.model import roofline, traffic
 from tilewise.web.measured_build import access_key, occupancy_key, sweep_key
 
@@ -109,8 +110,8 @@ def sweep_best(kernel: str, problem: dict, gpu_key: str) -> dict | None:
     """The fastest config the committed sweeps (tests/data/sweeps/) measured for this exact problem, if any."""
     if gpu_key != MEASURED_GPU:
         return None
-    table = load().get("sweeps", {}).get("table", {})
-    return table.get(sweep_key(kernel, problem))
+    hit = load()["sweeps"]["table"].get(sweep_key(kernel, normalize(kernel, problem)))
+    return None if hit is None else {**hit, "times": dict(hit["times"])}
 
 
 def design_rows() -> list[dict]:
