@@ -53,6 +53,16 @@ def gemm_rows(m: int, n: int, k: int, dtype: str) -> list[dict]:
     return [r for r in load()["gemm"]["rows"] if r["shape"] == shape and r["dtype"] == dtype]
 
 
+def gemm_batches(n: int, k: int, dtype: str) -> list[int]:
+    """The M of every H200 benchmark row of C[M, n] = A[M, k] B[k, n] in `dtype`, ascending."""
+    ms = set()
+    for r in load()["gemm"]["rows"]:
+        m_, n_, k_ = (int(x) for x in r["shape"].split("x"))
+        if (n_, k_, r["dtype"]) == (n, k, dtype):
+            ms.add(m_)
+    return sorted(ms)
+
+
 def gemm_beside_model(gpu, m: int, n: int, k: int, dtype: str) -> list[dict]:
     """Each H200 row of this GEMM with the model's roofline time for it today (the harness's own formula:
     `roofline.time` of `traffic.gemm_flops` and `traffic.gemm_bytes`). Empty for any other GPU."""
