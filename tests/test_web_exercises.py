@@ -38,6 +38,8 @@ def independent_answer(topic: str, v: dict):
         return latency.warps_to_hide_memory(
             int(v["latency"]), int(v["width"]), int(v["ilp"]), g, int(v["threads"]), int(v["registers"])
         ).warps_needed
+    if topic == "feeding" and "n" in v:
+        return round(tensorcore.smem_feed(int(v["n"]), v["dtype"], "SS", g.key).ratio, 2)
     if topic == "feeding":
         return tensorcore.smem_feed(64, v["dtype"], "SS", g.key).break_even_n
     if topic == "registers":
@@ -97,7 +99,8 @@ def test_the_seeds_own_figures():
     40, 0, 130, 64 rows in 64-row tiles over 4 n tiles is (1 + 0 + 3 + 1) x 4 = 20 tiles."""
     assert ask("access", 0, 32)["correct"] and ask("access", 1, 1)["correct"]
     assert ask("moe", 0, 20)["correct"]
-    assert ask("feeding", 0, 64)["correct"]  # SS keeps up from N = 64 (bf16)
+    assert ask("feeding", 1, 64)["correct"]  # SS keeps up from N = 64 (bf16)
+    assert ask("feeding", 0, 1.33)["correct"] and ask("feeding", 3, 1.6)["correct"]  # the seed's 4/3 and 1.6
     assert ask("occupancy", 0, "registers")["correct"]  # 256 threads x 128 registers: 2 blocks of 64K
     d = ask("decode", 0, 311)
     assert d["correct"] and "311" in " ".join(d["reasoning"])  # the article's ~311 on the H100
