@@ -207,15 +207,15 @@ def test_bad_block_table():
 def test_default_tile_keeps_the_measured_shared_memory_footprint():
     """128 keys at D 128 in 16-bit (the measured tile: 192 KiB of K/V stages); wider rows take fewer keys,
     so D 256 or fp32 never asks for more shared memory than that (an H200 block may have 227 KiB)."""
-    from tilewise.kernels.decode import _DECODE_SMEM, _default_tile
+    from tilewise.kernels.decode import DECODE_SMEM, default_tile
 
-    assert _default_tile(128, 2) == (128, 4, 3)
-    assert _default_tile(64, 2)[0] == 128 and _default_tile(32, 2)[0] == 128
-    assert _default_tile(256, 2)[0] == 64 and _default_tile(128, 4)[0] == 64 and _default_tile(256, 4)[0] == 32
+    assert default_tile(128, 2) == (128, 4, 3)
+    assert default_tile(64, 2)[0] == 128 and default_tile(32, 2)[0] == 128
+    assert default_tile(256, 2)[0] == 64 and default_tile(128, 4)[0] == 64 and default_tile(256, 4)[0] == 32
     for d in (16, 32, 64, 128, 256):
         for e in (2, 4):
-            bn, _, st = _default_tile(d, e)
-            assert 2 * bn * d * e * st <= _DECODE_SMEM and bn >= 16
+            bn, _, st = default_tile(d, e)
+            assert 2 * bn * d * e * st <= DECODE_SMEM and bn >= 16
 
 
 @pytest.mark.parametrize("d,dtype", [(256, torch.float16), (128, torch.float32)])

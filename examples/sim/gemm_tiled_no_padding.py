@@ -8,6 +8,7 @@ Here M, N and K are 60, 60 and 100: the last tile reads past the ends of A and B
 
 import numpy as np
 
+from tilewise.errors import InputError
 from tilewise.sim import blockIdx, float32, kernel, shared, syncthreads, threadIdx
 
 TS = 32
@@ -36,6 +37,10 @@ BLOCK = (32, 32)
 
 
 def setup(grid, block, rng):
+    if tuple(block) != (TS, TS, 1):
+        raise InputError(
+            f"this kernel needs --block {TS},{TS} (one thread per element of its {TS}x{TS} tile), got {block}"
+        )
     M, N, K = grid[1] * TS - 4, grid[0] * TS - 4, 100
     A = rng.standard_normal((M, K)).astype(np.float32)
     B = rng.standard_normal((K, N)).astype(np.float32)

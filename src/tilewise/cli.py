@@ -35,11 +35,23 @@ EPILOG = """examples:
 """
 
 
-def _module_exists(name: str) -> bool:
-    try:
-        return importlib.util.find_spec(name) is not None
-    except ModuleNotFoundError:
-        return False
+# The optional extras, by the top-level package each brings (pyproject.toml's [project.optional-dependencies]).
+# Every area module imports without them; a command that needs one and finds it missing says which to install.
+EXTRAS = {"torch": "kernels", "triton": "kernels", "starlette": "web", "uvicorn": "web", "matplotlib": "plot"}
+
+
+def missing_extra(err: ImportError) -> str | None:
+    """The one-line install hint when `err` is an optional extra that is not installed, else None.
+
+    Only a ModuleNotFoundError for the extra itself counts: a broken install (the package is there but
+    one of its modules fails to import) or any other import error is a bug to show, not to hide.
+    """
+    name = getattr(err, "name", None) or ""
+    if not isinstance(err, ModuleNotFoundError) or name not in EXTRAS:
+        return None
+    if importlib.util.find_spec(name) is not None:
+        return None
+    return f"this needs the '{name}' package: pip install 'tilewise[{EXTRAS[name]}]'"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -54,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     for area in AREAS:
         if area == "tilewise.cli":
             register(sub)
-        elif _module_exists(area):
+        else:  # every area ships with tilewise: an import error here is a bug and must show
             importlib.import_module(area).register(sub)
     return p
 
@@ -190,6 +202,12 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except InputError as e:
         print(f"tilewise: error: {e}", file=sys.stderr)
+        return 2
+    except ImportError as e:
+        hint = missing_extra(e)
+        if hint is None:
+            raise
+        print(f"tilewise: error: {hint}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -284,6 +284,8 @@ def read_rows(path: str) -> list[dict[str, Any]]:
 
 def format_table(rows: list[dict[str, Any]], cols: Sequence[str] | None = None) -> str:
     """A plain-text table of rows (for the terminal and the README)."""
+    if cols is None and rows and "ours_us" in rows[0]:  # host cost per call (`bench overhead`)
+        cols = ["kernel", "shape", "dtype", "peer", "ours_us", "peer_us", "extra_us", "within_target", "cpu"]
     if cols is None:
         cols = ["kernel", "shape", "dtype", "ours_ms", "peer_ms", "speedup", "tflops", "tbps", "roofline_fraction"]
         if any("ours_graph_ms" in r for r in rows):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 
 KINDS = {
     "gemm": ("tilewise.explain.gemm", "a GEMM from grid to Tensor Core (default: the GEMM article's example)"),
@@ -13,20 +12,6 @@ KINDS = {
     "moe": ("tilewise.explain.moe", "MoE grouped GEMM: tiles per expert, schedule, prologue/epilogue share"),
     "ffn": ("tilewise.explain.ffn", "FlashFFN: the fused multi-head FFN and why it fits on chip"),
 }
-
-
-def _available() -> dict[str, tuple[str, str]]:
-    out = {}
-    for kind, (mod, text) in KINDS.items():
-        try:
-            if importlib.util.find_spec(mod) is None:
-                continue
-            m = importlib.import_module(mod)
-        except ImportError:
-            continue
-        if hasattr(m, "add_arguments") and hasattr(m, "from_args"):
-            out[kind] = (mod, text)
-    return out
 
 
 def _run(a: argparse.Namespace) -> int:
@@ -47,7 +32,7 @@ def _run(a: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
-    kinds = _available()
+    kinds = KINDS  # every kind ships with tilewise: a module that fails to import is a bug and must show
     p = sub.add_parser(
         "explain",
         help="walk a problem from warps to tile sizes: " + "|".join(kinds),

@@ -12,7 +12,7 @@ from Tensor-Core utilisation to saturating HBM. This file does three things for 
 * Split-KV: the keys of each (sequence, KV head) are cut into `num_splits` chunks, one
   program each, so that small batches still put every SM to work. The count comes from the
   model's wave-efficiency rule (`tilewise.model.decode.choose_num_splits`); an optional cap
-  on the keys one program streams (`max_chunk=`, `_MAX_CHUNK`) shortens the last programs,
+  on the keys one program streams (`max_chunk=`, `MAX_CHUNK`) shortens the last programs,
   off by default (the H200 sweep measured the model's count alone best). A second kernel
   merges the partial results by their log-sum-exp.
 * Variable lengths without padding traffic: a program reads keys [start, min(start +
@@ -34,6 +34,9 @@ import triton
 import triton.language as tl
 
 from tilewise.errors import InputError, require
+from tilewise.kernels.utils import Launcher, PlanCache, flat_rows, interpreting, sm_count
+from tilewise.model.decode import choose_num_splits
+from tilewise.util import cdiv, next_power_of_2
 
 try:  # host-side TMA descriptors (triton >= 3.4); the interpreter understands them too
     from triton.tools.tensor_descriptor import TensorDescriptor
@@ -56,98 +59,51 @@ _DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 # * TMA descriptors: as fast on the GPU, but two descriptors cost host time per call (session 1).
 # * No cap on the keys per program: the model's wave-efficiency split count alone (16 x 8192 keys at
 #   L128k) beat capping chunks at 2048 / 4096 keys (139-152 us at L128k) on the geometric mean (session 1).
-_MAX_CHUNK = 1 << 30
+MAX_CHUNK = 1 << 30
 # The tile above was measured at D 128 in 16-bit: K + V stages of 2 x 128 x 128 x 2 B x 3 = 192 KiB of shared
 # memory. Wider rows (D 256, or fp32) keep that footprint with fewer keys per tile (64, then 32): the same
 # budget session 1's 64-key tile had at D 128.
-_DECODE_SMEM = 192 * 1024
-_DECODE_TILE = (128, 4, 3)
-_DECODE_TMA = False
-_MAX_SPLITS = 64
+DECODE_SMEM = 192 * 1024
+DECODE_TILE = (128, 4, 3)
+USE_DESC = False
+MAX_SPLITS = 64
 
 
-# ------------------------------------------------------------------------------ helpers
-
-
-def _interpreting() -> bool:
-    import os
-
-    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
-
-
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-def _next_pow2(n: int) -> int:
-    """Plain Python (triton.next_power_of_2 is a constexpr function: ~10 us per host call)."""
-    return 1 << max(int(n) - 1, 0).bit_length()
-
-
-@functools.lru_cache(maxsize=16)
-def _sm_count(device: torch.device) -> int:
-    if device.type == "cuda":
-        return torch.cuda.get_device_properties(device).multi_processor_count
-    return 132  # H100/H200 SXM: the plan on the CPU (interpreter) mirrors the GPU's
-
-
-def _local_choose_num_splits(batch: int, kv_heads: int, seq_len: int, sms: int, block_n: int, max_splits: int) -> int:
-    """Wave-efficiency rule (stand-in until tilewise.model.decode.choose_num_splits exists).
-
-    Programs = batch x kv_heads x splits; efficiency = programs / (ceil(programs / sms) x sms).
-    Take the smallest split count within 2% of the best efficiency, no chunk under one key tile.
-    """
-    most = max(1, min(max_splits, _cdiv(max(seq_len, 1), block_n)))
-    work = batch * kv_heads
-
-    def eff(s: int) -> float:
-        p = work * s
-        return p / (_cdiv(p, sms) * sms)
-
-    best = max(eff(s) for s in range(1, most + 1))
-    return next(s for s in range(1, most + 1) if eff(s) >= 0.98 * best)
+# ------------------------------------------------------------------------------ config choice
 
 
 def choose_splits(
     batch: int, kv_heads: int, max_len: int, sms: int, block_n: int, max_chunk: int | None = None
 ) -> tuple[int, int]:
-    """(num_splits, chunk): the model's wave rule, then chunks capped at `max_chunk` (_MAX_CHUNK) keys.
+    """(num_splits, chunk): the model's wave rule, then chunks capped at `max_chunk` (MAX_CHUNK) keys.
 
     chunk is a multiple of block_n; num_splits = ceil(max_len / chunk). Cached: the model's plan
     costs ~0.2 ms of Python, more than a whole decode step on the GPU.
     """
-    return _choose_splits_cached(batch, kv_heads, max_len, sms, block_n, max_chunk or _MAX_CHUNK)
+    return _choose_splits_cached(batch, kv_heads, max_len, sms, block_n, max_chunk or MAX_CHUNK)
 
 
 @functools.lru_cache(maxsize=4096)
 def _choose_splits_cached(batch: int, kv_heads: int, max_len: int, sms: int, block_n: int, max_chunk: int):
-    try:
-        from tilewise.model.decode import choose_num_splits
-    except ImportError:
-        choose_num_splits = None
-    if choose_num_splits is not None:
-        splits = choose_num_splits(batch, kv_heads, max(max_len, 1), sms, block_n=block_n, max_splits=_MAX_SPLITS)
-    else:
-        splits = _local_choose_num_splits(batch, kv_heads, max_len, sms, block_n, _MAX_SPLITS)
-    splits = max(int(splits), _cdiv(max_len, max_chunk), 1)
-    chunk = _cdiv(_cdiv(max(max_len, 1), splits), block_n) * block_n
-    return _cdiv(max(max_len, 1), chunk), chunk
+    splits = choose_num_splits(batch, kv_heads, max(max_len, 1), sms, block_n=block_n, max_splits=MAX_SPLITS)
+    splits = max(int(splits), cdiv(max_len, max_chunk), 1)
+    chunk = cdiv(cdiv(max(max_len, 1), splits), block_n) * block_n
+    return cdiv(max(max_len, 1), chunk), chunk
 
 
 @functools.lru_cache(maxsize=64)
-def _default_tile(head_dim: int, elem_bytes: int) -> tuple[int, int, int]:
-    """The default (BLOCK_N, warps, stages), with BLOCK_N narrowed until the K/V stages fit _DECODE_SMEM."""
-    block_n, warps, stages = _DECODE_TILE
-    while block_n > 16 and 2 * block_n * head_dim * elem_bytes * stages > _DECODE_SMEM:
+def default_tile(head_dim: int, elem_bytes: int) -> tuple[int, int, int]:
+    """The default (BLOCK_N, warps, stages), with BLOCK_N narrowed until the K/V stages fit DECODE_SMEM."""
+    block_n, warps, stages = DECODE_TILE
+    while block_n > 16 and 2 * block_n * head_dim * elem_bytes * stages > DECODE_SMEM:
         block_n //= 2
     return block_n, warps, stages
 
 
-def _flat_rows(t: torch.Tensor) -> bool:
-    """True when a [N, H, L, D] cache is one row-major [N*H*L, D] matrix (what a 2-D TMA descriptor needs)."""
+def _tma_rows(t: torch.Tensor) -> bool:
+    """A cache a 2-D TMA descriptor can view: one row-major [N*H*L, D] matrix, int32 rows, 16-byte rows."""
     n, h, L, d = t.shape
-    ok = t.stride(3) == 1 and t.stride(2) == d and t.stride(1) == L * d and (t.stride(0) == h * L * d or n == 1)
-    return ok and n * h * L < 2**31 and (d * t.element_size()) % 16 == 0 and t.data_ptr() % 16 == 0
+    return flat_rows(t) and n * h * L < 2**31 and (d * t.element_size()) % 16 == 0 and t.data_ptr() % 16 == 0
 
 
 # ------------------------------------------------------------------------------ kernels
@@ -463,6 +419,130 @@ def _check(q, k_cache, v_cache, block_table, scale):
         )
 
 
+class _Plan:
+    __slots__ = (
+        "contig",
+        "desc_block",
+        "empty",
+        "ints",
+        "lens_to_int32",
+        "lse_shape",
+        "merge_ints",
+        "merge_launcher",
+        "out_shape",
+        "part_numel",
+        "part_split",
+        "rows",
+        "split_launcher",
+        "table_to_int32",
+    )  # fmt: skip
+
+
+def _make_plan(q, k_cache, v_cache, table, paged, scale, num_splits, max_len, tile, max_chunk, use_desc) -> _Plan:
+    """Everything a call with this signature (and this longest sequence) launches; `table` is the int32
+    block table when `paged` (else the lengths, unused)."""
+    B, Hq, D = q.shape[0], q.shape[1], q.shape[-1]
+    Hk = k_cache.shape[1]
+    plan = _Plan()
+    plan.out_shape = tuple(q.shape)
+    plan.lse_shape = (B, Hq)
+    plan.empty = B == 0
+    if tile is None:
+        block_n, warps, stages = default_tile(D, q.element_size())
+    else:
+        block_n, warps, stages = tile
+    if interpreting():
+        warps, stages = 4, 1
+    if not paged:
+        page = block_n
+    else:
+        page = k_cache.shape[2]
+        if tile is None:  # the default tile, halved until it fits the page: key tiles never straddle pages
+            while block_n > 16 and page % block_n:
+                block_n //= 2
+            require(page % block_n == 0, f"page_size must be a multiple of 16 keys (the smallest key tile), got {page}")
+        require(page % block_n == 0, f"page_size must be a multiple of the key tile {block_n}, got {page}")
+    group = Hq // Hk
+    block_g = max(16, next_power_of_2(group))  # mma.sync needs M >= 16
+    if num_splits is None:
+        splits, chunk = choose_splits(B, Hk, max(max_len, 1), sm_count(q.device), block_n, max_chunk)
+    else:
+        splits = int(num_splits)
+        require(splits >= 1, f"num_splits must be >= 1, got {num_splits}")
+        chunk = cdiv(cdiv(max(max_len, 1), splits), block_n) * block_n
+    sm_scale = (1.0 / math.sqrt(D)) if scale is None else float(scale)
+    # the kernels read rows with unit stride along head_dim; q [B, Hq, 1, D] is read as [B, Hq, D]
+    plan.contig = (q.stride(-1) != 1, k_cache.stride(-1) != 1, v_cache.stride(-1) != 1)
+    q3 = q.reshape(B, Hq, D) if q.dim() == 4 else q
+    q3 = q3.contiguous() if plan.contig[0] else q3
+    k = k_cache.contiguous() if plan.contig[1] else k_cache
+    v = v_cache.contiguous() if plan.contig[2] else v_cache
+    plan.part_numel = B * Hk * splits * group * (D + 1) if splits > 1 else 0
+    plan.part_split = B * Hk * splits * group * D
+    tma = (USE_DESC if use_desc is None else bool(use_desc)) and TensorDescriptor is not None
+    tma = tma and _tma_rows(k) and _tma_rows(v)
+    plan.rows = k.shape[0] * k.shape[1] * k.shape[2]
+    plan.desc_block = [block_n, D] if tma else None
+    plan.split_launcher = Launcher(
+        _decode_split_kernel, (splits, B * Hk),
+        dict(
+            GROUP=group, BLOCK_G=block_g, BLOCK_N=block_n, HEAD_DIM=D, SINGLE=splits == 1,
+            PAGE=page, PAGED=paged, USE_DESC=tma,
+        ),
+        num_warps=warps, num_stages=stages,
+    )  # fmt: skip
+    # out is allocated contiguous: [B, Hq, D] strides (Hq D, D) whatever q's rank
+    table_stride = table.stride(0)
+    plan.ints = (
+        Hk, k.shape[2], splits, chunk, sm_scale * LOG2E,
+        q3.stride(0), q3.stride(1),
+        k.stride(0), k.stride(1), k.stride(2),
+        v.stride(0), v.stride(1), v.stride(2),
+        table_stride, Hq * D, D,
+    )  # fmt: skip
+    plan.merge_launcher = None
+    if splits > 1:
+        plan.merge_launcher = Launcher(
+            _decode_merge_kernel, (B * Hq,),
+            dict(GROUP=group, HEAD_DIM=D, SPLITS_P2=max(2, next_power_of_2(splits))),
+            num_warps=4,
+        )  # fmt: skip
+        plan.merge_ints = (Hq, splits, chunk, Hq * D, D)
+    return plan
+
+
+def _run(plan: _Plan, q, k, v, lens, table):
+    out = torch.empty(plan.out_shape, device=q.device, dtype=q.dtype)
+    lse = torch.empty(plan.lse_shape, device=q.device, dtype=torch.float32)
+    if plan.empty:
+        return out, lse
+    cq, ck, cv = plan.contig
+    if cq:
+        q = q.contiguous()
+    k = k.contiguous() if ck else k
+    v = v.contiguous() if cv else v
+    if plan.part_numel:
+        part = torch.empty((plan.part_numel,), device=q.device, dtype=torch.float32)  # one allocation
+        o_part, lse_part = part[: plan.part_split], part[plan.part_split :]
+    else:
+        o_part = lse_part = lse  # unused
+    if plan.desc_block is not None:
+        D = q.shape[-1]
+        k_desc = TensorDescriptor(k, [plan.rows, D], [D, 1], plan.desc_block)
+        v_desc = TensorDescriptor(v, [plan.rows, D], [D, 1], plan.desc_block)
+    else:
+        k_desc, v_desc = k, v
+    plan.split_launcher(q, k, v, k_desc, v_desc, lens, table, out, lse, o_part, lse_part, *plan.ints)
+    if plan.merge_launcher is not None:
+        plan.merge_launcher(o_part, lse_part, lens, out, lse, *plan.merge_ints)
+    return out, lse
+
+
+# Launch plans by call signature: q, the caches, the block table and device-side lengths (shapes, strides,
+# dtypes, devices, alignment), the longest sequence when the lengths are on the host, and the options.
+_PLANS = PlanCache()
+
+
 def decode_attention(
     q: torch.Tensor,
     k_cache: torch.Tensor,
@@ -485,30 +565,38 @@ def decode_attention(
     `max_seq_len` so nothing waits for the GPU). Length 0 gives out 0 and lse -inf.
     Returns (out shaped like q in q's dtype, lse [B, Hq] fp32, natural log).
     `num_splits`, `tile` (BLOCK_N, warps, stages), `max_chunk` and `use_desc` (TMA descriptors for
-    the key tiles) override the plan (sweeps).
+    the key tiles) override the plan (sweeps). Lengths on the device cost the host least: host lengths
+    are checked and copied to the device every call.
     """
-    _check(q, k_cache, v_cache, block_table, scale)
-    B, Hq, D = q.shape[0], q.shape[1], q.shape[-1]
-    Hk = k_cache.shape[1]
+    try:
+        sig = (
+            q.shape, q.stride(), q.dtype, q.device, q.data_ptr() % 16 == 0,
+            k_cache.shape, k_cache.stride(), k_cache.dtype, k_cache.device, k_cache.data_ptr() % 16 == 0,
+            v_cache.shape, v_cache.stride(), v_cache.dtype, v_cache.device, v_cache.data_ptr() % 16 == 0,
+            None if block_table is None else (block_table.shape, block_table.stride(), block_table.dtype,
+                                              block_table.device),
+            scale, type(scale), num_splits, max_seq_len, tile, max_chunk, use_desc,
+        )  # fmt: skip
+        hash(sig)
+    except (AttributeError, TypeError):  # not tensors, or an unhashable option: the checks refuse it
+        sig = None
+    if sig is not None and isinstance(seq_lens, torch.Tensor) and seq_lens.device.type != "cpu":
+        # the fast path: nothing about the lengths is read on the host
+        key = (sig, seq_lens.shape, seq_lens.dtype, seq_lens.device)
+        plan = _PLANS.get(key)
+        if plan is not None:
+            lens = seq_lens if seq_lens.dtype == torch.int32 else seq_lens.to(torch.int32)
+            if block_table is None:
+                return _run(plan, q, k_cache, v_cache, lens, lens)
+            table = block_table if block_table.dtype == torch.int32 else block_table.to(torch.int32)
+            return _run(plan, q, k_cache, v_cache, lens, table)
+    else:
+        key = None
+    if sig is None or sig not in _CHECKED:
+        _check(q, k_cache, v_cache, block_table, scale)
+    B = q.shape[0]
     lens, host_max, _host = _as_lens(seq_lens, B, q.device)
-    if tile is None:
-        block_n, warps, stages = _default_tile(D, q.element_size())
-    else:
-        block_n, warps, stages = tile
-    if _interpreting():
-        warps, stages = 4, 1
-    if block_table is None:
-        capacity = k_cache.shape[2]
-        page = block_n
-    else:
-        page = k_cache.shape[2]
-        capacity = block_table.shape[1] * page
-        if tile is None:  # the default tile, halved until it fits the page: key tiles never straddle pages
-            while block_n > 16 and page % block_n:
-                block_n //= 2
-            require(page % block_n == 0, f"page_size must be a multiple of 16 keys (the smallest key tile), got {page}")
-        require(page % block_n == 0, f"page_size must be a multiple of the key tile {block_n}, got {page}")
-        block_table = block_table.to(torch.int32)
+    capacity = k_cache.shape[2] if block_table is None else block_table.shape[1] * k_cache.shape[2]
     if host_max is not None:
         require(
             all(0 <= x <= capacity for x in _host),
@@ -517,60 +605,23 @@ def decode_attention(
             else f"seq_lens must lie in [0, {capacity}] (the cache holds {capacity} keys), got min {min(_host)} "
             f"max {max(_host)}",
         )
+        key = (sig, "host", host_max) if sig is not None else None
     max_len = host_max if host_max is not None else min(max_seq_len or capacity, capacity)
-    out = torch.empty(q.shape, device=q.device, dtype=q.dtype)
-    lse = torch.empty((B, Hq), device=q.device, dtype=torch.float32)
-    if B == 0:
-        return out, lse
-    group = Hq // Hk
-    block_g = max(16, _next_pow2(group))  # mma.sync needs M >= 16
-    if num_splits is None:
-        splits, chunk = choose_splits(B, Hk, max(max_len, 1), _sm_count(q.device), block_n, max_chunk)
-    else:
-        splits = int(num_splits)
-        require(splits >= 1, f"num_splits must be >= 1, got {num_splits}")
-        chunk = _cdiv(_cdiv(max(max_len, 1), splits), block_n) * block_n
-    sm_scale = (1.0 / math.sqrt(D)) if scale is None else float(scale)
-    q3 = q.reshape(B, Hq, D) if q.dim() == 4 else q
-    q3 = q3 if q3.stride(-1) == 1 else q3.contiguous()
-    out3 = out.view(B, Hq, D)
-    k = k_cache if k_cache.stride(-1) == 1 else k_cache.contiguous()
-    v = v_cache if v_cache.stride(-1) == 1 else v_cache.contiguous()
-    if splits > 1:
-        part = torch.empty((B * Hk * splits * group * (D + 1),), device=q.device, dtype=torch.float32)  # one allocation
-        o_part = part[: B * Hk * splits * group * D]
-        lse_part = part[B * Hk * splits * group * D :]
-    else:
-        o_part = lse_part = lse  # unused
-    table = block_table if block_table is not None else lens
-    tma = (_DECODE_TMA if use_desc is None else bool(use_desc)) and TensorDescriptor is not None
-    tma = tma and _flat_rows(k) and _flat_rows(v)
-    if tma:
-        rows = k.shape[0] * k.shape[1] * k.shape[2]
-        k_desc = TensorDescriptor(k, [rows, D], [D, 1], [block_n, D])
-        v_desc = TensorDescriptor(v, [rows, D], [D, 1], [block_n, D])
-    else:
-        k_desc, v_desc = k, v
-    _decode_split_kernel[(splits, B * Hk)](
-        q3, k, v, k_desc, v_desc, lens, table, out3, lse, o_part, lse_part,
-        Hk, k.shape[2], splits, chunk, sm_scale * LOG2E,
-        q3.stride(0), q3.stride(1),
-        k.stride(0), k.stride(1), k.stride(2),
-        v.stride(0), v.stride(1), v.stride(2),
-        table.stride(0), out3.stride(0), out3.stride(1),
-        GROUP=group, BLOCK_G=block_g, BLOCK_N=block_n, HEAD_DIM=D, SINGLE=splits == 1,
-        PAGE=page, PAGED=block_table is not None, USE_DESC=tma,
-        num_warps=warps, num_stages=stages,
-    )  # fmt: skip
-    if splits > 1:
-        _decode_merge_kernel[(B * Hq,)](
-            o_part, lse_part, lens, out3, lse, Hq, splits, chunk, out3.stride(0), out3.stride(1),
-            GROUP=group, HEAD_DIM=D, SPLITS_P2=max(2, _next_pow2(splits)),
-            num_warps=4,
-        )  # fmt: skip
-    return out, lse
+    table = lens if block_table is None else block_table.to(torch.int32)
+    plan = _PLANS.get(key) if key is not None else None
+    if plan is None:
+        plan = _make_plan(q, k_cache, v_cache, table, block_table is not None, scale, num_splits, max_len, tile,
+                          max_chunk, use_desc)  # fmt: skip
+        if key is not None:
+            _PLANS.put(key, plan)
+            _CHECKED.add(sig)
+    return _run(plan, q, k_cache, v_cache, lens, table)
 
 
-__all__ = ["choose_splits", "decode_attention"]
+# Signatures whose tensors passed `_check` (host-side lengths are still checked every call).
+_CHECKED: set = set()
+
+
+__all__ = ["DECODE_SMEM", "DECODE_TILE", "MAX_CHUNK", "USE_DESC", "choose_splits", "decode_attention", "default_tile"]
 
 _ = InputError  # raised through `require`

@@ -31,7 +31,6 @@ too and runs its dots as tf32 on the GPU). d_h in {64, 128}; any T and I.
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
@@ -40,6 +39,8 @@ import triton
 import triton.language as tl
 
 from tilewise.errors import InputError, positive_int
+from tilewise.kernels.utils import Launcher, PlanCache, signature, sm_count
+from tilewise.util import cdiv
 
 HEAD_DIMS = (64, 128)
 DTYPES = (torch.bfloat16, torch.float16, torch.float32)
@@ -48,24 +49,9 @@ MODES = ("split", "atomic")
 # --------------------------------------------------------------------------- helpers
 
 
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
 def _empty(shape: tuple[int, ...], device: torch.device, dtype: torch.dtype) -> torch.Tensor:
     """Every output the kernels write in full is allocated here (the tests poison it with NaN)."""
     return torch.empty(shape, device=device, dtype=dtype)
-
-
-def _num_sms(device: torch.device) -> int:
-    if device.type == "cuda":
-        return _cuda_sms(device.index if device.index is not None else torch.cuda.current_device())
-    return 132  # the interpreter: pretend an H100/H200 so the split logic is exercised the same way
-
-
-@functools.lru_cache(maxsize=16)
-def _cuda_sms(index: int) -> int:
-    return torch.cuda.get_device_properties(index).multi_processor_count
 
 
 # ---------------------------------------------------------------------- config choice
@@ -84,24 +70,27 @@ class Config:
         return dict(BLOCK_M=self.block_m, BLOCK_N=self.block_n, num_warps=self.num_warps, num_stages=self.num_stages)
 
 
-# Measured on the H200 (round 1 of benchmarks/gpu/queue/ffn_gpu.py, 2026-11-30, triton 3.6, bf16,
-# T 16384, H 16, I 512; the sweep's rows are in docs/readme/ffn.md):
-# * forward: BLOCK_M 128 token rows (two warpgroups' worth of wgmma's M = 64), BLOCK_N 64: 262 µs at
-#   d_h 128 (394 TFLOP/s; N = 128 276 µs, N = 32 309 µs, M = 64 307 µs), 148 µs at d_h 64 (349 TFLOP/s,
-#   4 warps; N = 128 185 µs). N = 64 is the seed's feed break-even and the register budget's
-#   comfortable point: two [128, 64] fp32 up-projections are 64 registers per thread at 8 warps.
-# * dz: 128 x 64, 8 warps, 3 stages at d_h 128; 64 x 64, 4 warps at d_h 64.
-# * dW: BLOCK_M 128 tokens per step, BLOCK_N 64, 8 warps: 1045 µs for the whole split backward at
-#   d_h 128 (64-token steps 1524 µs, N = 128 2783 µs: the three [d_h, N] fp32 accumulators spill).
-_FWD = {64: Config(128, 64, 4, 3), 128: Config(128, 64, 8, 3)}
-_BWD_DZ = {64: Config(64, 64, 4, 3), 128: Config(128, 64, 8, 3)}
-_BWD_DW = {64: Config(128, 64, 8, 2), 128: Config(128, 64, 8, 2)}
-# "atomic" (dz by fp32 atomics from the dW kernel, 8 GEMM units instead of 11) lost on the H200:
-# 1461 µs vs 1042 µs at d_h 128, 675 vs 647 µs at d_h 64: 8 x 128 MB of atomics cost more than 3 units.
-# Its dW kernel holds the dz partial too: 128-token steps need 240 KB of shared memory at d_h 128
-# (over the 227 KB limit), so it keeps its own best tiles.
-_BWD_DW_ATOMIC = {64: Config(128, 64, 8, 2), 128: Config(64, 32, 4, 3)}
-_MODE = "split"
+# The tiles and the rows that chose them: tests/data/tuning/ffn.md (H200, triton 3.6, bf16, 2026-11-30).
+# forward: 128 token rows x 64 intermediate columns (262 us at d_h 128, T 16384, H 16, I 512: 394 TFLOP/s).
+_FWD = {
+    64: Config(block_m=128, block_n=64, num_warps=4, num_stages=3),
+    128: Config(block_m=128, block_n=64, num_warps=8, num_stages=3),
+}
+_BWD_DZ = {
+    64: Config(block_m=64, block_n=64, num_warps=4, num_stages=3),
+    128: Config(block_m=128, block_n=64, num_warps=8, num_stages=3),
+}
+_BWD_DW = {
+    64: Config(block_m=128, block_n=64, num_warps=8, num_stages=2),
+    128: Config(block_m=128, block_n=64, num_warps=8, num_stages=2),
+}
+# "atomic" (dz by fp32 atomics from the dW kernel) lost on the H200 (1461 vs 1042 us at d_h 128); its dW
+# kernel also holds the dz partial, so it keeps its own tiles (128-token steps need 240 KB of shared memory).
+_BWD_DW_ATOMIC = {
+    64: Config(block_m=128, block_n=64, num_warps=8, num_stages=2),
+    128: Config(block_m=64, block_n=32, num_warps=4, num_stages=3),
+}
+MODE = "split"  # the default backward mode
 
 
 def fwd_config(head_dim: int) -> Config:
@@ -118,9 +107,9 @@ def dw_splits(tokens: int, heads: int, intermediate: int, cfg: Config, sms: int)
     The dW grid is ceil(I / BLOCK_N) x H programs: 8 x 16 = 128 at I = 512, fewer than the 132 SMs
     of an H100/H200. Each split adds one fp32 partial of the three weight gradients.
     """
-    tiles = _cdiv(intermediate, cfg.block_n) * heads
-    blocks = _cdiv(tokens, cfg.block_m)
-    return max(1, min(blocks, _cdiv(2 * sms, tiles)))
+    tiles = cdiv(intermediate, cfg.block_n) * heads
+    blocks = cdiv(tokens, cfg.block_m)
+    return max(1, min(blocks, cdiv(2 * sms, tiles)))
 
 
 # ---------------------------------------------------------------------------- kernels
@@ -435,23 +424,54 @@ def _contig(t: torch.Tensor) -> torch.Tensor:
     return t if t.is_contiguous() else t.contiguous()
 
 
-def _fwd(z, wg, wu, wd, cfg: Config | None = None, check: bool = True) -> torch.Tensor:
-    """Launch the forward. `check=False` skips the input checks (FlashFFNFunction has done them)."""
-    if check:
-        _check(z, wg, wu, wd)
+class _FwdPlan:
+    __slots__ = ("contig_w", "ints", "launcher", "row_z", "shape")
+
+
+# Forward launch plans by call signature (z and the three weights; the config).
+_FWD_PLANS = PlanCache()
+
+
+def _fwd_plan(z, wg, wu, wd, cfg: Config | None) -> _FwdPlan:
     T, H, d = z.shape
     I = wg.shape[2]
+    plan = _FwdPlan()
+    plan.shape = (T, H, d)
+    plan.row_z = z.stride(-1) != 1
+    plan.contig_w = (not wg.is_contiguous(), not wu.is_contiguous(), not wd.is_contiguous())
     z = _rowmajor(z)
-    wg, wu, wd = _contig(wg), _contig(wu), _contig(wd)
-    y = _empty((T, H, d), z.device, z.dtype)
-    if T == 0:
-        return y
     cfg = cfg or _FWD[d]
-    grid = (_cdiv(T, cfg.block_m), H)
-    _fwd_kernel[grid](
-        z, wg, wu, wd, y, T, I, z.stride(0), z.stride(1), y.stride(0), y.stride(1),
-        D=d, EVEN_M=T % cfg.block_m == 0, EVEN_N=I % cfg.block_n == 0, **cfg.kwargs(),
+    plan.launcher = Launcher(
+        _fwd_kernel, (cdiv(T, cfg.block_m), H),
+        dict(D=d, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, EVEN_M=T % cfg.block_m == 0, EVEN_N=I % cfg.block_n == 0),
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )  # fmt: skip
+    plan.ints = (T, I, z.stride(0), z.stride(1), H * d, d)  # y is allocated contiguous
+    return plan
+
+
+def _fwd(z, wg, wu, wd, cfg: Config | None = None, check: bool = True) -> torch.Tensor:
+    """Launch the forward. The checks run once per call signature (`check=False`: the caller did them)."""
+    try:
+        key = (signature(z), signature(wg), signature(wu), signature(wd), cfg)
+        plan = _FWD_PLANS.get(key)
+    except (AttributeError, TypeError):  # not tensors: the checks refuse them
+        key = plan = None
+    if plan is None:
+        if check or key is None:
+            _check(z, wg, wu, wd)
+        plan = _fwd_plan(z, wg, wu, wd, cfg)
+        if key is not None:
+            _FWD_PLANS.put(key, plan)
+    if plan.row_z:
+        z = _rowmajor(z)
+    cg, cu, cd = plan.contig_w
+    wg = wg.contiguous() if cg else wg
+    wu = wu.contiguous() if cu else wu
+    wd = wd.contiguous() if cd else wd
+    y = _empty(plan.shape, z.device, z.dtype)
+    if plan.shape[0]:
+        plan.launcher(z, wg, wu, wd, y, *plan.ints)
     return y
 
 
@@ -479,12 +499,12 @@ def _bwd(
     I = wg.shape[2]
     if check:
         _check(z, wg, wu, wd)
-        mode = mode or _MODE
+        mode = mode or MODE
         if mode not in MODES:
             raise InputError(f"mode must be one of {list(MODES)}, got {mode!r}")
     if tuple(dy.shape) != (T, H, d):
         raise InputError(f"dy must have z's shape {[T, H, d]}, got {list(dy.shape)}")
-    mode = mode or _MODE
+    mode = mode or MODE
     z = _rowmajor(z)
     dy = _rowmajor(dy if dy.dtype == z.dtype else dy.to(z.dtype))
     wg, wu, wd = _contig(wg), _contig(wu), _contig(wd)
@@ -500,15 +520,15 @@ def _bwd(
     if T == 0:
         return (torch.zeros_like(z) if need_dz else None), dwg.zero_(), dwu.zero_(), dwd.zero_()
 
-    blocks = _cdiv(T, dw_cfg.block_m)
-    splits = dw_splits(T, H, I, dw_cfg, _num_sms(dev))
-    per_split = _cdiv(blocks, splits)
-    splits = _cdiv(blocks, per_split)
+    blocks = cdiv(T, dw_cfg.block_m)
+    splits = dw_splits(T, H, I, dw_cfg, sm_count(dev))
+    per_split = cdiv(blocks, splits)
+    splits = cdiv(blocks, per_split)
     split = splits > 1
     dwp = _empty((splits, 3, H, d, I), dev, torch.float32) if split else dwg
     atomic = mode == "atomic" and need_dz
     dz32 = torch.zeros((T, H, d), device=dev, dtype=torch.float32) if atomic else dwg
-    grid = (_cdiv(I, dw_cfg.block_n), H, splits)
+    grid = (cdiv(I, dw_cfg.block_n), H, splits)
     if need_dw:
         _bwd_dw_kernel[grid](
             z, dy, wg, wu, wd, dwp, dwg, dwu, dwd, dz32, T, I, H, per_split,
@@ -517,7 +537,7 @@ def _bwd(
             **dw_cfg.kwargs(),
         )  # fmt: skip
         if split:
-            _dw_finish_kernel[(_cdiv(d * I, 1024), H)](dwp, dwg, dwu, dwd, splits, H, I, D=d, BLOCK=1024, num_warps=4)
+            _dw_finish_kernel[(cdiv(d * I, 1024), H)](dwp, dwg, dwu, dwd, splits, H, I, D=d, BLOCK=1024, num_warps=4)
     else:
         dwg = dwu = dwd = None
     if atomic:
@@ -526,7 +546,7 @@ def _bwd(
         dz = None
     else:
         dz = _empty((T, H, d), dev, z.dtype)
-        grid = (_cdiv(T, dz_cfg.block_m), H)
+        grid = (cdiv(T, dz_cfg.block_m), H)
         _bwd_dz_kernel[grid](
             z, dy, wg, wu, wd, dz, T, I,
             z.stride(0), z.stride(1), dy.stride(0), dy.stride(1), dz.stride(0), dz.stride(1),
@@ -543,8 +563,7 @@ class FlashFFNFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, z, w_gate, w_up, w_down):
-        _check(z, w_gate, w_up, w_down)
-        y = _fwd(z, w_gate, w_up, w_down, check=False)
+        y = _fwd(z, w_gate, w_up, w_down)  # checks once per call signature
         ctx.save_for_backward(z, w_gate, w_up, w_down)
         return y
 

@@ -33,9 +33,13 @@ from dataclasses import dataclass
 import torch
 import triton
 import triton.language as tl
+from triton.runtime.errors import OutOfResources
 
 from tilewise.errors import InputError, require
 from tilewise.kernels.attention_gluon import gluon_attention, gluon_failed, use_gluon
+from tilewise.kernels.utils import Launcher, PlanCache, flat_rows, interpreting, long_kernel
+from tilewise.model.tensorcore import attention_tile_budget
+from tilewise.util import cdiv
 
 try:  # host-side TMA descriptors (triton >= 3.4); the interpreter understands them too
     from triton.tools.tensor_descriptor import TensorDescriptor
@@ -47,12 +51,6 @@ _DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 
 # ------------------------------------------------------------------------------ helpers
-
-
-def _interpreting() -> bool:
-    import os
-
-    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
 def _dtype_key(dtype: torch.dtype) -> str:
@@ -79,8 +77,6 @@ def _budget(head_dim: int, block_m: int, block_n: int, num_warps: int, stages: i
     Triton gives each warpgroup (4 warps) BLOCK_M / (num_warps / 4) rows of the tile; with 8 warps
     that is two consumer warpgroups of 64 rows sharing every K/V stage, FA3's arrangement.
     """
-    from tilewise.model.tensorcore import attention_tile_budget
-
     groups = max(1, num_warps // 4)
     return attention_tile_budget(
         head_dim, block_n, block_m=block_m // groups, dtype=dtype, stages=stages, gpu="h100-sxm", consumers=groups
@@ -111,7 +107,28 @@ _NO_TMA: set[int] = {128}
 def _forward_config(head_dim: int, causal: bool, dtype: torch.dtype, seq_q: int) -> ForwardConfig:
     """Tile sizes for the forward kernel (cached: the model's budget costs ~0.15 ms of Python per call)."""
     cands = tuple(_CANDIDATES.get(head_dim, [(64, 64, 4, 2)]))
-    return _forward_config_cached(head_dim, bool(causal), dtype, _interpreting(), cands, head_dim in _NO_TMA)
+    return _forward_config_cached(head_dim, bool(causal), dtype, interpreting(), cands, head_dim in _NO_TMA)
+
+
+def forward_config(head_dim: int, causal: bool, dtype: torch.dtype, seq_q: int) -> ForwardConfig:
+    """The tiles `attention` launches for this head dim and dtype (the plan, with its reason in numbers)."""
+    return _forward_config(head_dim, causal, dtype, seq_q)
+
+
+def _smaller(bm: int, bn: int, w: int, st: int):
+    """Tiles below the last candidate, for rows the candidates were not measured with (fp32): fewer
+    stages first (each K/V stage is 2 x BLOCK_N x D elements of shared memory), then half the key
+    tile, then half the query tile."""
+    while True:
+        if st > 1:
+            st -= 1
+        elif bn > 16:
+            bn, st = bn // 2, 2
+        elif bm > 16:
+            bm, w, st = bm // 2, 4, 2
+        else:
+            return
+        yield bm, bn, (4 if bm <= 64 else w), st
 
 
 @functools.lru_cache(maxsize=256)
@@ -128,17 +145,21 @@ def _forward_config_cached(
       addresses: 188 of 255 (model); N = 256 would need 128 for S alone and spill.
     * D = 256: O alone is 128 registers per thread for 64 rows per warpgroup, so BLOCK_N = 64.
     * shared memory: Q (BLOCK_M x D) + stages x K/V tiles (2 x BLOCK_N x D) under 227 KB:
-      128 x 128 tiles at D = 128: 32 KB + 3 x 64 KB = 224 KB, so at most 3 stages.
+      128 x 128 tiles at D = 128: 32 KB + 3 x 64 KB = 224 KB, so at most 3 stages. fp32 rows are
+      twice as wide: 128 x 128 x 3 stages asked Triton for 393,216 B at D = 128 (limit 232,448), so
+      fp32 is budgeted at 4 bytes and takes the first smaller tile that fits.
     * BLOCK_M = 128 makes each K/V byte from HBM buy 128 FLOPs; the rest of the machine
       balance (989.4 / 4.8 = 206 FLOP/B on the H200) comes from L2 hits of the other query
       tiles of the same head, which the grid order runs next to each other.
     """
-    dt = _dtype_key(dtype) if dtype != torch.float32 else "fp16"
+    dt = _dtype_key(dtype)
     if interpreting:
         # the interpreter runs whole tiles in numpy; 32 x 32 tiles keep small test shapes cheap
-        return ForwardConfig(32, 32, 4, 1, True, False, "interpreter: 32 x 32 tiles")
+        return ForwardConfig(
+            block_m=32, block_n=32, num_warps=4, num_stages=1, use_desc=True, reason="interpreter: 32 x 32 tiles"
+        )
     notes = []
-    for bm, bn, w, st in cands:
+    for i, (bm, bn, w, st) in enumerate(_candidates_then_smaller(cands)):
         b = _budget(head_dim, bm, bn, w, st, dt)
         r, sm = b["registers"], b["smem"]
         note = (
@@ -147,12 +168,24 @@ def _forward_config_cached(
             f"shared memory {sm['total_bytes'] // 1024} KB of {sm['limit_bytes'] // 1024} KB; "
             f"wgmma feed 0.5N/(16+0.25N) = {0.5 * bn / (16 + 0.25 * bn):.2f}"
         )
-        if b["fits"]:
-            tma = not no_tma
-            return ForwardConfig(bm, bn, w, st, tma, False, note + ("; " + " | ".join(notes) if notes else ""))
+        # the measured candidates must fit both budgets; a smaller fallback tile needs only the shared
+        # memory (registers past the budget spill and slow it, shared memory past the limit does not launch)
+        if b["fits"] or (i >= len(cands) and sm["fits"]):
+            tag = "" if i < len(cands) else f"{dt}: smaller than the measured candidates; "
+            return ForwardConfig(
+                block_m=bm, block_n=bn, num_warps=w, num_stages=st, use_desc=not no_tma,
+                reason=tag + note + ("; " + " | ".join(notes) if notes else ""),
+            )  # fmt: skip
         notes.append("rejected " + note)
-    bm, bn, w, st = cands[-1]
-    return ForwardConfig(bm, bn, w, st, True, False, "no candidate fits the model's budget; " + " | ".join(notes))
+    raise InputError(
+        f"attention: no tile of head_dim {head_dim} in {dt} fits the shared memory of one block "
+        f"({_budget(head_dim, 16, 16, 4, 1, dt)['smem']['limit_bytes']} bytes); use float16 or bfloat16"
+    )
+
+
+def _candidates_then_smaller(cands: tuple):
+    yield from cands
+    yield from _smaller(*cands[-1])
 
 
 # ------------------------------------------------------------------------------ kernel
@@ -354,6 +387,100 @@ def _check(q, k, v, scale) -> None:
         )
 
 
+class _Plan:
+    __slots__ = ("contig", "desc_blocks", "empty", "gluon", "ints", "launcher", "lse_shape", "out_shape")
+
+
+def _make_plan(q, k, v, causal, scale, config, allow_gluon: bool = True) -> _Plan:
+    _check(q, k, v, scale)
+    B, H, Sq, D = q.shape
+    Hk, Sk = k.shape[1], k.shape[2]
+    plan = _Plan()
+    plan.out_shape = (B, H, Sq, D)
+    plan.lse_shape = (B, H, Sq)
+    plan.empty = Sq == 0 or B == 0 or H == 0
+    plan.gluon = None
+    if plan.empty:
+        return plan
+    if (
+        allow_gluon and config is None and use_gluon(q, k, v, scale)
+    ):  # FA3 in Gluon on Hopper (tilewise.kernels.attention_gluon)
+        plan.gluon = (bool(causal), scale)
+        return plan
+    # the kernel reads rows with unit stride along head_dim
+    plan.contig = (q.stride(-1) != 1, k.stride(-1) != 1, v.stride(-1) != 1)
+    q = q.contiguous() if plan.contig[0] else q
+    k = k.contiguous() if plan.contig[1] else k
+    v = v.contiguous() if plan.contig[2] else v
+    cfg = config or _forward_config(D, causal, q.dtype, Sq)
+    sm_scale = (1.0 / math.sqrt(D)) if scale is None else float(scale)
+    # TMA descriptors only where their host cost hides (`long_kernel`), unless a config asks for them
+    flops = 4.0 * B * H * Sq * Sk * D
+    nbytes = (2 * B * H * Sq + 2 * B * Hk * Sk) * D * q.element_size()
+    use_desc = (
+        cfg.use_desc and TensorDescriptor is not None and flat_rows(k) and flat_rows(v)
+        and (config is not None or interpreting() or long_kernel(q.device, flops, nbytes, q.dtype))
+    )  # fmt: skip
+    plan.desc_blocks = [cfg.block_n, D] if use_desc else None
+    plan.launcher = Launcher(
+        _attn_fwd_kernel, (cdiv(Sq, cfg.block_m), B * H),
+        dict(
+            HEAD_DIM=D, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, CAUSAL=bool(causal), USE_DESC=use_desc,
+            DOT_PRECISION="ieee" if q.dtype == torch.float32 else "tf32", WS=bool(cfg.warp_specialize),
+        ),
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+    )  # fmt: skip
+    # out and lse are allocated contiguous, so their strides are the plan's too
+    plan.ints = (
+        H, Hk, Sq, Sk, sm_scale * LOG2E,
+        q.stride(0), q.stride(1), q.stride(2),
+        k.stride(0), k.stride(1), k.stride(2),
+        v.stride(0), v.stride(1), v.stride(2),
+        H * Sq * D, Sq * D, D,
+    )  # fmt: skip
+    return plan
+
+
+def _run(plan: _Plan, q, k, v):
+    if plan.gluon is not None:  # it allocates its own outputs
+        try:
+            return gluon_attention(q, k, v, causal=plan.gluon[0], scale=plan.gluon[1])
+        except Exception as exc:  # a compiler or resource failure falls back, never reaches the user
+            gluon_failed(exc)  # turns the Gluon path off; this plan becomes the Triton kernel's
+            new = _make_plan(q, k, v, plan.gluon[0], plan.gluon[1], None, allow_gluon=False)
+            for name in _Plan.__slots__:
+                setattr(plan, name, getattr(new, name))
+    out = torch.empty(plan.out_shape, device=q.device, dtype=q.dtype)
+    lse = torch.empty(plan.lse_shape, device=q.device, dtype=torch.float32)
+    if plan.empty:
+        return out, lse
+    cq, ck, cv = plan.contig
+    q = q.contiguous() if cq else q
+    k = k.contiguous() if ck else k
+    v = v.contiguous() if cv else v
+    if plan.desc_blocks is not None:
+        k_desc, v_desc = _desc(k, plan.desc_blocks), _desc(v, plan.desc_blocks)
+    else:
+        k_desc, v_desc = k, v
+    plan.launcher(q, k, v, out, lse, k_desc, v_desc, *plan.ints)
+    return out, lse
+
+
+def _run_first(plan: _Plan, q, k, v):
+    """The first launch compiles: a tile the model let through but Triton cannot place is refused in words."""
+    try:
+        return _run(plan, q, k, v)
+    except OutOfResources as e:
+        raise InputError(
+            f"attention: the tiles for head_dim {q.shape[-1]} in {q.dtype} need more on-chip memory than the GPU "
+            f"has ({e}); use float16 or bfloat16, or pass a smaller config"
+        ) from None
+
+
+# Launch plans by call signature (q, k, v: shapes, strides, dtypes, devices, alignment; causal, scale, config).
+_PLANS = PlanCache()
+
+
 def attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -369,56 +496,28 @@ def attention(
     Returns (out [B, H, Sq, D] in q's dtype, lse [B, H, Sq] fp32, natural log).
     `config` overrides the tile choice (benchmark sweeps).
     """
-    _check(q, k, v, scale)
-    B, H, Sq, D = q.shape
-    Hk, Sk = k.shape[1], k.shape[2]
-    out = torch.empty_like(q, memory_format=torch.contiguous_format)
-    lse = torch.empty((B, H, Sq), device=q.device, dtype=torch.float32)
-    if Sq == 0 or B == 0 or H == 0:
-        return out, lse
-    # the kernel reads rows with unit stride along head_dim
-    q = q if q.stride(-1) == 1 else q.contiguous()
-    k = k if k.stride(-1) == 1 else k.contiguous()
-    v = v if v.stride(-1) == 1 else v.contiguous()
-    if config is None and use_gluon(q, k, v, scale):  # FA3 in Gluon on Hopper (tilewise.kernels.attention_gluon)
-        try:
-            return gluon_attention(q, k, v, causal=causal, scale=scale)
-        except Exception as exc:
-            gluon_failed(exc)
-    cfg = config or _forward_config(D, causal, q.dtype, Sq)
-    sm_scale = (1.0 / math.sqrt(D)) if scale is None else float(scale)
-    use_desc = cfg.use_desc and TensorDescriptor is not None and _flat_rows(k) and _flat_rows(v)
-    if use_desc:
-        k_desc = _desc(k, cfg.block_n)
-        v_desc = _desc(v, cfg.block_n)
-    else:
-        k_desc, v_desc = k, v
-    grid = (-(-Sq // cfg.block_m), B * H)
-    _attn_fwd_kernel[grid](
-        q, k, v, out, lse, k_desc, v_desc,
-        H, Hk, Sq, Sk, sm_scale * LOG2E,
-        q.stride(0), q.stride(1), q.stride(2),
-        k.stride(0), k.stride(1), k.stride(2),
-        v.stride(0), v.stride(1), v.stride(2),
-        out.stride(0), out.stride(1), out.stride(2),
-        HEAD_DIM=D, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, CAUSAL=bool(causal), USE_DESC=use_desc,
-        DOT_PRECISION="ieee" if q.dtype == torch.float32 else "tf32", WS=bool(cfg.warp_specialize),
-        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
-    )  # fmt: skip
-    return out, lse
+    try:
+        key = (
+            q.shape, q.stride(), q.dtype, q.device, q.data_ptr() % 16 == 0,
+            k.shape, k.stride(), k.dtype, k.device, k.data_ptr() % 16 == 0,
+            v.shape, v.stride(), v.dtype, v.device, v.data_ptr() % 16 == 0,
+            causal, scale, type(scale), config,
+        )  # fmt: skip
+        plan = _PLANS.get(key)
+    except (AttributeError, TypeError):  # not tensors, or an unhashable option: the checks refuse it
+        key = plan = None
+    if plan is not None:
+        return _run(plan, q, k, v)
+    plan = _make_plan(q, k, v, causal, scale, config)
+    result = _run_first(plan, q, k, v)
+    if key is not None:
+        _PLANS.put(key, plan)
+    return result
 
 
-def _flat_rows(t: torch.Tensor) -> bool:
-    """True when [B, H, S, D] is a plain [B*H*S, D] row-major matrix (what a 2-D TMA descriptor needs)."""
+def _desc(t: torch.Tensor, block: list):
     B, H, S, D = t.shape
-    return t.stride(3) == 1 and t.stride(2) == D and t.stride(1) == S * D and (t.stride(0) == H * S * D or B == 1)
+    return TensorDescriptor(t, [B * H * S, D], [D, 1], block)
 
 
-def _desc(t: torch.Tensor, block_rows: int):
-    B, H, S, D = t.shape
-    return TensorDescriptor(t, [B * H * S, D], [D, 1], [block_rows, D])
-
-
-__all__ = ["ForwardConfig", "attention"]
-
-_ = InputError  # raised through `require`
+__all__ = ["ForwardConfig", "attention", "forward_config"]

@@ -3,7 +3,7 @@
 The GEMM article (../shared/seeds/003) builds the kernel this file grows from: each program
 owns one BLOCK_M x BLOCK_N tile of C, walks K in BLOCK_K steps with its fp32 accumulator in
 registers and writes C once. The tips document (../shared/seeds/000) names the rungs on top
-of it, and each one is here for a measured reason (see the table above `choose_config`):
+of it, and each one is here for a measured reason (tests/data/tuning/gemm.md has the rows):
 
 * grouped tile order (GROUP_M row tiles walk the same B columns while they sit in L2);
 * software pipelining (`num_stages` shared-memory buffers: the ring buffer of the tips);
@@ -33,65 +33,19 @@ import triton.language as tl
 
 from tilewise import gpus as _gpus
 from tilewise.errors import InputError
+from tilewise.kernels.utils import Launcher, PlanCache, capability, counters, gpu_key, interpreting, sm_count
 from tilewise.model import roofline, traffic, waves
 from tilewise.model.occupancy import occupancy
+from tilewise.util import cdiv
+
+try:  # host-side TMA descriptors (triton >= 3.4)
+    from triton.tools.tensor_descriptor import TensorDescriptor
+except ImportError:  # pragma: no cover - older triton
+    TensorDescriptor = None
 
 _DTYPES = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}
 _TL_DTYPES = {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16, torch.float32: tl.float32}
 ACTIVATIONS = ("none", "relu", "gelu", "silu")
-
-
-# --------------------------------------------------------------------------- helpers
-
-
-def _cdiv(a: int, b: int) -> int:
-    """Ceil division in Python (`triton.cdiv` is a jit function: ~6 us per call from Python)."""
-    return -(-a // b)
-
-
-def _interpreting() -> bool:
-    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
-
-
-def _gpu_key(device: torch.device) -> str:
-    """Registry key of the device the tensors live on (h200 on the CPU interpreter)."""
-    if device.type != "cuda":
-        return "h200"
-    return _gpu_key_cached(device.index if device.index is not None else torch.cuda.current_device())
-
-
-@functools.lru_cache(maxsize=16)
-def _gpu_key_cached(index: int) -> str:
-    from tilewise.gpus import key_for_device
-
-    return key_for_device(torch.cuda.get_device_name(index))
-
-
-@functools.lru_cache(maxsize=16)
-def _sm_count(index: int) -> int:
-    return torch.cuda.get_device_properties(index).multi_processor_count
-
-
-def num_sms(device: torch.device) -> int:
-    if device.type == "cuda":
-        return _sm_count(device.index if device.index is not None else torch.cuda.current_device())
-    return _gpus.get("h200").sms
-
-
-# Split-K tiles meet through a counter per output tile. The counters live in one zeroed
-# buffer per (device, stream) that the last program of each tile sets back to zero, so no
-# memset kernel is launched per call (a launch costs ~3 us: 3% of the 64x24576x8192 GEMM).
-_COUNTERS: dict[tuple, torch.Tensor] = {}
-
-
-def _counters(device: torch.device, n: int) -> torch.Tensor:
-    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
-    key = (str(device), stream)
-    buf = _COUNTERS.get(key)
-    if buf is None or buf.numel() < n:
-        buf = torch.zeros(max(n, 1024), dtype=torch.int32, device=device)
-        _COUNTERS[key] = buf
-    return buf
 
 
 # --------------------------------------------------------------------------- config choice
@@ -123,7 +77,7 @@ class Config:
 
 
 def _tiles(m: int, n: int, bm: int, bn: int) -> int:
-    return _cdiv(m, bm) * _cdiv(n, bn)
+    return cdiv(m, bm) * cdiv(n, bn)
 
 
 def choose_split_k(m: int, n: int, k: int, bm: int, bn: int, bk: int, sms: int, blocks_per_sm: int) -> int:
@@ -135,7 +89,7 @@ def choose_split_k(m: int, n: int, k: int, bm: int, bn: int, bk: int, sms: int, 
     prologue stays small next to its main loop (the tips document's short-main-loop warning).
     """
     tiles = _tiles(m, n, bm, bn)
-    k_steps = _cdiv(k, bk)
+    k_steps = cdiv(k, bk)
     best, best_eff = 1, waves.grid_waves(tiles, sms, blocks_per_sm).efficiency
     for s in (2, 3, 4, 6, 8, 12, 16):
         if k_steps // s < 8:
@@ -170,71 +124,57 @@ def bytes_in_flight(cfg: Config, m: int, n: int, e: int, sms: int, gpu: str = "h
     return resident * (cfg.num_stages - 1) * (cfg.block_m + cfg.block_n) * cfg.block_k * e
 
 
-# Measured on the H200 (triton 3.6, torch 2.11, 2026-11-30; benchmarks/gpu/results/gemm/round1 and
-# round2), bf16, each against cuBLAS measured right beside it:
-#
-#  regime                     shape               config                          ours      cuBLAS
-#  memory-bound, M <= 8       1 x 24576 x 8192    16x128x256 w4 st4               105.4 us  100.8 us
-#                                                 16x64x512 w4 st3 / 16x512x64    109.7 / 108.1 us
-#  memory-bound, M <= 16      16 x 24576 x 8192   16x64x512 w4 st3                106.0 us  101.7 us
-#                                                 16x128x256 w4 st4               107.3 us  101.2 us
-#  memory-bound, M <= 64      64 x 24576 x 8192   64x256x64 w4 st4 (96 tiles)     104.6 us  103.2 us
-#                                                 64x256x64 w8 st4 / st5          105.2 / 108.8 us
-#                                                 64x128x64 w4 st4 / 64x512x64    109.2 / 115.2 us
-#                             48 x 11008 x 4096   64x128x64 w4 st4 (86 tiles)     37.7 us   35.2 us
-#                                                 64x256x64 w8 st4 (43 tiles)     39.4 us
-#  memory-bound, M <= 128     128 x 24576 x 8192  128x256x64 w8 st4 (96 tiles)    109.4 us  105.6 us
-#                                                 128x128x64 w8 st3 / 128x64x128  114.6 / 123.9 us
-#  Split K lost wherever the grid already had ~100 programs: 64x256x32 s2 126.6 us vs s1 111.9;
-#  64x128x64 s2 116.7 vs s1 109.2. Each extra program generation pays a pipeline fill and a
-#  fix-up; a memory-bound grid needs enough bytes in flight (96 programs x 3 stages x 40 KB =
-#  11.5 MB against 4.3 TB/s x ~2 us), not every SM, and BLOCK_N = 256 cuts the re-reads of A
-#  through L2 (N / BLOCK_N copies of A: 96 MB instead of 384 MB at BLOCK_N = 64). With only a
-#  few dozen programs (48 x 11008: 43 at BLOCK_N 256) split K still paid: s2 38.5 us vs s1 39.4.
-#  compute-bound              8192^3              persistent, warp-specialized    1368 us   1637 us (803 TF/s)
-#                                                   128x256x64 w8 st3
-#                                                 128x256x64 w8 st4               1539 us   1560 us
-#                                                 persistent TMA 128x256x64 st3   1562 us   1572 us
-#                                                 the same, w4 + warp-specialized: compiler error (caught)
-#                             1024 x 24576 x 8192 persistent TMA 128x256x64 st3   511 us    554 us
-#                                                 128x256x64 w8 st4               547 us    578 us
-#                             256 x 24576 x 8192  persistent TMA 128x128x64 st4   163 us    147 us
-#                                                 persistent 128x256x64 st4       177 us    147 us
-#  Round 3 (same day, the final heuristic):
-#                             8192^3              warp-specialized 128x256 st3    1527 us   1837 us (throttled)
-#                                                 the same at st4                 1379 us   1544 us
-#                                                 128x256x64 w8 st4               1606 us   1648 us
-#                             4096^3              warp-specialized 128x256 st3    188 us    186 us
-#                                                 persistent 128x256 st3          181 us    183 us
-#                             1024 x 24576 x 8192 warp-specialized 128x256 st3    548 us    572 us
-#                                                 persistent 128x256 st3          569 us    566 us
-#                             256 x 24576 x 8192  warp-specialized 128x128 st4    163 us    144 us
-#                                                 persistent 128x128 st4          165 us    152 us
-#                                                 warp-specialized 128x256 st3    192 us    143 us
-#  cuBLAS itself moves by 10-20% between runs on 8192^3 as the GPU's clock follows its power.
-SKINNY_8 = Config(16, 128, 256, 8, 1, 4, 4, reason="memory-bound, M <= 8: stream B, 16x128x256 tiles")
-SKINNY_16 = Config(16, 64, 512, 8, 1, 4, 3, reason="memory-bound, M <= 16: stream B, 16x64x512 tiles")
-SKINNY_64 = Config(64, 256, 64, 8, 1, 4, 4, reason="memory-bound, M <= 64: BLOCK_N 256 reads A N/256 times")
-SKINNY_64_FEW = Config(64, 128, 64, 8, 1, 4, 4, reason="memory-bound, M <= 64, few tiles: BLOCK_N 128")
-SKINNY_128 = Config(128, 256, 64, 8, 1, 8, 4, reason="memory-bound, M <= 128: 128x256 tiles")
-# Session 2 (benchmarks/gpu/queue/gemm_skinny128.py, benchmarks/results/h200/gemm_skinny128.json, CUDA-graph
-# times): with 64 < M <= 128 and too few 128x256 tiles, 64x128 w4 st4 beat the 128x128 w8 st3 taken before
-# on all five shapes, 14-25%: 96x12288x4096 40.7 vs 47.1 us, 80x8192x4096 35.5 vs 43.3, 128x11008x4096
-# 39.8 vs 46.7, 72x16384x2048 28.6 vs 33.1, 112x6144x8192 52.9 vs 70.8 (cuBLAS 37.2 / 27.4 / 35.3 / 27.3
-# / 38.1); twice the programs keep twice the bytes in flight, as at M <= 64.
+# The candidates and the rows that chose them: tests/data/tuning/gemm.md (H200, triton 3.6, 2026-11-30).
+_MEM = dict(group_m=8, split_k=1)
+SKINNY_8 = Config(
+    block_m=16, block_n=128, block_k=256, num_warps=4, num_stages=4, **_MEM,
+    reason="memory-bound, M <= 8: stream B, 16x128x256 tiles",
+)  # fmt: skip
+SKINNY_16 = Config(
+    block_m=16, block_n=64, block_k=512, num_warps=4, num_stages=3, **_MEM,
+    reason="memory-bound, M <= 16: stream B, 16x64x512 tiles",
+)  # fmt: skip
+SKINNY_64 = Config(
+    block_m=64, block_n=256, block_k=64, num_warps=4, num_stages=4, **_MEM,
+    reason="memory-bound, M <= 64: BLOCK_N 256 reads A N/256 times",
+)  # fmt: skip
+SKINNY_64_FEW = Config(
+    block_m=64, block_n=128, block_k=64, num_warps=4, num_stages=4, **_MEM,
+    reason="memory-bound, M <= 64, few tiles: BLOCK_N 128",
+)  # fmt: skip
+SKINNY_128 = Config(
+    block_m=128, block_n=256, block_k=64, num_warps=8, num_stages=4, **_MEM,
+    reason="memory-bound, M <= 128: 128x256 tiles",
+)  # fmt: skip
+# 64 < M <= 128 with too few 128x256 tiles: 64x128 w4 st4 beat 128x128 w8 st3 by 14-25% on five shapes
 SKINNY_128_FEW = Config(
-    64, 128, 64, 8, 1, 4, 4, reason="memory-bound, M <= 128, few tiles: 64x128 tiles, 2x the programs"
-)
+    block_m=64, block_n=128, block_k=64, num_warps=4, num_stages=4, **_MEM,
+    reason="memory-bound, M <= 128, few tiles: 64x128 tiles, 2x the programs",
+)  # fmt: skip
 # Compute-bound candidates, largest tile first; the first whose grid keeps the last wave
 # >= 80% full (model.waves.grid_waves) wins.
 COMPUTE = (
-    Config(128, 256, 64, 8, 1, 8, 3, True, "compute-bound: persistent, warp-specialized 128x256", True),
+    Config(
+        block_m=128, block_n=256, block_k=64, num_warps=8, num_stages=3, persistent=True, warp_specialize=True,
+        reason="compute-bound: persistent, warp-specialized 128x256",
+    ),
     # warp specialization: 163.3 us against 164.5 without it on 256 x 24576 x 8192 (round 3)
-    Config(128, 128, 64, 8, 1, 8, 4, True, "compute-bound, fewer tiles: persistent, warp-specialized 128x128", True),
-    Config(64, 128, 64, 8, 1, 4, 4, reason="small problem: 64x128 tiles to fill the SMs"),
-    Config(64, 64, 64, 8, 1, 4, 4, reason="small problem: 64x64 tiles to fill the SMs"),
-)
-TF32 = Config(128, 128, 32, 8, 1, 8, 3, reason="tf32: 128x128x32 (4-byte operands)")
+    Config(
+        block_m=128, block_n=128, block_k=64, num_warps=8, num_stages=4, persistent=True, warp_specialize=True,
+        reason="compute-bound, fewer tiles: persistent, warp-specialized 128x128",
+    ),
+    Config(
+        block_m=64, block_n=128, block_k=64, num_warps=4, num_stages=4, **_MEM,
+        reason="small problem: 64x128 tiles to fill the SMs",
+    ),
+    Config(
+        block_m=64, block_n=64, block_k=64, num_warps=4, num_stages=4, **_MEM,
+        reason="small problem: 64x64 tiles to fill the SMs",
+    ),
+)  # fmt: skip
+TF32 = Config(
+    block_m=128, block_n=128, block_k=32, num_warps=8, num_stages=3, **_MEM, reason="tf32: 128x128x32 (4-byte operands)"
+)  # fmt: skip
 
 
 @functools.lru_cache(maxsize=4096)
@@ -245,7 +185,7 @@ def _choose_cached(m: int, n: int, k: int, dtype: str, key: str, sms: int) -> Co
     if e == 4:
         return _fill(TF32, m, n, k, key, sms, e)
     if pred.bound == "memory" and m <= 128 and n >= 16 * m:
-        # Skinny: the time is streaming B once (the roofline says so). Measured table above;
+        # Skinny: the time is streaming B once (the roofline says so). Measured rows: tests/data/tuning/gemm.md;
         # wide tiles unless they leave fewer than ~70% of the SMs a program.
         if m <= 8:
             cfg = SKINNY_8
@@ -278,9 +218,9 @@ def _fill(cfg: Config, m: int, n: int, k: int, key: str, sms: int, e: int) -> Co
 
 def choose_config(m: int, n: int, k: int, dtype: str, device: torch.device | None = None) -> Config:
     """Pick a configuration from the roofline (`model.roofline`), the waves (`model.waves`) and
-    the occupancy (`model.occupancy`) of the shape; the candidates are the measured table above."""
-    key = _gpu_key(device) if device is not None else "h200"
-    sms = num_sms(device) if device is not None else _gpus.get(key).sms
+    the occupancy (`model.occupancy`) of the shape; the candidates are the measured ones above."""
+    key = gpu_key(device) if device is not None else "h200"
+    sms = sm_count(device) if device is not None else _gpus.get(key).sms
     return _choose_cached(int(m), int(n), int(k), _gpus.dtype_name(dtype) if dtype != "fp32" else "fp32", key, sms)
 
 
@@ -483,7 +423,7 @@ def _check(a, b, out, bias, activation):
         raise InputError(f"matmul: a and b must have the same dtype, got a {a.dtype} and b {b.dtype}")
     if a.device != b.device:
         raise InputError(f"matmul: a and b must be on the same device, got a on {a.device} and b on {b.device}")
-    if a.device.type != "cuda" and not _interpreting():
+    if a.device.type != "cuda" and not interpreting():
         raise InputError(f"matmul: tensors must be on a CUDA device (or set TRITON_INTERPRET=1), got {a.device}")
     m, n = a.shape[0], b.shape[1]
     if out is not None:
@@ -501,13 +441,9 @@ def _check(a, b, out, bias, activation):
 def _tma_ok(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> bool:
     """TMA needs 16-bit data (tf32 wgmma wants K-major B), unit last strides and 16-byte
     aligned bases and row strides, and a Hopper GPU with a triton that has host descriptors."""
-    if a.device.type != "cuda" or a.dtype not in (torch.bfloat16, torch.float16):
+    if a.device.type != "cuda" or a.dtype not in (torch.bfloat16, torch.float16) or TensorDescriptor is None:
         return False
-    if torch.cuda.get_device_capability(a.device)[0] < 9:
-        return False
-    try:
-        from triton.tools.tensor_descriptor import TensorDescriptor  # noqa: F401
-    except ImportError:
+    if capability(a.device)[0] < 9:
         return False
     for t in (a, b, c):
         if t.stride(1) != 1 or (t.stride(0) * t.element_size()) % 16 or t.data_ptr() % 16:
@@ -524,7 +460,7 @@ def _load_extent(t: torch.Tensor, dim: int, size: int, unit: int) -> int:
     """Where loads along `dim` (M of A: dim 0, N of B: dim 1) may wrap: `size`, or `size` rounded up
     to `unit` elements when `dim` is the unit-stride one, the other stride leaves room for the
     rounded rows and the storage holds the last one (padding, never another tensor's bytes)."""
-    padded = -(-size // unit) * unit
+    padded = cdiv(size, unit) * unit
     if padded == size or t.stride(dim) != 1:
         return size
     other = t.stride(1 - dim)
@@ -555,7 +491,7 @@ def _padded(t: torch.Tensor) -> torch.Tensor:
     """A row-major copy of `t` whose rows start on 16-byte boundaries (a view of the same shape)."""
     rows, cols = t.shape
     unit = max(1, 16 // t.element_size())
-    buf = torch.empty((rows, -(-cols // unit) * unit), dtype=t.dtype, device=t.device)
+    buf = torch.empty((rows, cdiv(cols, unit) * unit), dtype=t.dtype, device=t.device)
     view = buf[:, :cols]
     view.copy_(t)
     return view
@@ -570,71 +506,158 @@ PAD_MIN_FLOPS_PER_BYTE = 64
 _WS_FAILED: set[str] = set()
 
 
-def _launch_persistent(a, b, c, bias, activation, cfg: Config) -> None:
-    from triton.tools.tensor_descriptor import TensorDescriptor
+class _Plan:
+    """Everything a call with this signature launches: the tiles, the grid, the scalar arguments."""
 
+    __slots__ = ("blocks", "cfg", "ints", "launcher", "pad_a", "pad_b", "recheck", "tiles", "ws_numel")
+
+
+def _make_plan(a, b, c, bias, activation, cfg: Config) -> _Plan:
+    """The launch of `cfg` on these tensors (a and b already padded where the plan pads them)."""
     m, k = a.shape
     n = b.shape[1]
     has_bias = bias is not None
-    a_desc = TensorDescriptor.from_tensor(a, [cfg.block_m, cfg.block_k])
-    b_desc = TensorDescriptor.from_tensor(b, [cfg.block_k, cfg.block_n])
-    split_epi = cfg.block_n >= 128
-    c_desc = TensorDescriptor.from_tensor(c, [cfg.block_m, cfg.block_n // 2 if split_epi else cfg.block_n])
-    programs = min(num_sms(a.device), _tiles(m, n, cfg.block_m, cfg.block_n))
-    _matmul_tma_persistent_kernel[(programs,)](
-        a_desc, b_desc, c_desc, bias if has_bias else c, m, n, k,
-        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
-        NUM_PROGRAMS=programs, HAS_BIAS=has_bias, ACTIVATION=activation,
-        EPILOGUE_SPLIT=split_epi, OUT_DTYPE=_TL_DTYPES[c.dtype],
-        WARP_SPECIALIZE=cfg.warp_specialize, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
-    )  # fmt: skip
-
-
-def _launch(a, b, c, bias, activation, cfg: Config) -> None:
-    m, k = a.shape
-    n = b.shape[1]
-    has_bias = bias is not None
+    plan = _Plan()
+    plan.pad_a = plan.pad_b = False
+    plan.recheck = False
+    plan.ws_numel = 0
     if cfg.persistent:
         if cfg.warp_specialize and (cfg.tag() in _WS_FAILED or os.environ.get("TILEWISE_NO_WARP_SPECIALIZE")):
             cfg = dataclasses.replace(cfg, warp_specialize=False)
-        try:
-            _launch_persistent(a, b, c, bias, activation, cfg)
-        except Exception:
-            if not cfg.warp_specialize:
-                raise
-            # Warp specialization needs triton >= 3.5 on Hopper and compiles only some shapes
-            # (128x256x64 w4 st3 hit an internal compiler error on triton 3.6): fall back once.
-            _WS_FAILED.add(cfg.tag())
-            _launch_persistent(a, b, c, bias, activation, dataclasses.replace(cfg, warp_specialize=False))
-        return
+        split_epi = cfg.block_n >= 128
+        programs = min(sm_count(a.device), _tiles(m, n, cfg.block_m, cfg.block_n))
+        plan.blocks = (
+            [cfg.block_m, cfg.block_k],
+            [cfg.block_k, cfg.block_n],
+            [cfg.block_m, cfg.block_n // 2 if split_epi else cfg.block_n],
+        )
+        plan.launcher = Launcher(
+            _matmul_tma_persistent_kernel, (programs,),
+            dict(
+                BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
+                NUM_PROGRAMS=programs, HAS_BIAS=has_bias, ACTIVATION=activation,
+                EPILOGUE_SPLIT=split_epi, OUT_DTYPE=_TL_DTYPES[c.dtype], WARP_SPECIALIZE=cfg.warp_specialize,
+            ),
+            num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        )  # fmt: skip
+        plan.ints = (m, n, k)
+        plan.tiles = 0
+        plan.cfg = cfg
+        return plan
     split = cfg.split_k
-    k_per_split = _cdiv(_cdiv(k, split), cfg.block_k) * cfg.block_k
-    split = _cdiv(k, k_per_split)  # no empty splits
+    k_per_split = cdiv(cdiv(k, split), cfg.block_k) * cfg.block_k
+    split = cdiv(k, k_per_split)  # no empty splits
     tiles = _tiles(m, n, cfg.block_m, cfg.block_n)
     if split > 1:
-        ws = torch.empty(tiles * split * cfg.block_m * cfg.block_n, dtype=torch.float32, device=a.device)
-        counters = _counters(a.device, tiles)
-    else:
-        ws = counters = c
+        plan.ws_numel = tiles * split * cfg.block_m * cfg.block_n
     big = max(_span(a), _span(b), _span(c)) >= 2**31 - 1
     cap = max(1, 16 // a.element_size())
-    mq, mml = _split_stride(_load_extent(a, 0, m, cap), cap)
-    nq, mnl = _split_stride(_load_extent(b, 1, n, cap), cap)
+    ext_m, ext_n = _load_extent(a, 0, m, cap), _load_extent(b, 1, n, cap)
+    # the extents read the storage's size, which the signature does not hold: a later call re-derives them
+    plan.recheck = (cdiv(m, cap) * cap != m and a.stride(0) == 1) or (cdiv(n, cap) * cap != n and b.stride(1) == 1)
+    mq, mml = _split_stride(ext_m, cap)
+    nq, mnl = _split_stride(ext_n, cap)
     (sam, mam), (sak, mak) = _split_stride(a.stride(0), cap), _split_stride(a.stride(1), cap)
     (sbk, mbk), (sbn, mbn) = _split_stride(b.stride(0), cap), _split_stride(b.stride(1), cap)
     (scm, mcm), (scn, mcn) = _split_stride(c.stride(0), cap), _split_stride(c.stride(1), cap)
-    _matmul_kernel[(tiles, split)](
-        a, b, c, bias if has_bias else c, ws, counters,
-        m, n, k, k_per_split, mq, nq,
-        sam, sak, sbk, sbn, scm, scn,
-        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
-        SPLIT_K=split, EVEN_K=(k % cfg.block_k == 0), HAS_BIAS=has_bias, ACTIVATION=activation,
-        MUL_ML=mml, MUL_NL=mnl,
-        INPUT_PRECISION="tf32" if a.dtype == torch.float32 else "ieee", BIG=big,
-        A_EVICT="evict_last" if cfg.stream_b else "", B_EVICT="evict_first" if cfg.stream_b else "",
-        MUL_AM=mam, MUL_AK=mak, MUL_BK=mbk, MUL_BN=mbn, MUL_CM=mcm, MUL_CN=mcn,
+    plan.launcher = Launcher(
+        _matmul_kernel, (tiles, split),
+        dict(
+            BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
+            SPLIT_K=split, EVEN_K=(k % cfg.block_k == 0), HAS_BIAS=has_bias, ACTIVATION=activation,
+            MUL_ML=mml, MUL_NL=mnl,
+            INPUT_PRECISION="tf32" if a.dtype == torch.float32 else "ieee", BIG=big,
+            A_EVICT="evict_last" if cfg.stream_b else "", B_EVICT="evict_first" if cfg.stream_b else "",
+            MUL_AM=mam, MUL_AK=mak, MUL_BK=mbk, MUL_BN=mbn, MUL_CM=mcm, MUL_CN=mcn,
+        ),
         num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )  # fmt: skip
+    plan.ints = (m, n, k, k_per_split, mq, nq, sam, sak, sbk, sbn, scm, scn)
+    plan.tiles = tiles
+    plan.cfg = cfg
+    return plan
+
+
+def _run(plan: _Plan, a, b, c, bias) -> None:
+    """Launch a plan: allocations and descriptors are per call, everything else was derived once."""
+    bias_arg = bias if bias is not None else c
+    if plan.cfg.persistent:
+        ba, bb, bc = plan.blocks
+        descs = (
+            TensorDescriptor.from_tensor(a, ba),
+            TensorDescriptor.from_tensor(b, bb),
+            TensorDescriptor.from_tensor(c, bc),
+        )
+        plan.launcher(*descs, bias_arg, *plan.ints)
+        return
+    if plan.ws_numel:
+        ws = torch.empty(plan.ws_numel, dtype=torch.float32, device=a.device)
+        cnt = counters(a.device, plan.tiles)
+    else:
+        ws = cnt = c
+    plan.launcher(a, b, c, bias_arg, ws, cnt, *plan.ints)
+
+
+def _run_first(plan: _Plan, a, b, c, bias, activation) -> _Plan:
+    """The first launch of a plan compiles; warp specialization needs triton >= 3.5 on Hopper and compiles
+    only some shapes (128x256x64 w4 st3 hit an internal compiler error on triton 3.6): fall back once."""
+    try:
+        _run(plan, a, b, c, bias)
+    except Exception:
+        if not (plan.cfg.persistent and plan.cfg.warp_specialize):
+            raise
+        _WS_FAILED.add(plan.cfg.tag())
+        plan = _make_plan(a, b, c, bias, activation, dataclasses.replace(plan.cfg, warp_specialize=False))
+        _run(plan, a, b, c, bias)
+    return plan
+
+
+def _launch(a, b, c, bias, activation, cfg: Config) -> None:
+    """Launch `cfg` as given (no plan cache; tests and sweeps)."""
+    _run_first(_make_plan(a, b, c, bias, activation, cfg), a, b, c, bias, activation)
+
+
+# Launch plans by call signature (shapes, strides, dtypes, devices, 16-byte alignment of every tensor,
+# bias, activation, config): a repeated call does the checks' work once (a dict lookup).
+_PLANS = PlanCache()
+
+
+def _plan_key(a, b, out, bias, activation, config):
+    try:
+        return (
+            a.shape, a.stride(), a.dtype, a.device, a.data_ptr() % 16 == 0,
+            b.shape, b.stride(), b.dtype, b.device, b.data_ptr() % 16 == 0,
+            None if out is None else (out.shape, out.stride(), out.dtype, out.device, out.data_ptr() % 16 == 0),
+            None if bias is None else (bias.shape, bias.stride(), bias.dtype, bias.device, bias.data_ptr() % 16 == 0),
+            activation, config,
+        )  # fmt: skip
+    except (AttributeError, TypeError):  # not tensors: the checks say what was expected
+        return None  # (a None key is never stored, so it finds no plan)
+
+
+def _new_plan(key, a, b, out, bias, activation, config):
+    """Check the inputs and derive the plan of a signature not seen before (then cached)."""
+    _check(a, b, out, bias, activation)
+    m, k = a.shape
+    n = b.shape[1]
+    c = out if out is not None else torch.empty((m, n), dtype=a.dtype, device=a.device)
+    cfg = config or choose_config(m, n, k, _DTYPES[a.dtype], a.device)
+    flops = traffic.gemm_flops(m, n, k)
+    pad_a = not _row_aligned(a) and flops >= PAD_MIN_FLOPS_PER_BYTE * a.numel() * a.element_size()
+    pad_b = not _row_aligned(b) and flops >= PAD_MIN_FLOPS_PER_BYTE * b.numel() * b.element_size()
+    a = _padded(a) if pad_a else a
+    b = _padded(b) if pad_b else b
+    if cfg.persistent and not _tma_ok(a, b, c):
+        # The pointer kernel with the same tiles; 4 stages where they fit (128x256x64 at st4:
+        # 770 TFLOP/s against 623 at st3 on 8192^3, round 1).
+        st = 4 if _smem_bytes(cfg.block_m, cfg.block_n, cfg.block_k, 4, a.element_size()) <= 200 * 1024 else 3
+        cfg = dataclasses.replace(cfg, persistent=False, warp_specialize=False, num_stages=max(cfg.num_stages, st))
+    plan = _make_plan(a, b, c, bias, activation, cfg)
+    plan.pad_a, plan.pad_b = pad_a, pad_b
+    plan = _run_first(plan, a, b, c, bias, activation)
+    if key is not None and not plan.recheck:
+        _PLANS.put(key, plan)
+    return c
 
 
 def matmul(
@@ -659,22 +682,15 @@ def matmul(
     Returns:
         C [M, N] in the dtype of `a`, accumulated in fp32.
     """
-    _check(a, b, out, bias, activation)
-    m, k = a.shape
-    n = b.shape[1]
-    c = out if out is not None else torch.empty((m, n), dtype=a.dtype, device=a.device)
-    cfg = config or choose_config(m, n, k, _DTYPES[a.dtype], a.device)
-    flops = traffic.gemm_flops(m, n, k)
-    if not _row_aligned(a) and flops >= PAD_MIN_FLOPS_PER_BYTE * a.numel() * a.element_size():
-        a = _padded(a)
-    if not _row_aligned(b) and flops >= PAD_MIN_FLOPS_PER_BYTE * b.numel() * b.element_size():
-        b = _padded(b)
-    if cfg.persistent and not _tma_ok(a, b, c):
-        # The pointer kernel with the same tiles; 4 stages where they fit (128x256x64 at st4:
-        # 770 TFLOP/s against 623 at st3 on 8192^3, round 1).
-        st = 4 if _smem_bytes(cfg.block_m, cfg.block_n, cfg.block_k, 4, a.element_size()) <= 200 * 1024 else 3
-        cfg = dataclasses.replace(cfg, persistent=False, warp_specialize=False, num_stages=max(cfg.num_stages, st))
-    _launch(a, b, c, bias, activation, cfg)
+    key = _plan_key(a, b, out, bias, activation, config)
+    try:
+        plan = _PLANS.get(key)
+    except TypeError:  # an unhashable argument (activation=[...]): the checks refuse it
+        plan = key = None
+    if plan is None:
+        return _new_plan(key, a, b, out, bias, activation, config)
+    c = out if out is not None else torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
+    _run(plan, _padded(a) if plan.pad_a else a, _padded(b) if plan.pad_b else b, c, bias)
     return c
 
 

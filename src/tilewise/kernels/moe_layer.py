@@ -20,7 +20,8 @@ import functools
 import torch
 
 from tilewise.errors import InputError
-from tilewise.kernels.grouped_gemm import GroupedConfig, _launch, choose_config
+from tilewise.kernels.grouped_gemm import GroupedConfig, choose_config, launch
+from tilewise.kernels.utils import PlanCache, long_kernel, signature
 
 GATES = ("softmax", "sigmoid")
 
@@ -128,6 +129,24 @@ def moe_configs(
     return dataclasses.replace(up, schedule="inline"), dataclasses.replace(down, schedule="inline")
 
 
+def _default_configs(x, w_gate_up, top_k) -> tuple[GroupedConfig, GroupedConfig]:
+    """`moe_configs`, without TMA descriptors where the GEMMs are too short to hide their host cost."""
+    T, d = x.shape
+    E, _, f2 = w_gate_up.shape
+    f = f2 // 2
+    up, down = moe_configs(T, top_k, E, d, f, x.dtype, x.is_cuda)
+    rows, e = T * top_k, x.element_size()
+    if up.tma and not long_kernel(x.device, 2.0 * rows * d * f2, (E * d * f2 + rows * (d + f)) * e, x.dtype):
+        up = dataclasses.replace(up, tma=False)
+    if down.tma and not long_kernel(x.device, 2.0 * rows * f * d, (E * f * d + rows * (f + d)) * e, x.dtype):
+        down = dataclasses.replace(down, tma=False)
+    return up, down
+
+
+# Checked configs by call signature (the checks and the tile choice run once per signature).
+_PLANS = PlanCache()
+
+
 # ------------------------------------------------------------------------------ public op
 
 
@@ -152,7 +171,26 @@ def moe(
     gate: "softmax" or "sigmoid" (see `route`); normalize: divide the k weights by their sum.
     Returns [T, d] in the dtype of x.
     """
-    _check_moe(x, router_logits, w_gate_up, w_down, top_k, gate)
+    try:
+        key = (
+            signature(x),
+            signature(router_logits),
+            signature(w_gate_up),
+            signature(w_down),
+            top_k,
+            type(top_k),
+            gate,
+            normalize,
+            configs,
+        )
+        plan = _PLANS.get(key)
+    except (AttributeError, TypeError):  # not tensors, or an unhashable option: the checks refuse it
+        key = plan = None
+    if plan is None:
+        _check_moe(x, router_logits, w_gate_up, w_down, top_k, gate)
+        plan = configs or _default_configs(x, w_gate_up, top_k)
+        if key is not None:
+            _PLANS.put(key, plan)
     T, d = x.shape
     E, _, f2 = w_gate_up.shape
     f = f2 // 2
@@ -162,13 +200,13 @@ def moe(
     weights, experts = route(router_logits, top_k, gate, normalize)
     order, offsets = permute(experts, E)
     rows = T * top_k
-    cfg_up, cfg_down = configs or moe_configs(T, top_k, E, d, f, x.dtype, x.is_cuda)
+    cfg_up, cfg_down = plan
     h = torch.empty((rows, f), dtype=out_dtype, device=x.device)  # permuted (expert) order
     # permuted row r is token slot order[r] = t * k + j: it reads x row order[r] // k
-    _launch(x, w_gate_up, offsets, h, f, cfg_up, rows=rows, glu=True, gather=order, gather_div=top_k)
+    launch(x, w_gate_up, offsets, h, f, cfg_up, rows=rows, glu=True, gather=order, gather_div=top_k)
     y = torch.empty((rows, d), dtype=out_dtype, device=x.device)  # token-slot order
     # and is written to y row order[r], scaled by the routing weight of that slot
-    _launch(h, w_down, offsets, y, d, cfg_down, rows=rows, scatter=order, scale=weights.reshape(-1))
+    launch(h, w_down, offsets, y, d, cfg_down, rows=rows, scatter=order, scale=weights.reshape(-1))
     if top_k == 1:
         return y
     return y.view(T, top_k, d).sum(dim=1)

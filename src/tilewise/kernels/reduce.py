@@ -21,14 +21,14 @@ atomic". On an H200 that kernel moves one 4-byte element per thread and launches
 from __future__ import annotations
 
 import dataclasses
-import os
 
 import torch
 import triton
 import triton.language as tl
 
 from tilewise.errors import InputError
-from tilewise.kernels.gemm import _cdiv, _counters, num_sms
+from tilewise.kernels.utils import Launcher, PlanCache, counters, interpreting, sm_count
+from tilewise.util import cdiv, next_power_of_2
 
 _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
@@ -117,15 +117,6 @@ def _sum_dim_kernel(
 # --------------------------------------------------------------------------- launcher
 
 
-def _pow2(n: int) -> int:
-    """Next power of two >= n (`triton.next_power_of_2` costs a jit-function call from Python)."""
-    return 1 << max(0, int(n) - 1).bit_length()
-
-
-def _interpreting() -> bool:
-    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
-
-
 def _acc(dtype: torch.dtype):
     return tl.float64 if dtype == torch.float64 else tl.float32
 
@@ -137,7 +128,7 @@ def _check(x, dim):
         raise InputError(f"sum: x must be float16, bfloat16, float32 or float64, got {x.dtype}")
     if x.numel() == 0:
         raise InputError(f"sum: x must not be empty, got shape {list(x.shape)}")
-    if x.device.type != "cuda" and not _interpreting():
+    if x.device.type != "cuda" and not interpreting():
         raise InputError(f"sum: x must be on a CUDA device (or set TRITON_INTERPRET=1), got {x.device}")
     if dim is not None:
         if isinstance(dim, bool) or not isinstance(dim, int):
@@ -147,28 +138,39 @@ def _check(x, dim):
             raise InputError(f"sum: dim must be in [{-nd}, {nd - 1}] for a {x.dim()}-D tensor, got {dim}")
 
 
-def _sum_all(x: torch.Tensor, cfg: SumConfig | None) -> torch.Tensor:
-    if not x.is_contiguous():
-        x = x.contiguous()  # a strided full sum reads through a copy: say so in the docs
-    flat = x.view(-1)
-    numel = flat.numel()
-    sms = num_sms(x.device)
+class _Plan:
+    """The launches of one call signature: buffers to allocate, then (launcher, source, destination, ints)
+    steps; a source / destination is an index into [x, out, partial 0, partial 1, ...]."""
+
+    __slots__ = ("acc_dtype", "copy", "flat", "out_shape", "partials", "reshape", "steps")
+
+
+def _plan_all(x: torch.Tensor, cfg: SumConfig | None) -> _Plan:
+    plan = _Plan()
+    plan.flat = True
+    plan.copy = not x.is_contiguous()  # a strided full sum reads through a copy (documented)
+    plan.reshape = None
+    numel = x.numel()
+    sms = sm_count(x.device)
     cfg = cfg or choose_config(numel, x.element_size(), sms)
-    programs = max(1, min(sms * cfg.programs_per_sm, _cdiv(numel, cfg.block)))
-    out = torch.empty((), dtype=x.dtype, device=x.device)
-    acc_dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
-    partials = torch.empty(programs, dtype=acc_dtype, device=x.device)
-    counter = _counters(x.device, 1)[-1:]  # the last counter: matmul uses them from the front
-    _sum_flat_kernel[(programs,)](
-        flat, out, partials, counter, numel,
-        BLOCK=cfg.block, NUM_PROGRAMS=programs, PARTIALS=_pow2(programs),
-        ACC=_acc(x.dtype), BIG=numel + cfg.block * programs >= 2**31 - 1, num_warps=cfg.num_warps,
+    programs = max(1, min(sms * cfg.programs_per_sm, cdiv(numel, cfg.block)))
+    plan.out_shape = ()
+    plan.acc_dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
+    plan.partials = [(programs,)]
+    launcher = Launcher(
+        _sum_flat_kernel, (programs,),
+        dict(
+            BLOCK=cfg.block, NUM_PROGRAMS=programs, PARTIALS=next_power_of_2(programs),
+            ACC=_acc(x.dtype), BIG=numel + cfg.block * programs >= 2**31 - 1,
+        ),
+        num_warps=cfg.num_warps,
     )  # fmt: skip
-    return out
+    plan.steps = [(launcher, 0, 1, (numel,))]
+    return plan
 
 
-def _reduce_3d(x, out, n_outer, r, n_inner, x_strides, out_strides, sms):
-    """Sum x [n_outer, r, n_inner] (given strides) over r into out [n_outer, n_inner].
+def _plan_3d(plan, src, dst, n_outer, r, n_inner, x_strides, out_strides, sms, dtype) -> None:
+    """Steps that sum buffer `src` [n_outer, r, n_inner] (given strides) over r into `dst` [n_outer, n_inner].
 
     Too few (outer, column-block) programs to keep the SMs streaming - summing the 32768 rows
     of a [32768, 8192] matrix gives 64 column blocks - split R: each split writes an fp32
@@ -180,57 +182,79 @@ def _reduce_3d(x, out, n_outer, r, n_inner, x_strides, out_strides, sms):
     # across columns otherwise (rows of 128 contiguous columns: 512-byte runs for fp32).
     block_r = 128 if contiguous_r else 32
     block_i = 32 if contiguous_r else 128
-    block_i = min(block_i, _pow2(n_inner))
-    block_r = min(block_r, max(16, _pow2(r)))
-    programs = n_outer * _cdiv(n_inner, block_i)
+    block_i = min(block_i, next_power_of_2(n_inner))
+    block_r = min(block_r, max(16, next_power_of_2(r)))
+    programs = n_outer * cdiv(n_inner, block_i)
     # Summing the 32768 rows of a [32768, 8192] fp32 matrix column-wise gave 64 column blocks;
     # split over 4 x SMs programs that read 3.57 TB/s against torch's 4.2 (round 2): aim for 8 x SMs.
-    splits = max(1, min(_cdiv(8 * sms, programs), r // (8 * block_r)))
-    acc = _acc(x.dtype)
+    splits = max(1, min(cdiv(8 * sms, programs), r // (8 * block_r)))
+    consts = dict(BLOCK_R=block_r, BLOCK_I=block_i, ACC=_acc(dtype))
     if splits == 1:
-        _sum_dim_kernel[(n_outer, _cdiv(n_inner, block_i), 1)](
-            x, out, r, r, n_inner, so, sr, si, out_strides[0], 0, out_strides[1],
-            BLOCK_R=block_r, BLOCK_I=block_i, ACC=acc, num_warps=4,
-        )  # fmt: skip
+        launcher = Launcher(_sum_dim_kernel, (n_outer, cdiv(n_inner, block_i), 1), consts, num_warps=4)
+        plan.steps.append((launcher, src, dst, (r, r, n_inner, so, sr, si, out_strides[0], 0, out_strides[1])))
         return
-    r_per = _cdiv(_cdiv(r, splits), block_r) * block_r
-    splits = _cdiv(r, r_per)
-    acc_dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
-    part = torch.empty((n_outer, splits, n_inner), dtype=acc_dtype, device=x.device)
-    _sum_dim_kernel[(n_outer, _cdiv(n_inner, block_i), splits)](
-        x, part, r, r_per, n_inner, so, sr, si, part.stride(0), part.stride(1), part.stride(2),
-        BLOCK_R=block_r, BLOCK_I=block_i, ACC=acc, num_warps=4,
-    )  # fmt: skip
-    _reduce_3d(part, out, n_outer, splits, n_inner, part.stride(), out_strides, sms)
+    r_per = cdiv(cdiv(r, splits), block_r) * block_r
+    splits = cdiv(r, r_per)
+    part = len(plan.partials) + 2
+    plan.partials.append((n_outer, splits, n_inner))  # contiguous: strides (splits * n_inner, n_inner, 1)
+    launcher = Launcher(_sum_dim_kernel, (n_outer, cdiv(n_inner, block_i), splits), consts, num_warps=4)
+    ints = (r, r_per, n_inner, so, sr, si, splits * n_inner, n_inner, 1)
+    plan.steps.append((launcher, src, part, ints))
+    _plan_3d(plan, part, dst, n_outer, splits, n_inner, (splits * n_inner, n_inner, 1), out_strides, sms, dtype)
 
 
-def _sum_dim(x: torch.Tensor, dim: int, keepdim: bool) -> torch.Tensor:
+def _plan_dim(x: torch.Tensor, dim: int, keepdim: bool) -> _Plan:
+    plan = _Plan()
+    plan.flat = False
+    plan.copy = False
     nd = x.dim()
     dim = dim % nd
     shape = list(x.shape)
     r = shape[dim]
     outer_shape, inner_shape = shape[:dim], shape[dim + 1 :]
-    out_shape = outer_shape + inner_shape
-    out = torch.empty(out_shape, dtype=x.dtype, device=x.device)
-    # [outer, R, inner] view: reshape keeps strides where it can (else copies)
+    plan.out_shape = (*outer_shape, 1, *inner_shape) if keepdim else (*outer_shape, *inner_shape)
+    plan.acc_dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
+    plan.partials = []
+    plan.steps = []
     outer = 1
     for s in outer_shape:
         outer *= s
     inner = 1
     for s in inner_shape:
         inner *= s
+    # [outer, R, inner] view: reshape keeps strides where it can (else every call copies)
     x3 = x.reshape(outer, r, inner)
-    o2 = out.view(outer, inner)
+    plan.reshape = None if x3.data_ptr() == x.data_ptr() else (outer, r, inner)
+    o_stride = inner  # out is allocated contiguous: [outer, inner] row-major whatever keepdim says
     if inner == 1:
         # Reducing the last dimension: the outer rows become the columns of the tile so that
         # one program sums BLOCK_I rows at once (loads run along R, the contiguous axis).
-        so, sr, si, soo, soi, n_outer, n_inner = 0, x3.stride(1), x3.stride(0), 0, o2.stride(0), 1, outer
+        so, sr, si, soo, soi, n_outer, n_inner = 0, x3.stride(1), x3.stride(0), 0, o_stride, 1, outer
     else:
-        so, sr, si, soo, soi, n_outer, n_inner = x3.stride(0), x3.stride(1), x3.stride(2), o2.stride(0), 1, outer, inner
-    _reduce_3d(x3, o2, n_outer, r, n_inner, (so, sr, si), (soo, soi), num_sms(x.device))
-    if keepdim:
-        out = out.unsqueeze(dim)
+        so, sr, si, soo, soi, n_outer, n_inner = x3.stride(0), x3.stride(1), x3.stride(2), o_stride, 1, outer, inner
+    _plan_3d(plan, 0, 1, n_outer, r, n_inner, (so, sr, si), (soo, soi), sm_count(x.device), x.dtype)
+    return plan
+
+
+def _run(plan: _Plan, x: torch.Tensor) -> torch.Tensor:
+    if plan.copy:
+        x = x.contiguous()
+    elif plan.reshape is not None:
+        x = x.reshape(plan.reshape)
+    dev = x.device
+    out = torch.empty(plan.out_shape, dtype=x.dtype, device=dev)
+    bufs = [x, out, *(torch.empty(p, dtype=plan.acc_dtype, device=dev) for p in plan.partials)]
+    if plan.flat:
+        launcher, _, _, ints = plan.steps[0]
+        launcher(x, out, bufs[2], counters(dev, 1, pool="sum"), *ints)
+        return out
+    for launcher, src, dst, ints in plan.steps:
+        launcher(bufs[src], bufs[dst], *ints)
     return out
+
+
+# Launch plans by call signature (shape, strides, dtype, device, alignment, dim, keepdim, config).
+_PLANS = PlanCache()
 
 
 def sum(x: torch.Tensor, dim: int | None = None, *, keepdim: bool = False, config: SumConfig | None = None):
@@ -246,12 +270,20 @@ def sum(x: torch.Tensor, dim: int | None = None, *, keepdim: bool = False, confi
         A tensor of x's dtype: 0-D for dim=None, else x's shape without `dim`. 16-bit
         inputs are accumulated in fp32, fp32 in fp32, fp64 in fp64.
     """
-    _check(x, dim)
-    if dim is None:
-        return _sum_all(x, config)
-    if x.dim() == 0:
-        return _sum_all(x, config)
-    return _sum_dim(x, dim, keepdim)
+    try:
+        key = (x.shape, x.stride(), x.dtype, x.device, x.data_ptr() % 16 == 0, dim, type(dim), keepdim, config)
+        plan = _PLANS.get(key)
+    except (AttributeError, TypeError):  # not a tensor, or an unhashable dim: the checks refuse it
+        key = plan = None
+    if plan is None:
+        _check(x, dim)
+        if dim is None or x.dim() == 0:
+            plan = _plan_all(x, config)
+        else:
+            plan = _plan_dim(x, dim, keepdim)
+        if key is not None:
+            _PLANS.put(key, plan)
+    return _run(plan, x)
 
 
 __all__ = ["SumConfig", "choose_config", "sum"]

@@ -16,7 +16,9 @@ The goal becomes saturating HBM, e.g. by splitting the KV sequence over more SMs
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from tilewise import gpus as _gpus
 from tilewise.errors import InputError, positive_int
@@ -57,7 +59,7 @@ class SplitCandidate:
     rounds: int  # ceil(work_items / sms)
     efficiency: float  # useful KV-block loads / (rounds x sms x blocks_per_split)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -76,7 +78,7 @@ class SplitPlan:
     candidates: tuple[SplitCandidate, ...]
     rule: str
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["candidates"] = [c.to_dict() for c in self.candidates]
         return d
@@ -170,7 +172,7 @@ class DecodeGemmPoint:
     fill_wgmma: float  # rows of the 64-row wgmma that carry data
     achieved_tflops: float  # useful FLOP/s at the roofline time
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -201,7 +203,11 @@ def decode_gemm_point(batch: int, k: int, n: int, dtype: str = "bf16", gpu: str 
 
 
 def decode_gemm_roofline(
-    k: int = 8192, n: int = 24576, batches=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512), dtype="bf16", gpu="h100-sxm"
+    k: int = 8192,
+    n: int = 24576,
+    batches: Sequence[int] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512),
+    dtype: str = "bf16",
+    gpu: str = "h100-sxm",
 ) -> list[DecodeGemmPoint]:
     """The decode GEMM's roofline at each batch: intensity grows about linearly with batch.
 
@@ -255,7 +261,7 @@ class DecodeAttention:
     fill_mma: float  # group rows in a 16-row fragment
     fill_wgmma: float  # group rows in wgmma's 64
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 

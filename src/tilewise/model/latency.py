@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from tilewise import gpus as _gpus
 from tilewise.errors import InputError, positive_int
@@ -59,14 +60,16 @@ class LatencyHiding:
     max_warps: int
     hidden_fraction: float  # min(1, resident / needed): share of the throughput reached
     limiter: str  # occupancy's binding limit, or "none"
-    occupancy: dict | None
+    occupancy: dict[str, Any] | None
     loads_needed: int = 0  # memory: thread-level loads in flight (in_flight_needed / bytes per load)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def _resident(g: _gpus.GPU, threads, registers, smem) -> tuple[int, str, dict | None]:
+def _resident(
+    g: _gpus.GPU, threads: int | None, registers: int | None, smem: int | None
+) -> tuple[int, str, dict[str, Any] | None]:
     if threads is None:
         return g.max_warps_per_sm, "none", None
     occ = occupancy(g, threads, registers if registers is not None else 32, 0, smem or 0)
@@ -151,7 +154,7 @@ def warps_to_hide_memory(
 
 def async_in_flight(
     stages: int, stage_bytes: int, latency_cycles: float = LATENCY_CYCLES["hbm"], gpu: str | _gpus.GPU = "h100-sxm"
-) -> dict:
+) -> dict[str, Any]:
     """Bytes a TMA ring buffer keeps in flight (stages - 1 tiles ahead of the consumer) vs what HBM needs."""
     g = _gpus.get(gpu)
     stages = positive_int("stages", stages)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from tilewise import gpus as _gpus
 from tilewise.errors import InputError, parse_size, require_extra
 from tilewise.model.occupancy import Occupancy, occupancy, what_if
 
 
-def _args_to_kwargs(a: argparse.Namespace) -> dict:
+def _args_to_kwargs(a: argparse.Namespace) -> dict[str, Any]:
     g = _gpus.get(a.gpu)
     total = parse_size("--smem", a.smem)
     static = parse_size("--static-smem", a.static_smem) if a.static_smem is not None else 0
@@ -35,7 +36,7 @@ def _args_to_kwargs(a: argparse.Namespace) -> dict:
     return kw
 
 
-def render(o: Occupancy, tables: dict[str, list[dict]], g: _gpus.GPU) -> str:
+def render(o: Occupancy, tables: dict[str, list[dict[str, Any]]], g: _gpus.GPU) -> str:
     lines = [
         f"{g.name}: {o.threads} threads, {o.registers} registers/thread, {o.static_smem + o.dynamic_smem} B shared memory"
         + (f", carveout {o.carveout}%" if o.carveout is not None else ""),
@@ -70,7 +71,7 @@ def render(o: Occupancy, tables: dict[str, list[dict]], g: _gpus.GPU) -> str:
     return "\n".join(lines)
 
 
-def plot(tables: dict[str, list[dict]], o: Occupancy, path: str) -> None:
+def plot(tables: dict[str, list[dict[str, Any]]], o: Occupancy, path: str) -> None:
     require_extra("matplotlib", "plot")
     import matplotlib
 

@@ -27,6 +27,7 @@ relaxing a constraint never delays anything: more stages are never slower.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from tilewise import gpus as _gpus
 from tilewise.errors import InputError, positive_int
@@ -54,7 +55,7 @@ class Event:
     start: float
     end: float
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -74,7 +75,7 @@ class Timeline:
     steady_cycles_per_tile: float  # the bound the design converges to
     events: tuple[Event, ...] = field(repr=False)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["events"] = [e.to_dict() for e in self.events]
         return d
@@ -84,7 +85,7 @@ class Timeline:
         return render_ascii(self, width)
 
 
-def _check_times(load, mma, softmax, epilogue):
+def _check_times(load: float, mma: float, softmax: float, epilogue: float) -> None:
     for name, v in (("load", load), ("mma", mma), ("softmax", softmax), ("epilogue", epilogue)):
         try:
             x = float(v)
@@ -256,7 +257,12 @@ def steady_cycles_per_tile(
 
 
 def compare(
-    tiles: int = 8, load: float = 1000.0, mma: float = 1024.0, softmax: float = 512.0, stages: int = 2, epilogue=0.0
+    tiles: int = 8,
+    load: float = 1000.0,
+    mma: float = 1024.0,
+    softmax: float = 512.0,
+    stages: int = 2,
+    epilogue: float = 0.0,
 ) -> dict[str, Timeline]:
     """All three designs on the same work."""
     return {d: simulate(d, tiles, load, mma, softmax, stages, epilogue) for d in DESIGNS}
@@ -305,7 +311,7 @@ class AttentionTileTimes:
     kv_tile_bytes: int
     notes: str
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 

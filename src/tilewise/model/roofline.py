@@ -7,6 +7,7 @@ measurement (`predicted_ms`, `roofline_fraction`).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from tilewise import gpus as _gpus
 from tilewise.errors import InputError
@@ -26,7 +27,7 @@ class Roofline:
     balance: float  # the machine's FLOP per byte at this level
     attainable_flops: float  # min(peak, intensity x bandwidth)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -86,7 +87,7 @@ class LevelRoofline:
     time_s: float
     tensor_utilisation: float  # compute time / time
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "levels": {k: v.to_dict() for k, v in self.levels.items()},
             "binding": self.binding,
@@ -165,7 +166,7 @@ class L2Reuse:
     bound: str  # "compute", "hbm" or "l2"
     tensor_utilisation: float  # min over levels of intensity_at_level / balance_at_level, capped at 1
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -212,7 +213,7 @@ class KVIntensity:
     kv_bytes: int  # per KV tile: 2 x N x d x element bytes
     intensity: float  # = M for 16-bit types
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 

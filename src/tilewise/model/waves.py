@@ -6,7 +6,9 @@ while 72 SMs sit idle, so the grid as a whole uses 192 / (2 x 132) = 73% of the 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from tilewise.errors import positive_int
 
@@ -21,7 +23,7 @@ class Waves:
     rounds: int  # ceil(waves): how many rounds the grid takes
     efficiency: float  # blocks / (rounds x slots): useful share of the slots over the whole grid
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -65,11 +67,11 @@ class GroupedSchedule:
     prefix: tuple[int, ...]  # exclusive prefix sum of tiles_per_expert, length E + 1
     total_tiles: int
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def grouped_schedule(rows_per_expert, block_m: int, n: int, block_n: int) -> GroupedSchedule:
+def grouped_schedule(rows_per_expert: Sequence[int], block_m: int, n: int, block_n: int) -> GroupedSchedule:
     """Per-expert tile counts and their prefix sum for a grouped GEMM with shared K and N."""
     rows = tuple(positive_int("rows per expert", r, minimum=0) for r in rows_per_expert)
     block_m = positive_int("block_m", block_m)
@@ -84,7 +86,7 @@ def grouped_schedule(rows_per_expert, block_m: int, n: int, block_n: int) -> Gro
     return GroupedSchedule(rows, block_m, block_n, n, n_tiles, m_tiles, tiles, tuple(prefix), prefix[-1])
 
 
-def tile_owner(prefix, tile: int) -> tuple[int, int]:
+def tile_owner(prefix: Sequence[int], tile: int) -> tuple[int, int]:
     """(expert, local tile) of a global tile index: binary search for the last prefix <= tile.
 
     Empty experts have prefix[e] == prefix[e + 1] and are never returned.
@@ -129,7 +131,7 @@ class PersistentSchedule:
     min_tiles_per_program: int
     efficiency: float  # tiles / (programs x max tiles per program)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -163,7 +165,7 @@ class TileCost:
     epilogue_cycles: float  # writing the C tile at one SM's share of HBM
     share: float  # (prologue + epilogue) / (prologue + main loop + epilogue)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -235,13 +237,13 @@ class GroupedGemmCost:
     overhead_share_persistent: float
     overhead_share_per_launch: float
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         return d
 
 
 def grouped_gemm_cost(
-    rows_per_expert,
+    rows_per_expert: Sequence[int],
     k: int,
     n: int,
     block_m: int = 64,
@@ -295,7 +297,14 @@ def grouped_gemm_cost(
 
 
 def persistent_prologue_share(
-    rows_per_expert, k: int, n: int, block_m: int, block_n: int, block_k: int, dtype: str = "bf16", gpu: str = "h200"
+    rows_per_expert: Sequence[int],
+    k: int,
+    n: int,
+    block_m: int,
+    block_n: int,
+    block_k: int,
+    dtype: str = "bf16",
+    gpu: str = "h200",
 ) -> float:
     """Share of a persistent grouped-GEMM program's time spent outside the steady K loop.
 
@@ -305,7 +314,7 @@ def persistent_prologue_share(
     or computes at its share of the Tensor Cores, whichever is longer. (`tile_cost` is the
     per-launch counterpart, where every tile also pays the setup.) On the H200 this predicted
     2.6% at 8 rows/expert and 4.7% at 128 (E 128, K 2048, N 1536), against 2.4% and 5.0% measured
-    by fusing the tile loop into the K loop (docs/readme/moe.md).
+    by fusing the tile loop into the K loop (docs/kernels.md).
     """
     from tilewise import gpus as _gpus
     from tilewise.model import latency, traffic

@@ -41,6 +41,22 @@ ATOMIC_WIDTHS = (4, 8)  # the widths round 5 measured (the executor counts other
 _BIG = np.int64(1) << 62
 
 
+def _array(name: str, value) -> np.ndarray:
+    """`value` as a numpy array, or InputError for what numpy cannot make one of (ragged lists, objects)."""
+    try:
+        a = np.asarray(value)
+    except (TypeError, ValueError, OverflowError):
+        raise InputError(f"{name} must be a flat list of {WARP} numbers, got {_describe(value)}") from None
+    if a.dtype == object:
+        raise InputError(f"{name} must be a flat list of {WARP} numbers, got {_describe(value)}")
+    return a
+
+
+def _describe(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _as_active(active, n: int = WARP) -> np.ndarray:
     if active is None:
         return np.ones(n, dtype=bool)
@@ -49,7 +65,7 @@ def _as_active(active, n: int = WARP) -> np.ndarray:
         if m < 0 or m >= 1 << n:
             raise InputError(f"active must be a {n}-bit lane mask (0 .. 0x{(1 << n) - 1:X}), got {active!r}")
         return (m >> np.arange(n)) & 1 == 1
-    a = np.asarray(active)
+    a = _array("active", active)
     if a.shape != (n,):
         raise InputError(f"active must be a {n}-bit mask or {n} booleans, got shape {a.shape}")
     return a.astype(bool)
@@ -98,18 +114,22 @@ def analyze_access(
 
 def _warp_input(addresses, width: int, active) -> tuple[np.ndarray, np.ndarray]:
     """One warp's addresses and active lanes, checked: 32 non-negative integers aligned to `width`."""
-    if width not in WIDTHS:
+    if isinstance(width, bool) or not isinstance(width, (int, np.integer)) or width not in WIDTHS:
         raise InputError(f"width must be one of {WIDTHS} bytes, got {width!r}")
-    addr = np.asarray(addresses)
+    addr = _array("addresses", addresses)
     if addr.shape != (WARP,):
         raise InputError(f"addresses must be {WARP} byte addresses (one per lane), got shape {addr.shape}")
     if not np.issubdtype(addr.dtype, np.integer):
         if not np.issubdtype(addr.dtype, np.number) or not np.all(np.mod(addr, 1) == 0):
             raise InputError(f"addresses must be integers, got {addr.dtype} values")
+        if np.any(np.abs(addr) >= 2.0**62):
+            raise InputError("addresses must be below 2^62")
     addr = addr.astype(np.int64)
     act = _as_active(active)
     if np.any(addr[act] < 0):
         raise InputError("addresses must be non-negative")
+    if np.any(addr[act] >= 1 << 62):
+        raise InputError("addresses must be below 2^62")
     bad = act & (addr % width != 0)
     if np.any(bad):
         lane = int(np.flatnonzero(bad)[0])
@@ -123,7 +143,7 @@ def _warp_input(addresses, width: int, active) -> tuple[np.ndarray, np.ndarray]:
 # ----------------------------------------------------------------------------- the rules
 
 
-def _distinct_per_row(keys: np.ndarray, valid: np.ndarray) -> np.ndarray:
+def distinct_per_row(keys: np.ndarray, valid: np.ndarray) -> np.ndarray:
     """Number of distinct values of `keys` among `valid` entries, per row (rows x cols)."""
     k = np.where(valid, keys, _BIG)
     k = np.sort(k, axis=1)
@@ -134,7 +154,7 @@ def _distinct_per_row(keys: np.ndarray, valid: np.ndarray) -> np.ndarray:
 
 def _global(addr: np.ndarray, act: np.ndarray, width: int, store: bool) -> dict:
     any_lane = act.any(axis=1)
-    sectors = _distinct_per_row(addr // SECTOR, act)
+    sectors = distinct_per_row(addr // SECTOR, act)
     requests = any_lane.astype(np.int64)
     nbytes = _distinct_bytes(addr, act, width)
     ideal = -(-nbytes // SECTOR)
@@ -143,7 +163,7 @@ def _global(addr: np.ndarray, act: np.ndarray, width: int, store: bool) -> dict:
 
 def _distinct_bytes(addr: np.ndarray, act: np.ndarray, width: int) -> np.ndarray:
     # Lanes are aligned to their width, so two lanes' byte ranges are equal or disjoint.
-    return _distinct_per_row(addr, act) * width
+    return distinct_per_row(addr, act) * width
 
 
 def _bank_counts(words: np.ndarray, valid: np.ndarray) -> np.ndarray:
@@ -159,7 +179,7 @@ def _bank_counts(words: np.ndarray, valid: np.ndarray) -> np.ndarray:
     return np.bincount(row[new] * BANKS + bank, minlength=rows * BANKS).reshape(rows, BANKS)
 
 
-def _lane_words(addr: np.ndarray, act: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+def lane_words(addr: np.ndarray, act: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
     """The 4-byte words each lane touches (a 1- or 2-byte access touches one), flattened per row."""
     nw = max(1, width // BANK_BYTES)
     words = (addr // BANK_BYTES)[..., None] + np.arange(nw)
@@ -188,7 +208,7 @@ def _shared(addr: np.ndarray, act: np.ndarray, width: int, store: bool) -> dict:
     nph = WARP // lanes_per_phase
     a = addr.reshape(rows * nph, lanes_per_phase)
     m = act.reshape(rows * nph, lanes_per_phase)
-    words, wvalid = _lane_words(a, m, width)
+    words, wvalid = lane_words(a, m, width)
     counts = _bank_counts(words, wvalid)  # (rows * nph, 32)
     ph_active = m.any(axis=1)
     ph_wf = np.where(ph_active, np.maximum(counts.max(axis=1), 1), 0).reshape(rows, nph)
@@ -209,7 +229,7 @@ def _shared(addr: np.ndarray, act: np.ndarray, width: int, store: bool) -> dict:
     ok = np.broadcast_to((_paired(addr, act, 1) | _paired(addr, act, 2))[:, None], (rows, ng))
     ga = addr.reshape(rows * ng, glanes)
     gm = act.reshape(rows * ng, glanes)
-    gwords, gvalid = _lane_words(ga, gm, width)
+    gwords, gvalid = lane_words(ga, gm, width)
     g_active = gm.any(axis=1).reshape(rows, ng)
     union = np.maximum(_bank_counts(gwords, gvalid).max(axis=1), 1).reshape(rows, ng)
     pw = ph_wf.reshape(rows, ng, 2)
@@ -260,7 +280,7 @@ def shared_passes(
         lanes = [i for i in range(start, start + group) if act[i]]
         if not lanes:
             continue
-        words, valid = _lane_words(addr[None, start : start + group], act[None, start : start + group], width)
+        words, valid = lane_words(addr[None, start : start + group], act[None, start : start + group], width)
         wf = max(1, int(_bank_counts(words, valid).max()))
         passes.append({"lanes": lanes, "first_lane": start, "last_lane": start + group - 1, "wavefronts": wf})
     return {"phase_lanes": lanes_per_phase, "pairing": pairing, "passes": passes}
@@ -325,7 +345,7 @@ def _atomic(addr: np.ndarray, act: np.ndarray, width: int, space: str, kind: str
         r["ideal"] = ideal
         r["active_lanes"] = act.sum(axis=1)
         return r
-    words, wvalid = _lane_words(addr, act, width)
+    words, wvalid = lane_words(addr, act, width)
     rows = addr.shape[0]
     row = np.broadcast_to(np.arange(rows)[:, None], words.shape)
     per_bank = np.bincount((row * BANKS + words % BANKS)[wvalid], minlength=rows * BANKS).reshape(rows, BANKS)
@@ -382,7 +402,7 @@ def _cas_loop(addr: np.ndarray, act: np.ndarray, width: int) -> dict:
         out["ld_bank_conflicts"] += ld["bank_conflicts"]
         out["ld_ideal"] += ld["ideal"]
         out["ld_lanes"] += pend.sum(axis=1)
-        out["ld_banks"] += _distinct_per_row((addr // BANK_BYTES) % BANKS, pend)
+        out["ld_banks"] += distinct_per_row((addr // BANK_BYTES) % BANKS, pend)
         out["passes"] += live
         phases_live = pend.reshape(rows, -1, lanes_per_phase).any(axis=2).sum(axis=1)
         out["wavefronts"] += 2 * phases_live

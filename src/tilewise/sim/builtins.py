@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import linecache
 import re
 import sys
 
@@ -55,16 +56,9 @@ def _caller_line(depth=2):
 
 def _assigned_name(depth=2, default="shared"):
     f = sys._getframe(depth)
-    try:
-        import linecache
-
-        text = linecache.getline(f.f_code.co_filename, f.f_lineno)
-        m = re.match(r"\s*([A-Za-z_]\w*)\s*=", text)
-        if m:
-            return m.group(1)
-    except Exception:
-        pass
-    return default
+    text = linecache.getline(f.f_code.co_filename, f.f_lineno)  # "" when the source is not on disk
+    m = re.match(r"\s*([A-Za-z_]\w*)\s*=", text)
+    return m.group(1) if m else default
 
 
 def syncthreads():

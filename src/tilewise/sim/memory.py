@@ -81,6 +81,8 @@ def vec(arr: MemArray, n: int) -> MemArray:
         raise InputError(f"vec() needs a global or shared array, got {type(arr).__name__}")
     if arr.vec != 1:
         raise InputError(f"vec() of an array that is already a vector view ({arr.vec} elements)")
+    if not isinstance(arr.data, np.ndarray):
+        raise InputError(f"vec({arr.name}, {n}) needs a numpy array; {arr.name} is built lazily (a LazyArray)")
     nbytes = arr.data.dtype.itemsize * n
     if n not in (1, 2, 4) or nbytes not in (1, 2, 4, 8, 16):
         raise InputError(f"vec(A, n) needs n in (2, 4) and n x itemsize <= 16 bytes, got n={n} for {arr.data.dtype}")

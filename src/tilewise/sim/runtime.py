@@ -1,30 +1,63 @@
 """The executor: runs a launch block by block, all threads of a block at once under a lane mask.
 
 Per-thread values are numpy vectors over the block's threads (thread t = x + y*bx + z*bx*by; warp
-t // 32, lane t % 32). Control flow that differs between threads runs both sides under masks (see
-lang.py). Every memory instruction is cut into warps, and each warp with an active lane counts one
-instruction whose active lanes' addresses go through the access rules (access.py). Shared-memory
-accesses also go through the hazard tracker: per byte, the last writer and the readers since the last
-`syncthreads()`.
+t // 32, lane t % 32). The executor is put together from one mixin per job, each in its own module:
+
+- control.py: lane masks and control flow (if/else, loops, break/continue/return, `a if c else b`);
+- recording.py: access recording (every memory instruction cut into warps, each warp's active lanes
+  through the access rules of access.py, summed per source site);
+- hazards.py: shared-memory races, barrier divergence and out-of-bounds accesses;
+- intrinsics.py: the builtins (element-wise min/max, atomics, shared allocation, shuffles, votes).
+
+This module holds what ties them together: the `@kernel` / `@device` decorators, the memory
+instructions (index, load, store), the step/time limit, and `launch`.
 """
 
 from __future__ import annotations
 
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from tilewise.errors import InputError
-from tilewise.sim.access import WARP, analyze_batch
+from tilewise.errors import InputError, fraction, positive_int
+from tilewise.sim.access import WARP
+from tilewise.sim.control import ControlFlow
+from tilewise.sim.hazards import Hazard, HazardTracker
+from tilewise.sim.intrinsics import SMEM_ALIGN, SMEM_OPTIN_LIMIT, STATIC_SMEM_LIMIT, Intrinsics, align
 from tilewise.sim.lang import RT, KernelInfo, rewrite
+from tilewise.sim.lazy import LazyArray
 from tilewise.sim.memory import GLOBAL_BASE, MemArray, Vec
+from tilewise.sim.recording import SITE_FIELDS, AccessRecorder, SiteStats, touched_bytes
+
+__all__ = [
+    "MAX_GRID",
+    "MAX_THREADS",
+    "SITE_FIELDS",
+    "SMEM_ALIGN",
+    "SMEM_OPTIN_LIMIT",
+    "STATIC_SMEM_LIMIT",
+    "Device",
+    "Executor",
+    "Hazard",
+    "Kernel",
+    "SiteStats",
+    "Trace",
+    "current",
+    "device",
+    "kernel",
+    "launch",
+    "launch_shape",
+    "sample_blocks",
+]
 
 MAX_THREADS = 1024
-STATIC_SMEM_LIMIT = 48 * 1024  # static __shared__ arrays: at most 48 KB (the tips document)
-SMEM_OPTIN_LIMIT = 227 * 1024  # one block's shared memory on Hopper, opt-in
-SMEM_ALIGN = 128
+MAX_GRID = (2**31 - 1, 65535, 65535)  # gridDim limits of every CUDA GPU since compute capability 3.0
+# Steps (statements and loop tests, counted per block) before a block is called endless. A 32x32 tiled
+# GEMM block with K = 8192 takes ~9,300; 100,000 steps of a loop that stores run in ~3 s on one core.
+MAX_STEPS = 100_000
+CHECK_EVERY = 4096  # steps between looks at the clock (perf_counter costs ~50 ns, a step ~2 us)
 
 _CURRENT: list[Executor] = []
 
@@ -97,43 +130,6 @@ def device(fn) -> Device:
 
 # ----------------------------------------------------------------------------- results
 
-SITE_FIELDS = (
-    "inst",
-    "lanes",
-    "requests",
-    "sectors",
-    "ideal",
-    "wavefronts",
-    "bank_conflicts",
-    "broadcasts",
-    "multicasts",
-    "bytes",
-    "banks",
-    "phases_paired",
-)
-
-
-@dataclass
-class SiteStats:
-    site: int
-    line: int
-    text: str
-    space: str
-    op: str  # ld / st / atom
-    width: int
-    array: str
-    counts: dict = field(default_factory=lambda: dict.fromkeys(SITE_FIELDS, 0))
-
-
-@dataclass
-class Hazard:
-    kind: str  # RAW, WAR, WAW, sync-divergence, oob-global, oob-shared
-    line: int
-    other_line: int | None
-    array: str
-    count: int = 0
-    examples: list = field(default_factory=list)  # dicts: block, thread, other_thread, index
-
 
 @dataclass
 class Trace:
@@ -151,69 +147,23 @@ class Trace:
     shared_bytes: int
 
 
-# ----------------------------------------------------------------------------- control-flow frames
-
-
-class _IfFrame:
-    __slots__ = ("base", "cond")
-
-    def __init__(self, base, cond):
-        self.base = base
-        self.cond = cond
-
-
-class _LoopFrame:
-    __slots__ = ("active", "base", "broken", "cont", "dirty")
-
-    def __init__(self, base):
-        self.base = base
-        self.active = base
-        self.broken = None
-        self.cont = None
-        self.dirty = False
-
-
-class _RangeIter:
-    def __init__(self, rt, line, frame, start, stop, step):
-        self.rt, self.line, self.frame = rt, line, frame
-        self.k, self.stop, self.step = start, stop, step
-        self.vector = isinstance(start, np.ndarray) or isinstance(stop, np.ndarray)
-        self.first = True
-
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        rt, L = self.rt, self.frame
-        if not self.first:
-            self.k = self.k + self.step
-        self.first = False
-        if not self.vector:
-            if (self.step > 0 and self.k >= self.stop) or (self.step < 0 and self.k <= self.stop):
-                raise StopIteration
-            if L.dirty:
-                if not rt._loop_enter(L):
-                    raise StopIteration
-            rt.tick(self.line)
-            return self.k
-        if not rt._loop_enter(L):
-            raise StopIteration
-        c = (self.k < self.stop) if self.step > 0 else (self.k > self.stop)
-        c = np.broadcast_to(c, (rt.n,))
-        m = rt.mask & c
-        L.active = L.active & (c | ~rt.mask)
-        if not m.any():
-            raise StopIteration
-        rt._set_mask(m)
-        rt.tick(self.line)
-        return self.k if isinstance(self.k, np.ndarray) else np.full(rt.n, self.k, dtype=np.int64)
-
-
 # ----------------------------------------------------------------------------- executor
 
 
-class Executor:
-    def __init__(self, kern: Kernel, grid, block, shared_dyn: int, hazards: bool, trace: bool):
+class Executor(ControlFlow, AccessRecorder, HazardTracker, Intrinsics):
+    """One launch in progress: the block being run, its mask stack, and everything recorded so far."""
+
+    def __init__(
+        self,
+        kern: Kernel,
+        grid,
+        block,
+        shared_dyn: int,
+        hazards: bool,
+        trace: bool,
+        max_steps: int | None = MAX_STEPS,
+        time_limit: float | None = None,
+    ):
         self.kern = kern
         self.grid = grid
         self.block = block
@@ -237,303 +187,51 @@ class Executor:
         self.max_shared = 0
         self._ones = np.ones(self.n, dtype=bool)
         self._zeros = np.zeros(self.n, dtype=bool)
+        self.synthetic: dict[int, tuple] = {}  # builtin sites (atomics), keyed by -line
+        self.max_steps = max_steps
+        self.time_limit = time_limit
+        self.deadline = None if time_limit is None else time.perf_counter() + time_limit
+        self.steps = 0
+        self.next_check = self._next_check()
 
     # ---------------------------------------------------------------- block setup
     def start_block(self, bidx: tuple):
         self.bidx = bidx
+        self.steps = 0
+        self.next_check = self._next_check()
         self.dead = self._zeros.copy()
         self.stack: list = []
-        self._set_mask(self._ones)
+        self.set_mask(self._ones)
         self.smem[:] = 0xFF  # uninitialised shared memory: NaN for floats, -1 for ints
-        self.static_cursor = _align(self.shared_dyn, SMEM_ALIGN)
+        self.static_cursor = align(self.shared_dyn, SMEM_ALIGN)
         self.static_bytes = 0
         self.epoch = 0
         self.wsync = np.zeros(self.nwarps, dtype=np.int32)  # __syncwarp() count per warp
         if self.check_hazards:
-            size = SMEM_OPTIN_LIMIT
-            self.h_wsync = np.zeros(size, dtype=np.int32)  # the writer's warp's syncwarp count at the write
-            self.h_rsync = np.zeros(size, dtype=np.int32)  # the last reader's warp's syncwarp count at the read
-            self.h_wthread = np.full(size, -1, dtype=np.int32)
-            self.h_wepoch = np.full(size, -1, dtype=np.int32)
-            self.h_wline = np.zeros(size, dtype=np.int32)
-            self.h_repoch = np.full(size, -1, dtype=np.int32)
-            self.h_rmin = np.zeros(size, dtype=np.int32)
-            self.h_rmax = np.zeros(size, dtype=np.int32)
-            self.h_rline = np.zeros(size, dtype=np.int32)
+            self.reset_hazards(SMEM_OPTIN_LIMIT)
 
-    # ---------------------------------------------------------------- masks
-    def _set_mask(self, m):
-        self.mask = m
-        alive_off = ~self.dead & ~m
-        self.full = not alive_off.any()
-        if self.tracing:
-            if self.pad:
-                mm = np.concatenate([m, np.zeros(self.pad, dtype=bool)])
-            else:
-                mm = m
-            self._warps_active = int(mm.reshape(self.nwarps, WARP).any(axis=1).sum())
-            self._lanes_active = int(np.count_nonzero(m))
+    # ---------------------------------------------------------------- limits
+    def _next_check(self) -> int:
+        nxt = self.steps + CHECK_EVERY
+        return nxt if self.max_steps is None else min(nxt, self.max_steps + 1)
 
-    def _blocked(self, upto: int | None = None):
-        """Dead threads plus those that left (break/continue) a loop on the stack below `upto`."""
-        b = self.dead
-        for f in self.stack[:upto]:
-            if isinstance(f, _LoopFrame):
-                if f.broken is not None:
-                    b = b | f.broken
-                if f.cont is not None:
-                    b = b | f.cont
-        return b
-
-    def tick(self, line):
-        if self.tracing:
-            rec = self.lines[line]
-            rec[0] += self._warps_active
-            rec[1] += self._lanes_active
-
-    def merge(self, new, old):
-        if old is None:
-            return new
-        m = self.mask
-        if isinstance(new, Vec) or isinstance(old, Vec):
-            nv = new.v if isinstance(new, Vec) else np.asarray(new)
-            ov = old.v if isinstance(old, Vec) else np.asarray(old)
-            return Vec(np.where(m[:, None], nv, ov))
-        if not isinstance(new, np.ndarray) and not isinstance(old, np.ndarray):
-            try:
-                if new == old:
-                    return new
-            except (TypeError, ValueError):
-                return new
-        if isinstance(new, (MemArray, list, tuple, str)) or isinstance(old, (MemArray, list, tuple, str)):
-            return new  # not a per-thread value
-        nv = np.asarray(new)
-        ov = np.asarray(old)
-        if nv.ndim > 1 or ov.ndim > 1:
-            return np.where(m.reshape(-1, *([1] * (max(nv.ndim, ov.ndim) - 1))), nv, ov)
-        return np.where(m, nv, ov)
-
-    def _cond(self, c):
-        """A condition as a bool vector, or a Python bool if it is uniform over the active threads."""
-        if isinstance(c, np.ndarray) and c.ndim >= 1:
-            c = c.astype(bool, copy=False)
-            if c.shape != (self.n,):
-                raise InputError(f"a condition must be one value per thread, got shape {c.shape}")
-            return c
-        if isinstance(c, Vec):
-            raise InputError("a vector value (float4) cannot be a condition")
-        return bool(c)
-
-    def branch(self, c, line):
-        self.tick(line)
-        c = self._cond(c)
-        if not isinstance(c, np.ndarray):
-            return 1 if c else 0
-        m = self.mask
-        t = m & c
-        if not t.any():
-            return 0
-        if not (m & ~c).any():
-            return 1
-        self.stack.append(_IfFrame(m, c))
-        self._set_mask(t)
-        return 2
-
-    def flip(self):
-        f = self.stack[-1]
-        self._set_mask(f.base & ~f.cond & ~self._blocked(len(self.stack) - 1))
-
-    def pop(self):
-        f = self.stack.pop()
-        self._set_mask(f.base & ~self._blocked())
-
-    # loops
-    def loop_push(self):
-        self.stack.append(_LoopFrame(self.mask))
-
-    def _loop_enter(self, L: _LoopFrame) -> bool:
-        """Start an iteration: threads that `continue`d come back; returns whether any thread is left."""
-        if not L.dirty:
-            if self.mask is not L.active:
-                self._set_mask(L.active)
-            return bool(self._lanes_active) if self.tracing else bool(L.active.any())
-        L.cont = None
-        blocked = self._blocked(len(self.stack) - 1)
-        if L.broken is not None:
-            blocked = blocked | L.broken
-        L.active = L.active & ~blocked
-        self._set_mask(L.active)
-        L.dirty = False
-        L.broken = None
-        return bool(L.active.any())
-
-    def loop_iter(self, line):
-        L = self.stack[-1]
-        ok = self._loop_enter(L)
-        if ok:
-            self.tick(line)
-        return ok
-
-    def loop_cond(self, c):
-        L = self.stack[-1]
-        c = self._cond(c)
-        if not isinstance(c, np.ndarray):
-            return c
-        m = self.mask & c
-        if (self.mask & ~c).any():
-            L.active = m
-            self._set_mask(m)
-        return bool(m.any())
-
-    def loop_pop(self):
-        f = self.stack.pop()
-        self._set_mask(f.base & ~self._blocked())
-
-    def for_range(self, line, *args):
-        if len(args) == 1:
-            start, stop, step = 0, args[0], 1
-        elif len(args) == 2:
-            start, stop, step = args[0], args[1], 1
-        elif len(args) == 3:
-            start, stop, step = args
-        else:
-            raise InputError(f"line {line}: range() takes 1 to 3 arguments, got {len(args)}")
-        if isinstance(step, np.ndarray):
-            if np.all(step == step.flat[0]):
-                step = step.flat[0]
-            else:
-                raise InputError(f"line {line}: the step of range() must be the same for every thread")
-        step = int(step)
-        if step == 0:
-            raise InputError(f"line {line}: range() step must not be zero")
-        for v in (start, stop):
-            if isinstance(v, (float, np.floating)):
-                raise InputError(f"line {line}: range() needs integers, got {v!r}")
-        L = _LoopFrame(self.mask)
-        self.stack.append(L)
-        if isinstance(start, np.ndarray) and start.ndim == 0:
-            start = int(start)
-        if isinstance(stop, np.ndarray) and stop.ndim == 0:
-            stop = int(stop)
-        return _RangeIter(self, line, L, start, stop, step)
-
-    def _innermost_loop(self, what):
-        for i in range(len(self.stack) - 1, -1, -1):
-            if isinstance(self.stack[i], _LoopFrame):
-                return i
-        raise InputError(f"'{what}' outside a loop")
-
-    def brk(self):
-        i = self._innermost_loop("break")
-        L = self.stack[i]
-        if i == len(self.stack) - 1:
-            return True  # every thread still in the loop breaks: an ordinary break
-        L.broken = self.mask if L.broken is None else (L.broken | self.mask)
-        L.dirty = True
-        self._set_mask(self._zeros)
-        return False
-
-    def cont(self):
-        i = self._innermost_loop("continue")
-        L = self.stack[i]
-        if i == len(self.stack) - 1:
-            return True
-        L.cont = self.mask if L.cont is None else (L.cont | self.mask)
-        L.dirty = True
-        self._set_mask(self._zeros)
-        return False
-
-    def exit(self):
-        self.dead = self.dead | self.mask
-        for f in self.stack:
-            if isinstance(f, _LoopFrame):
-                f.dirty = True
-        self._set_mask(self._zeros)
-        return not (~self.dead).any()
-
-    # expressions
-    def ifexp(self, c, a, b):
-        c = self._cond(c)
-        if not isinstance(c, np.ndarray):
-            return a() if c else b()
-        m = self.mask
-        t, e = m & c, m & ~c
-        if not e.any():
-            return a()
-        if not t.any():
-            return b()
-        self._set_mask(t)
-        va = a()
-        self._set_mask(e)
-        vb = b()
-        self._set_mask(m)
-        if isinstance(va, Vec) or isinstance(vb, Vec):
-            va = va.v if isinstance(va, Vec) else np.asarray(va)
-            vb = vb.v if isinstance(vb, Vec) else np.asarray(vb)
-            return Vec(np.where(c[:, None], va, vb))
-        return np.where(c, va, vb)
-
-    def land(self, a, fb):
-        a = self._cond(a)
-        if not isinstance(a, np.ndarray):
-            return fb() if a else False
-        m = self.mask
-        t = m & a
-        if not t.any():
-            return a
-        self._set_mask(t)
-        b = self._cond(fb())
-        self._set_mask(m)
-        return a & b
-
-    def lor(self, a, fb):
-        a = self._cond(a)
-        if not isinstance(a, np.ndarray):
-            return True if a else fb()
-        m = self.mask
-        e = m & ~a
-        if not e.any():
-            return a
-        self._set_mask(e)
-        b = self._cond(fb())
-        self._set_mask(m)
-        return a | b
-
-    def lnot(self, a):
-        a = self._cond(a)
-        return ~a if isinstance(a, np.ndarray) else not a
-
-    # element-wise builtins (the rewriter sends min/max/int/float/abs here)
-    @staticmethod
-    def vmin(*a):
-        if any(isinstance(x, np.ndarray) for x in a):
-            return np.minimum.reduce(np.broadcast_arrays(*a)) if len(a) > 1 else np.min(a[0])
-        return min(*a)
-
-    @staticmethod
-    def vmax(*a):
-        if any(isinstance(x, np.ndarray) for x in a):
-            return np.maximum.reduce(np.broadcast_arrays(*a)) if len(a) > 1 else np.max(a[0])
-        return max(*a)
-
-    @staticmethod
-    def vint(x=0):
-        if isinstance(x, np.ndarray):
-            return np.trunc(x).astype(np.int64) if x.dtype.kind == "f" else x.astype(np.int64)
-        return int(x)
-
-    @staticmethod
-    def vfloat(x=0.0):
-        if isinstance(x, np.ndarray):
-            return x.astype(np.float32) if x.dtype.kind in "iub" else x
-        return float(x)
-
-    @staticmethod
-    def vabs(x):
-        return abs(x)
+    def check_limits(self, line):
+        """Stop a block that runs past the step limit, or a launch past its time limit (an endless loop)."""
+        where = f"kernel {self.kern.__name__}, block {self.bidx}, line {line}"
+        if self.max_steps is not None and self.steps > self.max_steps:
+            raise InputError(
+                f"{where}: the block ran more than {self.max_steps:,} steps without finishing (an endless loop?); "
+                "allow more with max_steps= (tilewise trace --max-steps)"
+            )
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            raise InputError(
+                f"{where}: the launch ran longer than {self.time_limit:g} s (an endless loop?); "
+                "allow more with time_limit= (tilewise trace --time-limit) or simulate fewer blocks (--sample)"
+            )
+        self.next_check = self._next_check()
 
     # ---------------------------------------------------------------- memory
-    def _index(self, obj: MemArray, idx):
+    def index(self, obj: MemArray, idx):
         if not isinstance(idx, tuple):
             idx = (idx,)
         if len(idx) > len(obj.shape):
@@ -560,7 +258,7 @@ class Executor:
     def load(self, obj, idx, site):
         if not isinstance(obj, MemArray):
             return obj[idx]
-        flat = self._index(obj, idx)
+        flat = self.index(obj, idx)
         if isinstance(flat, MemArray):
             return flat
         return self._access(obj, flat, site, "ld", None)
@@ -569,7 +267,7 @@ class Executor:
         if not isinstance(obj, MemArray):
             obj[idx] = value
             return
-        flat = self._index(obj, idx)
+        flat = self.index(obj, idx)
         if isinstance(flat, MemArray):
             raise InputError(f"{obj.name}: store needs an index for every dimension ({len(obj.shape)})")
         self._access(obj, flat, site, "st", value)
@@ -583,17 +281,17 @@ class Executor:
         oob_any = (flat < 0 or flat >= size) if scalar else bool(((flatv < 0) | (flatv >= size))[m].any())
         oob = (m & ((flatv < 0) | (flatv >= size))) if oob_any else None
         if oob is not None and oob.any():
-            self._oob(obj, flatv, oob, site)
+            self.out_of_bounds(obj, flatv, oob, site)
         else:
             oob = None
         addr = obj.base + flatv * obj.unit_bytes
         if self.tracing and site is not None:
-            self._record(site, obj, addr, m, op)
+            self.record(site, obj, addr, m, op)
         ok = m if oob is None else (m & ~oob)
         if obj.space == "shared" and self.check_hazards and op != "atom":
-            self._hazards(obj, addr, ok, op, site)
+            self.check_shared(obj, addr, ok, op, site)
         if obj.space == "global" and self.tracing:
-            self._touch(obj, flatv, ok, op)
+            self.touch(obj, flatv, ok, op)
         if op == "ld":
             if scalar and oob is None:
                 v = obj.data[flat]
@@ -626,352 +324,6 @@ class Executor:
             obj.data[flatv[ok]] = val[ok]
         return None
 
-    def atomic(self, kind, obj, idx, value, line):
-        if not isinstance(obj, MemArray):
-            raise InputError(f"atomic_{kind} needs a global or shared array, got {type(obj).__name__}")
-        flat = self._index(obj, idx)
-        if isinstance(flat, MemArray):
-            raise InputError(f"atomic_{kind}: {obj.name} needs an index for every dimension")
-        m = self.mask
-        flatv = np.broadcast_to(np.asarray(flat, dtype=np.int64), (self.n,))
-        oob = m & ((flatv < 0) | (flatv >= obj.size))
-        if oob.any():
-            self._oob(obj, flatv, oob, None, line)
-        ok = m & ~oob
-        site = self._line_site(line, f"atomic_{kind}({obj.name}, ...)")
-        if self.tracing:
-            how = _atomic_how(kind, obj)
-            r = self._record(site, obj, obj.base + flatv * obj.unit_bytes, m, "atom", how)
-            if how == "loop" and r is not None:
-                self._record_cas_loop(site, line, obj, r)
-        if obj.space == "global" and self.tracing:
-            self._touch(obj, flatv, ok, "st")
-        val = np.broadcast_to(np.asarray(value, dtype=obj.dtype), (self.n,))
-        old = np.zeros(self.n, dtype=obj.dtype)
-        lanes = np.flatnonzero(ok)
-        data = obj.data
-        for t in lanes:  # in thread order, like one possible hardware order
-            i = flatv[t]
-            o = data[i]
-            old[t] = o
-            if kind == "add":
-                data[i] = o + val[t]
-            elif kind == "max":
-                data[i] = max(o, val[t])
-            elif kind == "min":
-                data[i] = min(o, val[t])
-            elif kind == "exch":
-                data[i] = val[t]
-        return old
-
-    def _record_cas_loop(self, site, line, obj: MemArray, r):
-        """A shared float32 / 8-byte atomic_add is an LDS + ATOMS.CAST loop on the GPU (access.py `_cas_loop`).
-        The atomic's own site counts the ATOMS.CAST wavefronts of all passes (Nsight Compute's op_atom) and,
-        like every site, one instruction per warp that calls it; a second site on the same line, op "ld",
-        counts the loop's LDS (op_ld): one instruction per pass, so its `inst` is the loop's trip count."""
-        key = -line - (1 << 40)  # a synthetic site of its own, next to the atomic's (-line)
-        if key not in self._synthetic:
-            self._synthetic[key] = (line, f"{self._synthetic[site][1]} (CAS loop: LDS)")
-        d = self._site(key, obj, "ld").counts
-        d["inst"] += r["passes"]
-        d["lanes"] += r["ld_lanes"]
-        d["bytes"] += r["ld_lanes"] * obj.unit_bytes
-        d["ideal"] += r["ld_ideal"]
-        d["wavefronts"] += r["ld_wavefronts"]
-        d["bank_conflicts"] += r["ld_bank_conflicts"]
-        d["banks"] += r["ld_banks"]
-
-    def _line_site(self, line, text):
-        key = -line  # synthetic sites for builtins, keyed by line
-        if key not in self._synthetic:
-            self._synthetic[key] = (line, text)
-        return key
-
-    # statistics
-    def _site(self, site, obj: MemArray, op) -> SiteStats:
-        """The statistics of one source site (a kernel line's access, or a builtin's synthetic one)."""
-        st = self.sites.get(site)
-        if st is None:
-            if site >= 0:
-                s = self.kern.info.sites[site]
-                line, text = s.line, s.text
-            else:
-                line, text = self._synthetic[site]
-            st = self.sites[site] = SiteStats(site, line, text, obj.space, op, obj.unit_bytes, obj.name)
-        return st
-
-    def _record(self, site, obj: MemArray, addr, m, op, atomic=True):
-        st = self._site(site, obj, op)
-        if self.pad:
-            addr = np.concatenate([addr, np.zeros(self.pad, dtype=np.int64)])
-            m = np.concatenate([m, np.zeros(self.pad, dtype=bool)])
-        a2 = addr.reshape(self.nwarps, WARP)
-        m2 = m.reshape(self.nwarps, WARP)
-        rows = m2.any(axis=1)
-        if not rows.any():
-            return
-        if not rows.all():
-            a2, m2 = a2[rows], m2[rows]
-        r = _cached_analysis(a2, m2, obj.unit_bytes, obj.space, op == "st", atomic if op == "atom" else False)
-        c = st.counts
-        c["inst"] += r["inst"]
-        c["lanes"] += r["lanes"]
-        c["bytes"] += r["lanes"] * obj.unit_bytes
-        c["ideal"] += r["ideal"]
-        c["broadcasts"] += r["broadcasts"]
-        c["multicasts"] += r["multicasts"]
-        c["banks"] += r["banks"]
-        if obj.space == "global":
-            c["requests"] += r["requests"]
-            c["sectors"] += r["sectors"]
-        else:
-            c["wavefronts"] += r["wavefronts"]
-            c["bank_conflicts"] += r["bank_conflicts"]
-            c["phases_paired"] += r.get("phases_paired", 0)
-        return r
-
-    def _touch(self, obj: MemArray, flatv, ok, op):
-        rec = self.touched.get(obj.base)
-        if rec is None:
-            n = obj.data.size
-            rec = self.touched[obj.base] = {
-                "ld": np.zeros(n, bool),
-                "st": np.zeros(n, bool),
-                "itemsize": obj.dtype.itemsize,
-            }
-        idx = flatv[ok]
-        if obj.vec > 1:
-            idx = (idx[:, None] * obj.vec + np.arange(obj.vec)).ravel()
-        rec[op][idx] = True
-
-    # ---------------------------------------------------------------- hazards
-    def _thread(self, t):
-        return (int(self.tx[t]), int(self.ty[t]), int(self.tz[t]))
-
-    def _hazard(self, kind, line, other_line, array, lanes, others=None, index=None):
-        key = (kind, line, other_line, array)
-        h = self.hazards.get(key)
-        if h is None:
-            h = self.hazards[key] = Hazard(kind, line, other_line, array)
-        h.count += len(lanes)
-        for j, t in enumerate(lanes[: max(0, 3 - len(h.examples))]):
-            ex = {"block": self.bidx, "thread": self._thread(int(t))}
-            if others is not None:
-                ex["other_thread"] = self._thread(int(others[j]))
-            if index is not None:
-                ex["index"] = int(index[j])
-            h.examples.append(ex)
-
-    def _oob(self, obj, flatv, oob, site, line=None):
-        if not self.check_hazards:
-            return
-        if line is None:
-            line = self._site_line(site)
-        lanes = np.flatnonzero(oob)
-        kind = "oob-global" if obj.space == "global" else "oob-shared"
-        self._hazard(kind, line, None, obj.name, lanes, index=flatv[lanes])
-
-    def _site_line(self, site):
-        if site is None:
-            return 0
-        if site >= 0:
-            return self.kern.info.sites[site].line
-        return self._synthetic[site][0]
-
-    def _hazards(self, obj: MemArray, addr, ok, op, site):
-        lanes = np.flatnonzero(ok)
-        if not len(lanes):
-            return
-        w = obj.unit_bytes
-        b = (addr[lanes][:, None] + np.arange(w)).ravel()
-        t = np.repeat(lanes, w).astype(np.int32)
-        e = self.epoch
-        line = self._site_line(site)
-        warp = t // WARP
-        cur = self.wsync[warp]  # a __syncwarp() orders accesses of one warp, not of two
-        if op == "ld":
-            # RAW: written since the last barrier by another thread (not one of this warp before a syncwarp)
-            ordered = (self.h_wthread[b] // WARP == warp) & (cur > self.h_wsync[b])
-            hz = (self.h_wepoch[b] == e) & (self.h_wthread[b] != t) & ~ordered
-            if hz.any():
-                self._report_pairs("RAW", line, b, t, hz, self.h_wthread, self.h_wline, obj)
-            stale = self.h_repoch[b] != e
-            if stale.any():
-                sb = b[stale]
-                self.h_rmin[sb] = np.iinfo(np.int32).max
-                self.h_rmax[sb] = -1
-                self.h_repoch[sb] = e
-            np.minimum.at(self.h_rmin, b, t)
-            np.maximum.at(self.h_rmax, b, t)
-            self.h_rline[b] = line
-            self.h_rsync[b] = cur
-        else:
-            # WAR: read since the last barrier by another thread; WAW: written by another thread. Readers all
-            # of this warp, every read before this warp's last syncwarp, are ordered.
-            r_ordered = (self.h_rmin[b] // WARP == warp) & (self.h_rmax[b] // WARP == warp) & (cur > self.h_rsync[b])
-            war = (self.h_repoch[b] == e) & ((self.h_rmin[b] != t) | (self.h_rmax[b] != t)) & ~r_ordered
-            if war.any():
-                other = np.where(self.h_rmin[b] != t, self.h_rmin[b], self.h_rmax[b])
-                self._report_pairs("WAR", line, b, t, war, None, self.h_rline, obj, other)
-            w_ordered = (self.h_wthread[b] // WARP == warp) & (cur > self.h_wsync[b])
-            waw = (self.h_wepoch[b] == e) & (self.h_wthread[b] != t) & ~w_ordered
-            if waw.any():
-                self._report_pairs("WAW", line, b, t, waw, self.h_wthread, self.h_wline, obj)
-            self.h_wepoch[b] = e
-            self.h_wthread[b] = t
-            self.h_wline[b] = line
-            self.h_wsync[b] = cur
-
-    def _report_pairs(self, kind, line, b, t, hz, owner, lines_arr, obj, other=None):
-        idx = np.flatnonzero(hz)
-        # one report per thread (not per byte)
-        threads, first = np.unique(t[idx], return_index=True)
-        idx = idx[first]
-        others = other[idx] if other is not None else owner[b[idx]]
-        other_lines = lines_arr[b[idx]]
-        for ol in np.unique(other_lines):
-            sel = other_lines == ol
-            self._hazard(
-                kind, line, int(ol), obj.name, threads[sel], others[sel], (b[idx][sel] - obj.base) // obj.unit_bytes
-            )
-
-    def syncwarp(self, line):
-        """__syncwarp(): orders the shared-memory accesses of each warp with an active lane (the warp's
-        lanes, not the mask's subset: a partial mask is taken as the whole warp)."""
-        self.tick(line)
-        m = self.mask if not self.pad else np.concatenate([self.mask, np.zeros(self.pad, dtype=bool)])
-        self.wsync += m.reshape(self.nwarps, WARP).any(axis=1)
-
-    def sync(self, line):
-        self.tick(line)
-        live = ~self.dead
-        off = live & ~self.mask
-        if off.any() and self.check_hazards:
-            on = np.flatnonzero(self.mask)
-            offl = np.flatnonzero(off)
-            others = np.resize(offl, len(on)) if len(offl) else on
-            self._hazard("sync-divergence", line, None, "", on, others)
-        self.epoch += 1
-
-    # ---------------------------------------------------------------- shared allocation
-    def alloc_shared(self, shape, dtype, name):
-        dt = np.dtype(dtype)
-        shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
-        n = int(np.prod(shape))
-        off = _align(self.static_cursor, max(16, dt.itemsize))
-        end = off + n * dt.itemsize
-        self.static_bytes = end - _align(self.shared_dyn, SMEM_ALIGN)
-        if self.static_bytes > STATIC_SMEM_LIMIT:
-            raise InputError(
-                f"static shared memory of {self.static_bytes} B exceeds the 48 KB limit of static __shared__ arrays; "
-                "use dynamic_shared() and launch(..., shared_bytes=...)"
-            )
-        if end > SMEM_OPTIN_LIMIT:
-            raise InputError(f"shared memory of {end} B exceeds the 227 KB a block can have")
-        self.static_cursor = end
-        self.max_shared = max(self.max_shared, end)
-        data = self.smem[off:end].view(dt)
-        return MemArray("shared", data, off, name, shape)
-
-    def dynamic_shared(self, dtype, name):
-        dt = np.dtype(dtype)
-        n = self.shared_dyn // dt.itemsize
-        if n == 0:
-            raise InputError("dynamic_shared() needs launch(..., shared_bytes=N) with N > 0")
-        self.max_shared = max(self.max_shared, self.shared_dyn)
-        return MemArray("shared", self.smem[: n * dt.itemsize].view(dt), 0, name, (n,))
-
-    # ---------------------------------------------------------------- warp-level builtins
-    def shfl(self, var, kind, arg, width):
-        if isinstance(var, Vec):
-            return Vec(np.stack([self.shfl(var.v[:, j], kind, arg, width) for j in range(var.v.shape[1])], axis=1))
-        if not isinstance(var, np.ndarray) or var.ndim == 0:
-            return var
-        if width not in (1, 2, 4, 8, 16, 32):
-            raise InputError(f"shuffle width must be a power of two <= 32, got {width}")
-        lane = self.lane
-        seg = lane // width * width
-        pos = lane - seg
-        arg = np.asarray(arg)
-        if kind == "down":
-            src = np.where(pos + arg < width, lane + arg, lane)
-        elif kind == "up":
-            src = np.where(pos - arg >= 0, lane - arg, lane)
-        elif kind == "xor":
-            x = lane ^ arg
-            src = np.where((x >= seg) & (x < seg + width), x, lane)
-        else:  # idx
-            src = seg + arg % width
-        t = self.tid - lane + src
-        t = np.where(t < self.n, t, self.tid)
-        return var[t]
-
-    def vote(self, kind, pred):
-        p = np.broadcast_to(np.asarray(pred).astype(bool), (self.n,)) & self.mask
-        pp = np.concatenate([p, np.zeros(self.pad, bool)]) if self.pad else p
-        pw = pp.reshape(self.nwarps, WARP)
-        if kind == "ballot":
-            bits = (pw.astype(np.int64) << np.arange(WARP)).sum(axis=1)
-            return np.repeat(bits, WARP)[: self.n]
-        mm = np.concatenate([self.mask, np.zeros(self.pad, bool)]) if self.pad else self.mask
-        mw = mm.reshape(self.nwarps, WARP)
-        if kind == "any":
-            r = pw.any(axis=1)
-        else:
-            r = (pw | ~mw).all(axis=1)
-        return np.repeat(r, WARP)[: self.n]
-
-
-def _atomic_how(kind, obj: MemArray):
-    """How the GPU does atomic_<kind> on obj (the `atomic=` of access.py), as ptxas compiled it on sm_90
-    (round 5): an add on a shared float32 or 8-byte array is a compare-and-swap loop ("loop": measured for
-    float32 and 64-bit integers; float64 assumed the same); everything else is one instruction (True)."""
-    if (
-        obj.space == "shared"
-        and kind == "add"
-        and obj.vec == 1
-        and (obj.dtype == np.float32 or obj.dtype.itemsize == 8)
-    ):
-        return "loop"
-    return True
-
-
-def _align(x, a):
-    return -(-x // a) * a
-
-
-_CACHE: dict = {}
-
-
-def _cached_analysis(a2, m2, width, space, store, atomic=False):
-    """analyze_batch summed over warps, memoised on the pattern relative to each warp's 1 KB-aligned base."""
-    base = np.where(m2, a2, np.int64(1) << 62).min(axis=1, keepdims=True) // 1024 * 1024
-    rel = np.where(m2, a2 - base, -1)
-    key = (space, width, store, atomic, rel.tobytes())
-    r = _CACHE.get(key)
-    if r is None:
-        res = analyze_batch(rel, m2, width, space, store, atomic)
-        lanes = m2.sum(axis=1)
-        from tilewise.sim.access import _distinct_per_row
-
-        d = _distinct_per_row(rel, m2)
-        r = {k: int(v.sum()) for k, v in res.items()}
-        r["inst"] = len(a2)
-        r["lanes"] = int(lanes.sum())
-        r["broadcasts"] = int(((lanes >= 2) & (d == 1)).sum())
-        r["multicasts"] = int(((d < lanes) & (d > 1)).sum())
-        if space == "shared":  # every bank a lane's bytes touch (a 16-byte lane covers 4)
-            from tilewise.sim.access import _lane_words
-
-            words, wvalid = _lane_words(rel, m2, width)
-            r["banks"] = int(_distinct_per_row(words % 32, wvalid).sum())
-        else:
-            r["banks"] = 0
-        if len(_CACHE) > 20000:
-            _CACHE.clear()
-        _CACHE[key] = r
-    return r
-
 
 # ----------------------------------------------------------------------------- launch
 
@@ -988,14 +340,34 @@ def _dim3(name, v):
     return t + (1,) * (3 - len(t))
 
 
+def launch_shape(grid, block) -> tuple[tuple, tuple]:
+    """grid and block as 3-tuples, checked against CUDA's limits (InputError naming the limit)."""
+    grid = _dim3("grid", grid)
+    block = _dim3("block", block)
+    if any(g > lim for g, lim in zip(grid, MAX_GRID)):
+        raise InputError(f"grid must be at most {MAX_GRID} blocks in (x, y, z), as on a CUDA GPU; got {grid}")
+    nthreads = block[0] * block[1] * block[2]
+    if nthreads > MAX_THREADS:
+        raise InputError(f"block must have at most {MAX_THREADS} threads, got {block} = {nthreads}")
+    if block[2] > 64:
+        raise InputError(f"block z must be at most 64, got {block[2]}")
+    return grid, block
+
+
 def sample_blocks(grid, sample: int | None) -> list:
-    blocks = [(x, y, z) for z in range(grid[2]) for y in range(grid[1]) for x in range(grid[0])]
-    if sample is None or sample >= len(blocks):
-        return blocks
-    if sample < 1:
+    """The blocks a launch simulates, x fastest: all of them, or `sample` spread evenly over the grid.
+
+    Only the chosen blocks are listed, so a sample of a 10^9-block grid costs what the sample costs.
+    """
+    total = grid[0] * grid[1] * grid[2]
+    if sample is not None and sample < 1:
         raise InputError(f"sample must be a positive number of blocks, got {sample}")
-    idx = np.unique(np.linspace(0, len(blocks) - 1, sample).round().astype(int))
-    return [blocks[i] for i in idx]
+    if sample is None or sample >= total:
+        idx = range(total)
+    else:
+        idx = np.unique(np.linspace(0, total - 1, sample).round().astype(np.int64)).tolist()
+    gx, gxy = grid[0], grid[0] * grid[1]
+    return [(i % gx, i // gx % grid[1], i // gxy) for i in idx]
 
 
 def launch(
@@ -1007,6 +379,8 @@ def launch(
     sample: int | None = None,
     hazards: bool = True,
     trace: bool = True,
+    max_steps: int | None = MAX_STEPS,
+    time_limit: float | None = None,
 ) -> Trace:
     """Run `kern` over `grid` x `block` on numpy arrays (changed in place); return the Trace.
 
@@ -1016,23 +390,23 @@ def launch(
     shared_bytes: dynamic shared memory per block (read with dynamic_shared()).
     sample: simulate only this many blocks, spread over the grid (the others' outputs stay untouched).
     hazards: track shared-memory races, barrier divergence and out-of-bounds accesses.
+    max_steps: statements (and loop tests) one block may run before it is stopped as endless (None: no limit).
+    time_limit: seconds the whole launch may run (None: no limit). Either raises InputError naming the line.
     """
     if not isinstance(kern, Kernel) or isinstance(kern, Device):
         raise InputError(f"launch() needs a @kernel function, got {kern!r}")
-    grid = _dim3("grid", grid)
-    block = _dim3("block", block)
-    nthreads = block[0] * block[1] * block[2]
-    if nthreads > MAX_THREADS:
-        raise InputError(f"block must have at most {MAX_THREADS} threads, got {block} = {nthreads}")
-    if block[2] > 64:
-        raise InputError(f"block z must be at most 64, got {block[2]}")
+    grid, block = launch_shape(grid, block)
     if not isinstance(shared_bytes, (int, np.integer)) or shared_bytes < 0 or shared_bytes > SMEM_OPTIN_LIMIT:
         raise InputError(f"shared_bytes must be an int in [0, {SMEM_OPTIN_LIMIT}], got {shared_bytes!r}")
     fn = kern.compiled()
     gargs = []
     addr = GLOBAL_BASE
     for i, a in enumerate(args):
-        if isinstance(a, np.ndarray):
+        if isinstance(a, LazyArray):
+            name = kern.fn.__code__.co_varnames[i] if i < kern.fn.__code__.co_argcount else f"arg{i}"
+            gargs.append(MemArray("global", a.reshape(-1), addr, name))
+            addr = align(addr + max(a.nbytes, 1), 256)
+        elif isinstance(a, np.ndarray):
             if not a.flags.c_contiguous:
                 raise InputError(f"argument {i} must be a C-contiguous numpy array (np.ascontiguousarray)")
             if a.ndim == 0:
@@ -1041,11 +415,14 @@ def launch(
             flat = a.reshape(-1)
             name = kern.fn.__code__.co_varnames[i] if i < kern.fn.__code__.co_argcount else f"arg{i}"
             gargs.append(MemArray("global", flat, addr, name))
-            addr = _align(addr + max(flat.nbytes, 1), 256)
+            addr = align(addr + max(flat.nbytes, 1), 256)
         else:
             gargs.append(a)
-    ex = Executor(kern, grid, block, int(shared_bytes), hazards, trace)
-    ex._synthetic = {}
+    if max_steps is not None:
+        max_steps = positive_int("max_steps", max_steps)
+    if time_limit is not None:
+        time_limit = fraction("time_limit", time_limit, low=1e-3, high=1e9)
+    ex = Executor(kern, grid, block, int(shared_bytes), hazards, trace, max_steps, time_limit)
     blocks = sample_blocks(grid, sample)
     kern._globals[RT] = ex
     _CURRENT.append(ex)
@@ -1057,10 +434,7 @@ def launch(
     finally:
         _CURRENT.pop()
     secs = time.perf_counter() - t0
-    uniq = {"ld": 0, "st": 0}
-    for rec in ex.touched.values():
-        for op in ("ld", "st"):
-            uniq[op] += int(rec[op].sum()) * rec["itemsize"]
+    uniq = touched_bytes(ex.touched)
     return Trace(
         kernel=kern.__name__,
         info=kern.info,

@@ -1,0 +1,295 @@
+"""`tilewise bench overhead`: what every op costs the host per call, side by side with its torch peer.
+
+Each op runs on a tiny problem, so the GPU's work (a few microseconds) hides behind the host's: N calls
+back to back with one synchronisation at the end, divided by N, is the host's cost per call. Ours and the
+peer alternate round by round on the same inputs; a row keeps the median over rounds (and the spread).
+The target (issue 16): ours within 10 us of the peer. Two reference rows time an empty Triton kernel
+launched through the JIT (`kernel[grid](...)`) and through its compiled kernel (what tilewise's
+launchers do after the first call), so the rows show how much of a call is Triton's launch.
+
+`--eager-targets` adds the issue's eager targets (GEMM 1000^3, 2x4096x4096, 8x14336x4096 against cuBLAS;
+decode B1-B8 GQA at 8k-128k keys against SDPA; the sum over the last dim of [64, 2^20] fp16 against
+torch.sum), each timed two ways: `triton.testing.do_bench` (median of per-call CUDA-event times with an
+L2 flush between calls, which hides up to ~70 us of host time) and back-to-back calls (host included).
+
+Every row names the host CPU: host cost differs between device hosts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+from tilewise.errors import InputError
+
+NAME = "overhead"
+HELP = "host cost per call (us) of every op and its torch peer on tiny problems; --eager-targets: issue 16 targets"
+
+TARGET_US = 10.0  # issue 16: within 10 us of the peer
+OPS = ("empty", "matmul", "sum", "sum_dim", "attention", "decode", "grouped", "moe", "flash_ffn", "ffn_module", "mhmoe")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--ops", default="all", help=f"all or a comma list of {', '.join(OPS)} (default: all)")
+    p.add_argument("--calls", type=int, default=2000, help="calls per timing, one sync at the end (default 2000)")
+    p.add_argument("--rounds", type=int, default=5, help="alternating rounds of ours / peer (default 5)")
+    p.add_argument(
+        "--eager-targets", action="store_true", help="also time the issue 16 eager targets (GEMM, decode, sum)"
+    )
+    p.add_argument("--rep-ms", type=float, default=50, help="do_bench repetition time per round (eager targets)")
+
+
+def _cuda_sync() -> None:
+    import torch
+
+    torch.cuda.synchronize()
+
+
+def per_call_us(fn, calls: int, sync=_cuda_sync) -> float:
+    """Host time per call: `calls` calls back to back, one synchronisation, divided."""
+    sync()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    sync()
+    return (time.perf_counter() - t0) / calls * 1e6
+
+
+def alternate(ours, peer, calls: int, rounds: int, sync=_cuda_sync) -> dict[str, float]:
+    """ours / peer per-call times alternating for `rounds`: medians and min/max (us)."""
+    for f in (ours, peer):
+        if f is not None:
+            for _ in range(20):  # compile, plan, warm the caching allocator
+                f()
+    samples: dict[str, list[float]] = {"ours": [], "peer": []}
+    for _ in range(rounds):
+        samples["ours"].append(per_call_us(ours, calls, sync))
+        if peer is not None:
+            samples["peer"].append(per_call_us(peer, calls, sync))
+    out: dict[str, float] = {}
+    for name, xs in samples.items():
+        if xs:
+            out[f"{name}_us"] = statistics.median(xs)
+            out[f"{name}_min_us"] = min(xs)
+            out[f"{name}_max_us"] = max(xs)
+    return out
+
+
+def _cases(torch, F):
+    """name -> (shape label, dtype label, ours, peer name, peer): the tiny problems of issue 16's table."""
+    import triton
+    import triton.language as tl
+
+    from tilewise import kernels as K
+    from tilewise.kernels import ffn as ffn_mod
+    from tilewise.kernels import mhmoe as mh
+    from tilewise.kernels.moe_layer import permute, route
+
+    dev = "cuda"
+    bf = torch.bfloat16
+    g = torch.Generator(device=dev).manual_seed(0)
+
+    def rn(*shape, dtype=bf):
+        return torch.randn(*shape, device=dev, dtype=dtype, generator=g)
+
+    @triton.jit
+    def _empty_kernel(x_ptr, n, BLOCK: tl.constexpr):
+        pass
+
+    ex = torch.empty(16, device=dev)
+    compiled = _empty_kernel[(1,)](ex, 16, BLOCK=16)
+    launch = compiled[(1,)]
+    cases = {
+        "empty": ("1 program", "-", lambda: _empty_kernel[(1,)](ex, 16, BLOCK=16), "compiled kernel launch",
+                  lambda: launch(ex, 16, 16)),
+    }  # fmt: skip
+    a, b = rn(64, 64), rn(64, 64)
+    cases["matmul"] = ("64x64x64", "bf16", lambda: K.matmul(a, b), "torch.matmul", lambda: torch.matmul(a, b))
+    xs = rn(65536, dtype=torch.float32)
+    cases["sum"] = ("65536", "fp32", lambda: K.sum(xs), "torch.sum", lambda: torch.sum(xs))
+    xd = rn(64, 1024)
+    cases["sum_dim"] = ("64x1024 dim=-1", "bf16", lambda: K.sum(xd, -1), "torch.sum", lambda: torch.sum(xd, -1))
+    q, k, v = rn(1, 2, 64, 64), rn(1, 2, 64, 64), rn(1, 2, 64, 64)
+    cases["attention"] = (
+        "B1 H2 S64 D64", "bf16", lambda: K.attention(q, k, v), "SDPA",
+        lambda: F.scaled_dot_product_attention(q, k, v),
+    )  # fmt: skip
+    dq, dk, dv = rn(1, 8, 1, 128), rn(1, 2, 256, 128), rn(1, 2, 256, 128)
+    lens = torch.full((1,), 256, device=dev, dtype=torch.int32)
+    cases["decode"] = (
+        "B1 Hq8 Hkv2 L256 D128 (lengths on the GPU)", "bf16", lambda: K.decode_attention(dq, dk, dv, lens),
+        "SDPA enable_gqa", lambda: F.scaled_dot_product_attention(dq, dk, dv, enable_gqa=True),
+    )  # fmt: skip
+    E, rows, kk, nn = 8, 16, 128, 128
+    gx, gw = rn(E * rows, kk), rn(E, kk, nn)
+    offs = torch.arange(rows, E * rows + 1, rows, device=dev, dtype=torch.int32)
+    cases["grouped"] = (
+        f"E{E} x {rows} rows, K{kk} N{nn} (check_offsets=False)", "bf16",
+        lambda: K.grouped_matmul(gx, gw, offs, check_offsets=False), "torch._grouped_mm",
+        lambda: torch._grouped_mm(gx, gw, offs=offs),
+    )  # fmt: skip
+    T, d, f, top_k = 32, 128, 128, 2
+    mx, ml = rn(T, d), rn(T, E, dtype=torch.float32)
+    mgu, mdn = rn(E, d, 2 * f) / d**0.5, rn(E, f, d) / f**0.5
+
+    def moe_torch():
+        weights, experts = route(ml, top_k)
+        order, offsets = permute(experts, E)
+        h = torch._grouped_mm(mx[torch.div(order, top_k, rounding_mode="floor")], mgu, offs=offsets)
+        h = F.silu(h[:, :f]) * h[:, f:]
+        y = torch._grouped_mm(h, mdn, offs=offsets) * weights.reshape(-1)[order].to(bf)[:, None]
+        out = torch.empty_like(y)
+        out[order] = y
+        return out.view(T, top_k, d).sum(dim=1)
+
+    cases["moe"] = (
+        f"T{T} d{d} f{f} E{E} top{top_k}", "bf16", lambda: K.moe(mx, ml, mgu, mdn, top_k),
+        "torch._grouped_mm layer", moe_torch,
+    )  # fmt: skip
+    z, wg, wu, wd = rn(64, 2, 64), rn(2, 64, 128), rn(2, 64, 128), rn(2, 128, 64)
+    cases["flash_ffn"] = (
+        "T64 H2 d64 I128", "bf16", lambda: K.flash_ffn(z, wg, wu, wd), "torch bmm (mhffn_unfused)",
+        lambda: ffn_mod.mhffn_unfused(z, wg, wu, wd),
+    )  # fmt: skip
+    fused = K.MultiHeadFFN(128, 2, 64, 128, device=dev, dtype=bf)
+    unfused = K.MultiHeadFFN(128, 2, 64, 128, fused=False, device=dev, dtype=bf)
+    unfused.load_state_dict(fused.state_dict())
+    fx = rn(64, 128)
+    cases["ffn_module"] = (
+        "MultiHeadFFN T64 d128 H2 d64 I128", "bf16", lambda: fused(fx), "the module, fused=False",
+        lambda: unfused(fx),
+    )  # fmt: skip
+    layer = K.MultiHeadMoE(128, 2, 64, 4, 64, 2, device=dev, dtype=bf)
+    hx = rn(32, 128)
+
+    def mhmoe_torch():
+        zz, weights, experts = layer.route(hx)
+        y = mh.experts_forward_torch(zz.contiguous(), mh.plan(weights, experts, layer.num_experts), layer.w_gate_up,
+                                     layer.w_down)  # fmt: skip
+        return y.reshape(32, 128) @ layer.w_out
+
+    cases["mhmoe"] = (
+        "MultiHeadMoE T32 d128 H2 d64 E4 f64 top2", "bf16", lambda: layer(hx), "the same routing on torch._grouped_mm",
+        mhmoe_torch,
+    )  # fmt: skip
+    return cases
+
+
+def parse_ops(text: str) -> list[str]:
+    """'all' or a comma list of OPS names."""
+    names = list(OPS) if str(text).strip() == "all" else [s.strip() for s in str(text).split(",") if s.strip()]
+    unknown = [n for n in names if n not in OPS]
+    if unknown or not names:
+        raise InputError(f"--ops: expected 'all' or names from {', '.join(OPS)}, got {text!r}")
+    return names
+
+
+def _overhead_rows(args, torch, F, tags, progress, cases=None, sync=_cuda_sync) -> list[dict]:
+    names = parse_ops(args.ops)
+    cases = cases or _cases(torch, F)
+    rows = []
+    with torch.no_grad():
+        for name in progress(names, total=len(names), desc="overhead"):
+            shape, dtype, ours, peer_name, peer = cases[name]
+            t = alternate(ours, peer, args.calls, args.rounds, sync)
+            ours_us, peer_us = t["ours_us"], t.get("peer_us")
+            rows.append(
+                {
+                    "kernel": "triton launch" if name == "empty" else name,
+                    "shape": shape,
+                    "dtype": dtype,
+                    "peer": peer_name,
+                    "ours_us": ours_us,
+                    "peer_us": peer_us,
+                    "extra_us": None if peer_us is None else ours_us - peer_us,
+                    "within_target": None if name == "empty" or peer_us is None else ours_us - peer_us <= TARGET_US,
+                    "ours_ms": ours_us * 1e-3,
+                    "peer_ms": None if peer_us is None else peer_us * 1e-3,
+                    "speedup": None if not peer_us else peer_us / ours_us,
+                    "calls": args.calls,
+                    "rounds": args.rounds,
+                    "method": "N calls back to back, one sync; median of alternating rounds",
+                    **{k: v for k, v in t.items() if k.endswith(("min_us", "max_us"))},
+                    **{k: tags.get(k) for k in ("gpu", "cpu", "date", "torch", "triton", "command")},
+                }
+            )
+    return rows
+
+
+# (name, Hq, Hkv, batch, keys): decode B1-B8 with GQA (32 query heads on 8 KV heads) at 8k-128k keys
+DECODE_TARGETS = [
+    (f"B{b} Hq32 Hkv8 L{keys // 1024}k", 32, 8, b, keys) for b in (1, 2, 4, 8) for keys in (8192, 32768, 131072)
+]
+GEMM_TARGETS = [(1000, 1000, 1000), (2, 4096, 4096), (8, 14336, 4096)]
+
+
+def _eager_rows(args, torch, F, tags, progress) -> list[dict]:
+    from tilewise.bench import harness
+    from tilewise.kernels import decode_attention, matmul
+    from tilewise.kernels import sum as tw_sum
+    from tilewise.model import traffic
+
+    gpu_key = harness.registry_key_for(tags["gpu"])
+    rows = []
+    bf = torch.bfloat16
+
+    def row(kernel, shape, dtype, peer, ours, peer_fn, flops, nbytes, calls, target):
+        t = harness.time_pair(lambda i: ours(), lambda i: peer_fn(), rounds=3, rep_ms=args.rep_ms)
+        loop = alternate(ours, peer_fn, calls, 3)
+        r = harness.make_row(
+            kernel=kernel, shape=shape, dtype=dtype, peer=peer, ours_ms=t["ours_ms"], peer_ms=t["peer_ms"],
+            flops=flops, nbytes=nbytes, tags=tags, gpu_key=gpu_key,
+            extra={
+                "target": target, "meets_target_do_bench": t["peer_ms"] / t["ours_ms"] >= target,
+                "ours_loop_us": loop["ours_us"], "peer_loop_us": loop["peer_us"],
+                "speedup_loop": loop["peer_us"] / loop["ours_us"],
+                "meets_target_loop": loop["peer_us"] / loop["ours_us"] >= target, "loop_calls": calls,
+                **harness.timing_fields(t),
+            },
+        )  # fmt: skip
+        rows.append(r)
+
+    work = [("gemm", s) for s in GEMM_TARGETS] + [("decode", s) for s in DECODE_TARGETS] + [("sum", None)]
+    for kind, spec in progress(work, total=len(work), desc="eager targets"):
+        if kind == "gemm":
+            m, n, k = spec
+            a = torch.randn(m, k, device="cuda", dtype=bf)
+            b = torch.randn(k, n, device="cuda", dtype=bf)
+            row("matmul", f"{m}x{n}x{k}", "bf16", "torch.matmul (cuBLAS)", lambda a=a, b=b: matmul(a, b),
+                lambda a=a, b=b: torch.matmul(a, b), traffic.gemm_flops(m, n, k), traffic.gemm_bytes(m, n, k, "bf16"),
+                500, 0.9)  # fmt: skip
+        elif kind == "decode":
+            name, hq, hk, batch, keys = spec
+            q = torch.randn(batch, hq, 1, 128, device="cuda", dtype=bf)
+            kc = torch.randn(batch, hk, keys, 128, device="cuda", dtype=bf)
+            vc = torch.randn_like(kc)
+            lens = torch.full((batch,), keys, device="cuda", dtype=torch.int32)
+            row("decode_attention", name, "bf16", "SDPA enable_gqa",
+                lambda q=q, kc=kc, vc=vc, lens=lens: decode_attention(q, kc, vc, lens),
+                lambda q=q, kc=kc, vc=vc: F.scaled_dot_product_attention(q, kc, vc, enable_gqa=True),
+                traffic.decode_flops([keys] * batch, hq, 128), traffic.decode_bytes([keys] * batch, hq, hk, 128, "bf16"),
+                max(20, min(500, int(2e9 / (batch * hk * keys * 128 * 4)))), 0.95)  # fmt: skip
+            del q, kc, vc
+        else:
+            x = torch.randn(64, 1 << 20, device="cuda", dtype=torch.float16)
+            row("sum", "64x1048576 dim=-1", "fp16", "torch.sum", lambda x=x: tw_sum(x, -1), lambda x=x: torch.sum(x, -1),
+                traffic.sum_flops(x.numel()), traffic.sum_bytes(x.numel(), "fp16", outputs=64), 300, 0.95)  # fmt: skip
+            del x
+    return rows
+
+
+def run(args: argparse.Namespace, progress) -> list[dict]:
+    import torch
+    import torch.nn.functional as F
+
+    from tilewise.bench import harness
+
+    if args.calls < 1 or args.rounds < 1:
+        raise InputError(f"--calls and --rounds must be >= 1, got {args.calls} and {args.rounds}")
+    names = parse_ops(args.ops)  # refuse a bad list before anything runs
+    tags = harness.env_tags()
+    rows = _overhead_rows(args, torch, F, tags, progress) if names else []
+    if args.eager_targets:
+        rows += _eager_rows(args, torch, F, tags, progress)
+    return rows

@@ -1,0 +1,219 @@
+"""Torch-side helpers every kernel launcher shares: one of each.
+
+* `interpreting()`: is Triton's CPU interpreter on (TRITON_INTERPRET=1)?
+* `sm_count(device)`: the device's SMs; on the CPU (the interpreter) the registry's `CPU_GPU` entry,
+  so a plan made on the CPU is the one the H200 would get.
+* `gpu_key(device)`: the registry entry of the device the tensors live on.
+* `counters(device, n)`: a zeroed int32 buffer of grid counters that the kernels set back to zero.
+* `flat_rows(t)`: is a [B, H, S, D] tensor one row-major [B*H*S, D] matrix (a 2-D TMA view)?
+* `long_kernel(device, flops, nbytes, dtype)`: long enough on the GPU to hide TMA descriptors' host cost?
+* `PlanCache`: the launch plan of a call, looked up by its signature (shapes, strides, dtype, device):
+  a dict lookup on a tuple instead of re-deriving checks, tiles and grids every call.
+* `Launcher`: one kernel launch of a plan; after the first call it launches through the compiled
+  kernel Triton returned, which skips the JIT's argument binding and specialization (version-guarded).
+
+Integer helpers (`cdiv`, `next_power_of_2`) are pure Python and live in `tilewise.util`.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import torch
+import triton
+
+from tilewise import gpus as _gpus
+from tilewise.model import roofline as _roofline
+
+# The registry entry the CPU interpreter plans for (its SM count, its shared memory).
+CPU_GPU = "h200"
+
+
+def interpreting() -> bool:
+    """True when Triton runs kernels in its CPU interpreter (TRITON_INTERPRET set and not 0)."""
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def _index(device: torch.device) -> int:
+    return device.index if device.index is not None else torch.cuda.current_device()
+
+
+@functools.lru_cache(maxsize=16)
+def _cuda_sms(index: int) -> int:
+    return torch.cuda.get_device_properties(index).multi_processor_count
+
+
+def sm_count(device: torch.device) -> int:
+    """Streaming multiprocessors of `device` (asked once per device); the registry's CPU_GPU off the GPU."""
+    if device.type == "cuda":
+        return _cuda_sms(_index(device))
+    return _gpus.get(CPU_GPU).sms
+
+
+@functools.lru_cache(maxsize=16)
+def _cuda_key(index: int) -> str:
+    return _gpus.key_for_device(torch.cuda.get_device_name(index), _cuda_sms(index))
+
+
+def gpu_key(device: torch.device) -> str:
+    """Registry key of the device the tensors live on (CPU_GPU on the CPU interpreter)."""
+    if device.type != "cuda":
+        return CPU_GPU
+    return _cuda_key(_index(device))
+
+
+@functools.lru_cache(maxsize=16)
+def _cuda_capability(index: int) -> tuple[int, int]:
+    return torch.cuda.get_device_capability(index)
+
+
+def capability(device: torch.device) -> tuple[int, int]:
+    """Compute capability of a CUDA device (asked once per device); (0, 0) off the GPU."""
+    return _cuda_capability(_index(device)) if device.type == "cuda" else (0, 0)
+
+
+# Grid counters: kernels whose programs meet (split-K tiles, the last program of a full sum) count
+# arrivals in a zeroed int32 buffer per (pool, device, stream), and the last program sets its counter
+# back to zero, so no memset kernel runs per call (a launch costs ~3 us: 3% of the 64 x 24576 x 8192 GEMM).
+_COUNTERS: dict[tuple, torch.Tensor] = {}
+# torch's current raw stream, the call Triton's own driver makes (a Stream object costs ~1 us more)
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+
+def current_stream(device: torch.device) -> int:
+    """The raw handle of `device`'s current CUDA stream (0 off the GPU)."""
+    if device.type != "cuda":
+        return 0
+    if _raw_stream is not None:
+        return _raw_stream(_index(device))
+    return torch.cuda.current_stream(device).cuda_stream
+
+
+def counters(device: torch.device, n: int, pool: str = "grid") -> torch.Tensor:
+    """A zeroed int32 buffer of at least n counters for `device`'s current stream (kept between calls).
+
+    Kernels that may run back to back on one stream share a pool; each kernel sets back what it used."""
+    key = (pool, device, current_stream(device))
+    buf = _COUNTERS.get(key)
+    if buf is None or buf.numel() < n:
+        buf = torch.zeros(max(n, 1024), dtype=torch.int32, device=device)
+        _COUNTERS[key] = buf
+    return buf
+
+
+# TMA descriptors cost host time per call: each is built in Python and encoded by Triton's launcher, which
+# then walks every kernel argument in Python (a few us per call on top of a ~10 us launch on the H200 host).
+# On the GPU they ran within 1-2% of plain loads (attention D 128: 492 vs 498 TFLOP/s; grouped GEMM
+# m128n128k64: 247.6 vs 249.3 us), so a default plan takes them only for kernels the model says run at
+# least this long, where the host's extra microseconds hide behind the GPU.
+DESC_MIN_SECONDS = 50e-6
+
+
+def long_kernel(device: torch.device, flops: float, nbytes: float, dtype: torch.dtype) -> bool:
+    """True when the roofline (`tilewise.model.roofline`) puts the kernel at >= DESC_MIN_SECONDS on `device`."""
+    name = {torch.float16: "fp16", torch.bfloat16: "bf16"}.get(dtype, "tf32")
+    return _roofline.time(gpu_key(device), flops, nbytes, name).time_s >= DESC_MIN_SECONDS
+
+
+def flat_rows(t: torch.Tensor) -> bool:
+    """True when a 4-D [B, H, S, D] tensor is one row-major [B*H*S, D] matrix (what a 2-D TMA descriptor needs)."""
+    b, h, s, d = t.shape
+    st = t.stride()
+    return st[3] == 1 and st[2] == d and st[1] == s * d and (st[0] == h * s * d or b == 1)
+
+
+def aligned16(t: torch.Tensor) -> bool:
+    """True when the tensor's first element sits on a 16-byte boundary (Triton specializes pointers on it)."""
+    return t.data_ptr() % 16 == 0
+
+
+def signature(t: torch.Tensor | None) -> tuple | None:
+    """What a launch plan depends on in a tensor: shape, strides, dtype, device and 16-byte alignment (None: None)."""
+    return None if t is None else (t.shape, t.stride(), t.dtype, t.device, t.data_ptr() % 16 == 0)
+
+
+class PlanCache(dict):
+    """Launch plans by call signature. Bounded: past `limit` plans the cache starts over (a decode loop
+    with growing host-side lengths makes a new signature per step)."""
+
+    def __init__(self, limit: int = 4096) -> None:
+        super().__init__()
+        self.limit = limit
+        self.misses = 0
+
+    def put(self, key, plan):
+        if len(self) >= self.limit:
+            self.clear()
+        self.misses += 1
+        self[key] = plan
+        return plan
+
+
+# --------------------------------------------------------------------------- launching
+
+# `kernel[grid](...)` goes through JITFunction.run: it binds every argument, computes each one's
+# specialization (dtype, 16-byte alignment, == 1) and hashes them into the key of its kernel cache,
+# every call. A plan's signature already fixes all of that, so after the first launch a `Launcher`
+# calls the CompiledKernel that the launch returned: `compiled[grid](*every_argument)` (the call
+# Triton's fused-softmax tutorial makes). Triton 3.6 and 3.9 define it identically; other versions,
+# the interpreter, or TILEWISE_JIT_LAUNCH=1 keep the JIT path.
+_VERSION = tuple(int(x) for x in triton.__version__.split(".")[:2] if x.isdigit())
+FAST_LAUNCH_VERSIONS = ((3, 6), (3, 7), (3, 8), (3, 9))
+
+
+def fast_launch_enabled() -> bool:
+    """Whether a Launcher may call the compiled kernel directly (see above)."""
+    return _VERSION in FAST_LAUNCH_VERSIONS and not interpreting() and not os.environ.get("TILEWISE_JIT_LAUNCH")
+
+
+class Launcher:
+    """One launch of `kernel` on `grid` with fixed compile-time arguments and options.
+
+    `consts` holds the kernel's constexpr arguments by name; they must be its trailing parameters
+    (every tilewise kernel lists its meta-parameters last). Call with the runtime arguments in order.
+    """
+
+    __slots__ = ("consts", "fast", "grid", "kernel", "options", "run", "tail")
+
+    def __init__(self, kernel, grid: tuple, consts: dict, **options) -> None:
+        self.kernel = kernel
+        self.grid = grid
+        self.consts = consts
+        self.options = options
+        self.run = None
+        names = getattr(kernel, "arg_names", None)
+        self.fast = bool(names) and list(names[len(names) - len(consts) :]) == list(consts) and fast_launch_enabled()
+        self.tail = tuple(consts.values())
+
+    def __call__(self, *args) -> None:
+        run = self.run
+        if run is not None:
+            run(*args, *self.tail)
+            return
+        compiled = self.kernel[self.grid](*args, **self.consts, **self.options)
+        if self.fast and compiled is not None and len(args) + len(self.tail) == len(self.kernel.arg_names):
+            try:
+                self.run = compiled[self.grid]
+            except Exception:  # a Triton without CompiledKernel.__getitem__: stay on the JIT path
+                self.fast = False
+
+
+__all__ = [
+    "CPU_GPU",
+    "DESC_MIN_SECONDS",
+    "FAST_LAUNCH_VERSIONS",
+    "Launcher",
+    "PlanCache",
+    "aligned16",
+    "capability",
+    "counters",
+    "current_stream",
+    "fast_launch_enabled",
+    "flat_rows",
+    "gpu_key",
+    "interpreting",
+    "long_kernel",
+    "signature",
+    "sm_count",
+]
