@@ -183,3 +183,27 @@ def test_malformed_fixture(tmp_path):
         fixtures.load("gemm", str(tmp_path))
     with pytest.raises(InputError, match="must exist"):
         fixtures.load("decode", str(tmp_path))
+
+
+def test_bench_rows_carry_model_ms_beside_the_floor():
+    from tilewise.bench import harness
+    from tilewise.model import traffic
+
+    cfg = advise("gemm", {"m": 1024, "n": 4096, "k": 4096}, top_k=1)[0].config
+    tags = {"gpu": "NVIDIA H200", "cpu": "x", "date": "d", "torch": "t", "triton": "3.6.0", "command": "c"}
+    row = harness.make_row(
+        kernel="matmul", shape="1024x4096x4096", dtype="bf16", peer="cuBLAS", ours_ms=0.06, peer_ms=0.05,
+        flops=traffic.gemm_flops(1024, 4096, 4096), nbytes=traffic.gemm_bytes(1024, 4096, 4096, "bf16"), tags=tags,
+        gpu_key="h200", model=("gemm", {"m": 1024, "n": 4096, "k": 4096, "dtype": "bf16"}, cfg),
+    )  # fmt: skip
+    want = predict("gemm", normalize("gemm", {"m": 1024, "n": 4096, "k": 4096}), cfg, "h200")
+    assert row["model_ms"] == pytest.approx(want.ms) and row["model_binding"] == want.binding
+    assert row["model_ms"] > row["predicted_ms"]  # the prediction sits above the roofline floor
+    assert row["model_fraction"] == pytest.approx(want.ms / 0.06)
+
+
+def test_explain_gemm_reports_the_model_beside_the_floor():
+    from tilewise.explain.gemm import explain
+
+    r = explain(m=64, n=24576, k=8192, gpu="h200").to_json()
+    assert r["model"]["model_ms"] > r["model"]["floor_ms"] > 0 and r["model"]["binding"] == "hbm"
