@@ -34,7 +34,7 @@ import triton.language as tl
 from tilewise import gpus as _gpus
 from tilewise.errors import InputError
 from tilewise.kernels.utils import Launcher, PlanCache, capability, counters, gpu_key, interpreting, sm_count
-from tilewise.model import traffic, waves
+from tilewise.model import predict, traffic, waves
 from tilewise.model.occupancy import occupancy
 from tilewise.util import cdiv
 
@@ -420,10 +420,9 @@ def _padded(t: torch.Tensor) -> torch.Tensor:
     return view
 
 
-# Operands whose rows cannot be read with 16-byte loads (333 x 7777 x 2049: both leading
-# dimensions odd) are copied to padded rows when the GEMM does at least this many FLOPs per
-# byte copied: the copy streams at ~4 TB/s, the unaligned GEMM ran 5-10x slower than cuBLAS.
-PAD_MIN_FLOPS_PER_BYTE = 64
+# Operands whose rows cannot be read with 16-byte loads are copied to padded rows above this intensity;
+# the rule and its numbers live with the time model, which predicts the copy.
+PAD_MIN_FLOPS_PER_BYTE = predict.PAD_MIN_FLOPS_PER_BYTE
 
 
 _WS_FAILED: set[str] = set()

@@ -47,6 +47,10 @@ from tilewise.model.occupancy import occupancy
 from tilewise.util import cdiv
 
 KERNELS = ("gemm", "attention", "decode", "grouped")
+# Operands whose rows cannot be read with 16-byte loads (333 x 7777 x 2049: both leading dimensions odd)
+# are copied to padded rows when the GEMM does at least this many FLOPs per byte copied: the copy
+# streams at ~4 TB/s, the unaligned GEMM ran 5-10x slower than cuBLAS (kernels.gemm applies it).
+PAD_MIN_FLOPS_PER_BYTE = 64
 CAL_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "calibration")
 
 # Fallbacks when a calibration file lacks a figure (order of magnitude; the H200 file has them all).
@@ -301,9 +305,19 @@ def _gemm(p: dict, c: dict, mach: _Machine, eff: dict | None = None) -> Predicti
     t_launch = mach.launch_s
     if p.get("layout", "nn") not in ("nn", "nt"):
         raise InputError(f"gemm layout must be 'nn' or 'nt', got {p.get('layout')!r}")
+    # operands the launcher copies to 16-byte aligned rows first: a read and a write, and a launch each
+    t_copy = 0.0
+    nt = p.get("layout", "nn") == "nt"
+    for nbytes, aligned in (
+        (a_bytes, (k * e) % 16 == 0 or m == 1 or k == 1),
+        (b_bytes, (k * e) % 16 == 0 if nt else ((n * e) % 16 == 0 or n == 1 or k == 1)),
+    ):
+        if not aligned and useful >= PAD_MIN_FLOPS_PER_BYTE * nbytes:
+            t_copy += 2 * nbytes / mach.read_bps + mach.launch_s
     terms = {
         "wave_tail": max(0.0, t_tc - t_even),
         "padding": max(0.0, t_pad),
+        "operand_copy": t_copy,
         "prologue_epilogue": t_fixed,
         "split_k_fixup": t_fix,
         "launch": t_launch,
