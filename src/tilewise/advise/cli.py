@@ -17,7 +17,7 @@ ARGS = {
         ("seq_q", 4096),
         ("seq_k", None),
         ("head_dim", 128),
-    ),  # fmt: skip
+    ),
     "decode": (("batch", 1), ("heads", 32), ("kv_heads", 8), ("seq_len", 32768), ("head_dim", 128)),
     "grouped": (("experts", 128), ("rows_per_expert", 64), ("n", 1536), ("k", 2048)),
 }

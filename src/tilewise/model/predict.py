@@ -209,6 +209,7 @@ def _clamped_sum(a: int, b: int, n: int, cap: int) -> float:
     return s + (n - hi) * cap
 
 
+@functools.lru_cache(maxsize=4096)
 def _blocks_per_sm(gpu: str, warps: int, acc_regs: float, smem: int) -> int:
     regs = int(min(255, 48 + acc_regs))
     try:
