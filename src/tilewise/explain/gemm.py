@@ -317,7 +317,7 @@ def explain(
         i_full = traffic.gemm_flops(full_m, n, k) / traffic.gemm_bytes(full_m, n, k, dt)
         if i_full < rf.balance:
             frag = (
-                f"M = {m} fills every 16-row fragment"
+                f"M = {m} fills every 16-row fragment yet gives only {i_full:.0f} FLOP/B"
                 if full_m == m
                 else f"Filling the fragments (M = {full_m}) would give only {i_full:.0f} FLOP/B"
             )
