@@ -194,7 +194,8 @@ class Launcher:
         compiled = self.kernel[self.grid](*args, **self.consts, **self.options)
         if self.fast and compiled is not None and len(args) + len(self.tail) == len(self.kernel.arg_names):
             try:
-                self.run = compiled[self.grid]
+                # triton's runner reads grid[0], grid[1] and grid[2]: pad a 1-D or 2-D grid with ones
+                self.run = compiled[tuple(self.grid) + (1,) * (3 - len(self.grid))]
             except Exception:  # a Triton without CompiledKernel.__getitem__: stay on the JIT path
                 self.fast = False
 
