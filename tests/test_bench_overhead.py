@@ -69,3 +69,47 @@ def test_registered_with_the_cli():
     from tilewise.bench import cli
 
     assert cli._suites()["overhead"] is overhead
+
+
+@pytest.mark.kernel
+def test_every_case_runs_and_matches_its_peer_under_the_interpreter():
+    """The real cases (on the CPU: Triton's interpreter): each op runs, and its answer is its peer's."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("triton")
+    import torch.nn.functional as F
+
+    gpu = torch.cuda.is_available()
+    cases = overhead._cases(torch, F, dev="cuda" if gpu else "cpu", dtype=None if gpu else torch.float16)
+    assert set(cases) == set(overhead.OPS)
+    with torch.no_grad():
+        for name, (_shape, _dtype, ours, _peer_name, peer) in cases.items():
+            if name in ("empty", "grouped", "moe", "mhmoe"):  # torch._grouped_mm and the launch need CUDA
+                continue
+            a, b = ours(), peer()
+            a = a[0] if isinstance(a, tuple) else a
+            b = b[0] if isinstance(b, tuple) else b
+            scale = float(b.float().abs().max())
+            assert torch.allclose(a.float(), b.float(), atol=2e-2 * scale, rtol=2e-2), name
+
+
+def test_eager_target_rows(monkeypatch):
+    """The eager-target rows (timings stubbed: the real ones need the GPU): ratios, targets, model fields."""
+    torch = pytest.importorskip("torch")
+    import torch.nn.functional as F
+
+    from tilewise.bench import harness
+
+    monkeypatch.setattr(overhead, "DEVICE", "cpu")
+    monkeypatch.setattr(overhead, "GEMM_TARGETS", [(2, 64, 64)])
+    monkeypatch.setattr(overhead, "DECODE_TARGETS", [("B1 Hq4 Hkv2 L64", 4, 2, 1, 64)])
+    monkeypatch.setattr(harness, "time_pair", lambda *a, **k: {"ours_ms": 0.010, "peer_ms": 0.0095})
+    monkeypatch.setattr(overhead, "alternate", lambda *a, **k: {"ours_us": 20.0, "peer_us": 12.0})
+    tags = {"gpu": "NVIDIA H200", "cpu": "Test CPU", "date": "d", "torch": "t", "triton": "tr", "command": "c"}
+    args = argparse.Namespace(rep_ms=1)
+    rows = overhead._eager_rows(args, torch, F, tags, lambda it, **k: it)
+    assert [r["kernel"] for r in rows] == ["matmul", "decode_attention", "sum"], rows
+    for r in rows:
+        assert "error" not in r
+        assert r["speedup"] == pytest.approx(0.95) and r["speedup_loop"] == pytest.approx(0.6)
+        assert r["meets_target_do_bench"] is (0.95 >= r["target"]) and r["meets_target_loop"] is False
+        assert r["cpu"] == "Test CPU" and r["predicted_ms"] > 0
