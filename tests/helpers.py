@@ -80,8 +80,9 @@ def cuda_available() -> bool:
 
 
 def kernel_device() -> str:
-    """The device kernel tests allocate on: "cpu" under the interpreter, else "cuda"."""
-    return "cpu" if interpreting() else "cuda"
+    """The device kernel tests allocate on: "cuda" when a GPU runs the kernels, else "cpu" (under the
+    interpreter, or while collecting tests that the `kernel` marker will skip)."""
+    return "cuda" if not interpreting() and cuda_available() else "cpu"
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -174,7 +175,7 @@ def assert_close(
     actual: Any,
     expected: Any,
     *,
-    atol: float,
+    atol: Any,
     rtol: float = 0.0,
     what: str = "output",
     equal_nan: bool = False,
@@ -182,18 +183,22 @@ def assert_close(
 ) -> None:
     """Assert |actual - expected| <= atol + rtol * |expected| for EVERY element, compared in float64.
 
-    On failure the message gives the number of mismatching elements, the first `show` of them (index,
-    got, want), the largest absolute and relative errors with their indices, and how many elements are
-    NaN (never written, when the output was poisoned). Infinities must match exactly; NaN in `actual`
-    matches only a NaN in `expected` and only with `equal_nan=True`.
+    `atol` is a number or an array broadcastable to the shape (a per-element error bound, e.g. one that
+    grows with the K-sum of |a||b| in a matmul). On failure the message gives the number of mismatching
+    elements, the first `show` of them (index, got, want, bound), the largest absolute and relative
+    errors with their indices, and how many elements are NaN (never written, when the output was
+    poisoned). Infinities must match exactly; NaN in `actual` matches only a NaN in `expected` and
+    only with `equal_nan=True`.
     """
     a = _as_float64(actual)
     e = _as_float64(expected)
     if a.shape != e.shape:
         raise AssertionError(f"{what}: shape {a.shape} != expected {e.shape}")
+    tol_abs = np.broadcast_to(_as_float64(atol), a.shape)
     with np.errstate(invalid="ignore", over="ignore"):
         diff = np.abs(a - e)
-        ok = diff <= atol + rtol * np.abs(e)
+        bound = tol_abs + rtol * np.abs(e)
+        ok = diff <= bound
         ok |= (a == e) & np.isinf(e)  # the same infinity
         if equal_nan:
             ok |= np.isnan(a) & np.isnan(e)
@@ -203,10 +208,12 @@ def assert_close(
         return
     idx = np.argwhere(bad)
     first = ", ".join(
-        f"{tuple(int(i) for i in ix)}: got {a[tuple(ix)]:.6g} want {e[tuple(ix)]:.6g}" for ix in idx[:show]
+        f"{tuple(int(i) for i in ix)}: got {a[tuple(ix)]:.6g} want {e[tuple(ix)]:.6g} (bound {bound[tuple(ix)]:.3g})"
+        for ix in idx[:show]
     )
     finite = np.isfinite(diff)
-    parts = [f"{what}: {n_bad} of {a.size} elements mismatch (atol={atol:g}, rtol={rtol:g})", f"first: {first}"]
+    atol_text = f"{float(tol_abs.flat[0]):g}" if np.ndim(atol) == 0 else f"per element, max {float(tol_abs.max()):.3g}"
+    parts = [f"{what}: {n_bad} of {a.size} elements mismatch (atol={atol_text}, rtol={rtol:g})", f"first: {first}"]
     if finite.any():
         d = np.where(finite, diff, -1.0)
         i_abs = np.unravel_index(int(np.argmax(d)), a.shape)

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -70,7 +73,14 @@ def test_env_tags_and_registry_key():
 
 
 def test_time_pair_needs_no_gpu_to_import():
-    assert callable(harness.time_pair)
+    # importing the harness (and so the CLI's bench command) must not pull in torch or touch CUDA
+    code = (
+        "import sys, tilewise.bench.harness as h; h.time_pair; print('torch' in sys.modules, 'triton' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False"]
+    params = inspect.signature(harness.time_pair).parameters
+    assert list(params)[:2] == ["ours", "peer"] and params["rounds"].default >= 3
 
 
 def test_gemm_parse_shapes():

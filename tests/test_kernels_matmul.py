@@ -8,21 +8,18 @@ small tiles: the interpreter runs each program in numpy, and the default configu
 
 from __future__ import annotations
 
-import os
-
 import pytest
+from helpers import assert_close, kernel_device, poisoned
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
-
-if os.environ.get("TRITON_INTERPRET", "0") in ("", "0") and not torch.cuda.is_available():
-    pytest.skip("needs TRITON_INTERPRET=1 or a CUDA GPU", allow_module_level=True)
 
 from tilewise.errors import InputError  # noqa: E402
 from tilewise.kernels import matmul as _public_matmul  # noqa: E402
 from tilewise.kernels.gemm import Config, _launch, choose_config, choose_split_k, matmul  # noqa: E402
 
-DEV = "cuda" if torch.cuda.is_available() else "cpu"
+pytestmark = pytest.mark.kernel
+DEV = kernel_device()
 SMALL = Config(16, 16, 16, group_m=2, split_k=1, num_warps=4, num_stages=2)
 
 
@@ -39,25 +36,14 @@ def reference(a, b, bias=None, activation="none"):
     return ref
 
 
-def assert_close(c, a, b, ref):
-    """|c - ref| <= u_in (|a| @ |b|) + u_out |ref|: the inputs' rounding (TF32 keeps 10 bits of an
-    fp32 mantissa on the GPU) grows with the K-sum of |a||b|; the output's rounding with |ref|."""
-    assert not torch.isnan(c).any(), f"{int(torch.isnan(c).sum())} of {c.numel()} outputs never written (NaN poison)"
+def check(c, a, b, ref):
+    """|c - ref| <= u_in (|a| @ |b|) + u_out |ref| for every element: the inputs' rounding (TF32 keeps 10
+    bits of an fp32 mantissa on the GPU) grows with the K-sum of |a||b|; the output's rounding with |ref|.
+    An unwritten element is still NaN (the output is poisoned) and fails."""
     u_in = {torch.float32: 2.0**-10, torch.float16: 1e-6, torch.bfloat16: 1e-6}[c.dtype]
     u_out = {torch.float32: 1e-6, torch.float16: 2.0**-10, torch.bfloat16: 2.0**-7}[c.dtype]
-    bound = u_in * (a.double().abs() @ b.double().abs()) + u_out * ref.abs() + 1e-6
-    err = (c.double() - ref).abs()
-    bad = err > bound
-    if bad.any():
-        i, j = (int(x) for x in bad.nonzero()[0])
-        raise AssertionError(
-            f"{int(bad.sum())} of {c.numel()} elements off; first at ({i}, {j}): got {c[i, j].item()}, "
-            f"want {ref[i, j].item()} (bound {bound[i, j].item():.3g})"
-        )
-
-
-def poisoned(m, n, dtype):
-    return torch.full((m, n), float("nan"), dtype=dtype, device=DEV)
+    bound = u_in * (a.double().abs() @ b.double().abs()).cpu() + 1e-6
+    assert_close(c, ref, atol=bound, rtol=u_out, what="C")
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
@@ -68,9 +54,9 @@ def poisoned(m, n, dtype):
 def test_matmul_awkward_shapes(m, n, k, dtype):
     a = torch.randn(m, k, dtype=dtype, device=DEV)
     b = torch.randn(k, n, dtype=dtype, device=DEV)
-    c = matmul(a, b, out=poisoned(m, n, dtype), config=SMALL)
+    c = matmul(a, b, out=poisoned((m, n), dtype), config=SMALL)
     assert c.shape == (m, n) and c.dtype == dtype
-    assert_close(c, a, b, reference(a, b))
+    check(c, a, b, reference(a, b))
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
@@ -78,11 +64,11 @@ def test_matmul_non_contiguous_inputs_and_output(dtype):
     m, n, k = 37, 45, 53
     a = torch.randn(k, m, dtype=dtype, device=DEV).t()  # column-major A
     b = torch.randn(k, 2 * n, dtype=dtype, device=DEV)[:, ::2]  # every other column
-    big = poisoned(m, 3 * n, dtype)
+    big = poisoned((m, 3 * n), dtype)
     out = big[:, ::3]  # strided output
     c = matmul(a, b, out=out, config=SMALL)
     assert c.data_ptr() == out.data_ptr()
-    assert_close(c, a, b, reference(a, b))
+    check(c, a, b, reference(a, b))
     assert torch.isnan(big[:, 1::3]).all(), "wrote outside the output view"
 
 
@@ -92,14 +78,14 @@ def test_matmul_reads_row_padding_but_never_uses_it(dtype):
     padding (to keep 16-byte loads when N is not a multiple of 8) but no output may see it."""
     m, n, k = 19, 13, 37
     unit = 16 // torch.empty((), dtype=dtype).element_size()
-    big = torch.full((k, -(-n // unit) * unit), float("nan"), dtype=dtype, device=DEV)
+    big = poisoned((k, -(-n // unit) * unit), dtype)
     b = big[:, :n]
     b.copy_(torch.randn(k, n, dtype=dtype, device=DEV))
-    a_t = torch.full((k, -(-m // unit) * unit), float("nan"), dtype=dtype, device=DEV)  # column-major A, padded
+    a_t = poisoned((k, -(-m // unit) * unit), dtype)  # column-major A, padded
     a = a_t[:, :m].t()
     a.copy_(torch.randn(m, k, dtype=dtype, device=DEV))
-    c = matmul(a, b, out=poisoned(m, n, dtype), config=SMALL)
-    assert_close(c, a, b, reference(a, b))
+    c = matmul(a, b, out=poisoned((m, n), dtype), config=SMALL)
+    check(c, a, b, reference(a, b))
 
 
 @pytest.mark.parametrize("split_k", [2, 3])
@@ -108,8 +94,8 @@ def test_matmul_split_k_fixup_and_counter_reset(split_k):
     a = torch.randn(m, k, dtype=torch.float32, device=DEV)
     b = torch.randn(k, n, dtype=torch.float32, device=DEV)
     cfg = Config(16, 16, 16, group_m=2, split_k=split_k)
-    c1 = matmul(a, b, out=poisoned(m, n, torch.float32), config=cfg)
-    assert_close(c1, a, b, reference(a, b))
+    c1 = matmul(a, b, out=poisoned((m, n), torch.float32), config=cfg)
+    check(c1, a, b, reference(a, b))
     c2 = matmul(a, b, config=cfg)  # counters must be back at zero, and the sum order fixed
     assert torch.equal(c1, c2)
 
@@ -120,8 +106,8 @@ def test_matmul_epilogue_bias_activation(activation):
     a = torch.randn(m, k, dtype=torch.float16, device=DEV)
     b = torch.randn(k, n, dtype=torch.float16, device=DEV)
     bias = torch.randn(n, dtype=torch.float16, device=DEV)
-    c = matmul(a, b, bias=bias, activation=activation, out=poisoned(m, n, torch.float16), config=SMALL)
-    assert_close(c, a, b, reference(a, b, bias, activation))
+    c = matmul(a, b, bias=bias, activation=activation, out=poisoned((m, n), torch.float16), config=SMALL)
+    check(c, a, b, reference(a, b, bias, activation))
 
 
 def test_matmul_tma_persistent_kernel():
@@ -129,16 +115,16 @@ def test_matmul_tma_persistent_kernel():
     m, n, k = 40, 48, 72
     a = torch.randn(m, k, dtype=torch.float16, device=DEV)
     b = torch.randn(k, n, dtype=torch.float16, device=DEV)
-    c = poisoned(m, n, torch.float16)
+    c = poisoned((m, n), torch.float16)
     _launch(a, b, c, None, "relu", Config(32, 32, 16, group_m=2, persistent=True))
-    assert_close(c, a, b, reference(a, b, None, "relu"))
+    check(c, a, b, reference(a, b, None, "relu"))
 
 
 def test_matmul_default_config_small_shape():
     a = torch.randn(50, 70, dtype=torch.float32, device=DEV)
     b = torch.randn(70, 90, dtype=torch.float32, device=DEV)
     c = _public_matmul(a, b)
-    assert_close(c, a, b, reference(a, b))
+    check(c, a, b, reference(a, b))
 
 
 # --------------------------------------------------------------------------- config choice (pure)

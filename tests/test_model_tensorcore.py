@@ -133,7 +133,20 @@ def test_bad_input(call, text):
 
 def test_published_vs_modelled_named():
     assert any("not published" in v for v in tc.MODELLED.values())
-    assert tc.PUBLISHED
+    assert not set(tc.PUBLISHED) & set(tc.MODELLED), "a figure is either published or modelled"
+    # every published figure names a document a reader can open
+    for fact, source in tc.PUBLISHED.items():
+        assert any(doc in source for doc in ("PTX ISA", "CUDA C++ Programming Guide", "whitepaper")), (fact, source)
+    # and the numbers it states are the registry's
+    h = gpus.get("h100-sxm")
+    regs = next(k for k in tc.PUBLISHED if k.startswith("registers"))
+    assert f"{h.max_regs_per_thread} per thread" in regs and f"{h.regs_per_sm:,} per SM" in regs
+    smem = next(k for k in tc.PUBLISHED if k.startswith("shared memory"))
+    assert f"{h.smem_per_block_optin // 1024} KB per block" in smem and f"{h.smem_per_sm // 1024} KB per SM" in smem
+    banks = next(k for k in tc.PUBLISHED if "banks" in k)
+    assert f"{h.smem_bytes_per_cycle_per_sm} B/cycle" in banks
+    wg = next(k for k in tc.PUBLISHED if k.startswith("wgmma shapes"))
+    assert "N = 8..256 step 8" in wg and tc.wgmma_shapes("bf16")[-1][1] == 256
 
 
 def test_wgmma_shapes():

@@ -6,6 +6,7 @@ import time
 
 import numpy as np
 import pytest
+from helpers import assert_close, poisoned
 
 from tilewise.errors import InputError
 from tilewise.sim import (
@@ -40,11 +41,6 @@ def _example(name):
     return mod
 
 
-@pytest.fixture
-def rng():
-    return np.random.default_rng(1234)
-
-
 # ----------------------------------------------------------------------------- the examples
 
 
@@ -62,10 +58,10 @@ def test_gemm_tiled_awkward_shape(rng):
     M, N, K = 45, 37, 70  # not multiples of 32: the zero padding matters
     A = rng.standard_normal((M, K)).astype(np.float32)
     B = rng.standard_normal((K, N)).astype(np.float32)
-    C = np.full((M, N), np.nan, dtype=np.float32)
+    C = poisoned((M, N), np.float32)
     t = launch(m.gemm, (2, 2), (32, 32), A, B, C, M, N, K)
     ref = A.astype(np.float64) @ B.astype(np.float64)
-    np.testing.assert_allclose(C, ref, rtol=0, atol=1e-4 * np.sqrt(K))
+    assert_close(C, ref, atol=1e-4 * np.sqrt(K), what="C")
     assert t.hazards == []
 
 
@@ -240,7 +236,7 @@ def test_shuffles(rng):
     np.testing.assert_array_equal(up, np.where(seg >= 5, x[np.arange(n) - 5], x))
     np.testing.assert_array_equal(xo, x[base + (lane ^ 6)])
     np.testing.assert_array_equal(idx, x[base + 7])
-    np.testing.assert_allclose(red[lane == 0], x.reshape(2, 32).sum(axis=1))
+    assert_close(red[lane == 0], x.reshape(2, 32).sum(axis=1), atol=1e-5, rtol=1e-6, what="warp sums")
     bits = [sum(1 << j for j in range(32) if x[w * 32 + j] > 0) for w in range(2)]
     assert bal[0] == bits[0] and bal[40] == bits[1]
 
@@ -271,7 +267,7 @@ def k_vec_copy(x, y, n4):
 
 def test_float4_loads_and_stores(rng):
     x = rng.standard_normal(4 * 100).astype(np.float32)
-    y = np.full_like(x, np.nan)
+    y = poisoned(x.shape, x.dtype)
     t = launch(k_vec_copy, 2, 64, x, y, 100)
     np.testing.assert_array_equal(y.reshape(-1, 4), x.reshape(-1, 4)[:, ::-1])
     ld = [s for s in t.sites.values() if s.op == "ld"][0]
@@ -294,7 +290,7 @@ def test_dynamic_and_2d_shared(rng):
     x = rng.standard_normal(32).astype(np.float32)
     y = np.zeros(32, dtype=np.float32)
     t = launch(k_dyn, 1, 32, x, y, shared_bytes=32 * 4)
-    np.testing.assert_allclose(y, x[::-1] * 3, rtol=1e-6)
+    assert_close(y, x[::-1] * 3, atol=0, rtol=1e-6, what="y")
     assert t.hazards == []
 
 

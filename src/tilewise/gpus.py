@@ -17,9 +17,11 @@ never a second constant somewhere else.
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 import datetime as _dt
 from dataclasses import dataclass, field
+from typing import Any
 
 from tilewise.errors import InputError
 
@@ -33,12 +35,12 @@ _H200_DS = "NVIDIA H200 datasheet"
 _A100_WP = "NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020)"
 _B200_DS = "NVIDIA Blackwell / HGX B200 datasheet"
 _CUDA_GUIDE = "CUDA C++ Programming Guide, compute-capability tables"
-_SEED = "the tips document (../shared/seeds/000): '1830 MHz is its boost clock', 989.4 TFLOPS"
+_SEED = "the tips document: '1830 MHz is its boost clock', 989.4 TFLOPS"
 _H200_MEASURED = "measured on an H200 with torch.cuda.get_device_properties, 2026-11-30"
 _H200_COPY = "measured on an H200: device-to-device copy, bytes read + written, 2026-11-30"
 _H200_L2 = (
     "measured on an H200, 2026-11-30: ld.global.cg reads of 8-48 MiB buffers, 12 runs 7.07-8.10 TB/s, median 7.70 "
-    "(benchmarks/gpu/queue/l2_probe.py, benchmarks/results/h200/l2_probe.json); the same reads of 80 MiB run at "
+    "(benchmarks/probes/l2_probe.py, benchmarks/results/h200/l2_probe.json); the same reads of 80 MiB run at "
     "4.57 TB/s (HBM)"
 )
 _OCC_H = "cuda_occupancy.h and the runtime's answers (tests/data/occupancy_h200.json)"
@@ -130,7 +132,7 @@ class GPU:
     def source(self, fieldname: str) -> str:
         return self.sources.get(fieldname, self.sources.get("*", "unspecified"))
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """Every figure, the derived ones included, with its source."""
         d = dataclasses.asdict(self)
         d["compute_capability"] = f"{self.compute_capability[0]}.{self.compute_capability[1]}"
@@ -200,7 +202,7 @@ def balance(gpu: GPU, level: str = "hbm", dtype: str = "bf16", clock_mhz: float 
     return peak_flops(gpu, dtype, clock_mhz) / bandwidth(gpu, level, clock_mhz)
 
 
-def _sm_limits() -> dict:
+def _sm_limits() -> dict[str, Any]:
     """What every SM from Ampere (cc 8.0) to Blackwell shares: the occupancy-relevant limits,
     the register file and its allocation, shared-memory units, four partitions."""
     return dict(
@@ -223,7 +225,7 @@ def _sm_limits() -> dict:
     )
 
 
-def _hopper_common() -> dict:
+def _hopper_common() -> dict[str, Any]:
     return dict(
         _sm_limits(),
         arch="hopper",
@@ -416,12 +418,12 @@ def get(name: str | GPU) -> GPU:
     return _REGISTRY[key]
 
 
-def list() -> list[GPU]:
+def list() -> builtins.list[GPU]:
     """All registry entries, in registration order."""
     return [*_REGISTRY.values()]
 
 
-def names() -> list[str]:
+def names() -> builtins.list[str]:
     return [*_REGISTRY]
 
 
@@ -439,15 +441,19 @@ def detect(device: int = 0) -> GPU:
     try:
         import torch
     except ImportError:
-        raise NoDeviceError("no CUDA device: torch is not installed (pip install 'tilewise[kernels]')") from None
+        raise NoDeviceError(
+            "--detect needs a CUDA device through torch, got no torch (pip install 'tilewise[kernels]')"
+        ) from None
     if not torch.cuda.is_available():
-        raise NoDeviceError("no CUDA device: torch.cuda.is_available() is False on this machine")
+        raise NoDeviceError(
+            "--detect needs a CUDA device, got none: torch.cuda.is_available() is False on this machine"
+        )
     p = torch.cuda.get_device_properties(device)
     base_key = key_for_device(p.name, p.multi_processor_count)
     base = _REGISTRY[base_key]
     today = _dt.date.today().isoformat()
     src = f"detected from the device ({p.name}) on {today}"
-    upd: dict = {
+    upd: dict[str, Any] = {
         "key": base_key + "-detected",
         "name": p.name,
         "compute_capability": (p.major, p.minor),

@@ -6,8 +6,6 @@ import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
-if not torch.cuda.is_available():
-    pytest.skip("needs a CUDA GPU", allow_module_level=True)
 
 from tilewise.bench import harness  # noqa: E402
 

@@ -6,14 +6,15 @@ import argparse
 import importlib
 import pkgutil
 import sys
+from types import ModuleType
 
 from tilewise.errors import InputError, require_extra
 
 
-def _suites() -> dict[str, object]:
+def _suites() -> dict[str, ModuleType]:
     import tilewise.bench.suites as pkg
 
-    out = {}
+    out: dict[str, ModuleType] = {}
     for info in pkgutil.iter_modules(pkg.__path__):
         mod = importlib.import_module(f"tilewise.bench.suites.{info.name}")
         if hasattr(mod, "NAME") and hasattr(mod, "run"):
@@ -31,6 +32,9 @@ def _progress(iterable, total=None, desc=None):
 
 
 def _run(a: argparse.Namespace) -> int:
+    suite = _suites()[a.suite]
+    if hasattr(suite, "check"):  # bad shapes fail here, in one line, before torch or the GPU is looked at
+        suite.check(a)
     require_extra("torch", "kernels")
     require_extra("triton", "kernels")
     import torch
@@ -40,7 +44,6 @@ def _run(a: argparse.Namespace) -> int:
     from tilewise.bench import harness
 
     harness.set_cuda_graph(a.cuda_graph)
-    suite = _suites()[a.suite]
     rows = suite.run(a, _progress)
     print(harness.format_table(rows))
     if a.json:
@@ -60,15 +63,22 @@ def register(sub) -> None:
         "bench",
         help="benchmark our kernels side by side with their peers (GPU): " + "|".join(suites),
         description="Ours and the peer alternate in one run on the same inputs; medians of "
-        "triton.testing.do_bench with p20/p80; the model's prediction in each row.",
-        epilog="examples:\n  tilewise bench gemm --json benchmarks/results/h200/gemm.json --plot gemm.png\n"
-        "  tilewise bench sum\n"
-        "  tilewise bench decode --cuda-graph   # GPU time and the host's share per call",
+        "triton.testing.do_bench with p20/p80; the model's prediction in each row. Every suite takes its "
+        "preset shapes or your own (`tilewise bench SUITE --help` shows how).",
+        epilog="examples:\n  tilewise bench gemm --shapes 4096x14336x4096 --json rows.json --plot gemm.png\n"
+        "  tilewise bench sum --sizes 1G\n"
+        "  tilewise bench decode --shapes '8,32,8,32k' --cuda-graph   # GPU time and the host's share per call",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ss = p.add_subparsers(dest="suite", metavar="SUITE", required=True)
     for name, mod in suites.items():
-        sp = ss.add_parser(name, help=getattr(mod, "HELP", ""), description=getattr(mod, "HELP", ""))
+        sp = ss.add_parser(
+            name,
+            help=getattr(mod, "HELP", ""),
+            description=getattr(mod, "HELP", ""),
+            epilog=getattr(mod, "EXAMPLES", None),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         mod.add_arguments(sp)
         sp.add_argument("--json", metavar="FILE", help="write the rows as JSON to FILE")
         sp.add_argument("--plot", metavar="FILE", help="draw a roofline plot of the rows to FILE")

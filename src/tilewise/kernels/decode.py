@@ -616,3 +616,5 @@ _CHECKED: set = set()
 __all__ = ["DECODE_SMEM", "DECODE_TILE", "MAX_CHUNK", "USE_DESC", "choose_splits", "decode_attention", "default_tile"]
 
 _ = InputError  # raised through `require`
+
+check_decode_attention = _check  # public: tilewise.kernels.custom_ops runs it in the fake impls

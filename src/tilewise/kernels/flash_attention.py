@@ -36,6 +36,7 @@ import triton.language as tl
 from triton.runtime.errors import OutOfResources
 
 from tilewise.errors import InputError, require
+from tilewise.kernels.attention_gluon import gluon_attention, gluon_failed, use_gluon
 from tilewise.kernels.utils import Launcher, PlanCache, flat_rows, interpreting, long_kernel
 from tilewise.model.tensorcore import attention_tile_budget
 from tilewise.util import cdiv
@@ -382,7 +383,18 @@ def _check(q, k, v, scale) -> None:
 
 
 class _Plan:
-    __slots__ = ("contig", "desc_blocks", "empty", "ints", "launcher", "lse_shape", "out_shape")
+    __slots__ = (
+        "causal",
+        "contig",
+        "desc_blocks",
+        "empty",
+        "gluon",
+        "ints",
+        "launcher",
+        "lse_shape",
+        "out_shape",
+        "scale",
+    )
 
 
 def _make_plan(q, k, v, causal, scale, config) -> _Plan:
@@ -400,6 +412,9 @@ def _make_plan(q, k, v, causal, scale, config) -> _Plan:
     q = q.contiguous() if plan.contig[0] else q
     k = k.contiguous() if plan.contig[1] else k
     v = v.contiguous() if plan.contig[2] else v
+    # FA3 in Gluon on Hopper (tilewise.kernels.attention_gluon); the Triton launcher below stays the fallback
+    plan.gluon = config is None and use_gluon(q, k, v, scale)
+    plan.causal, plan.scale = bool(causal), scale
     cfg = config or _forward_config(D, causal, q.dtype, Sq)
     sm_scale = (1.0 / math.sqrt(D)) if scale is None else float(scale)
     # TMA descriptors only where their host cost hides (`long_kernel`), unless a config asks for them
@@ -430,14 +445,21 @@ def _make_plan(q, k, v, causal, scale, config) -> _Plan:
 
 
 def _run(plan: _Plan, q, k, v):
-    out = torch.empty(plan.out_shape, device=q.device, dtype=q.dtype)
-    lse = torch.empty(plan.lse_shape, device=q.device, dtype=torch.float32)
     if plan.empty:
-        return out, lse
+        return (torch.empty(plan.out_shape, device=q.device, dtype=q.dtype),
+                torch.empty(plan.lse_shape, device=q.device, dtype=torch.float32))  # fmt: skip
     cq, ck, cv = plan.contig
     q = q.contiguous() if cq else q
     k = k.contiguous() if ck else k
     v = v.contiguous() if cv else v
+    if plan.gluon:
+        try:
+            return gluon_attention(q, k, v, causal=plan.causal, scale=plan.scale)
+        except Exception as exc:  # a compile or resource failure on an untested shape: say so once, then Triton
+            gluon_failed(exc)
+            plan.gluon = False
+    out = torch.empty(plan.out_shape, device=q.device, dtype=q.dtype)
+    lse = torch.empty(plan.lse_shape, device=q.device, dtype=torch.float32)
     if plan.desc_blocks is not None:
         k_desc, v_desc = _desc(k, plan.desc_blocks), _desc(v, plan.desc_blocks)
     else:
@@ -501,3 +523,5 @@ def _desc(t: torch.Tensor, block: list):
 
 
 __all__ = ["ForwardConfig", "attention", "forward_config"]
+
+check_attention = _check  # public: tilewise.kernels.custom_ops runs it in the fake impls

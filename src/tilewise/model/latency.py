@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from tilewise import gpus as _gpus
 from tilewise.errors import InputError, positive_int
 from tilewise.model.occupancy import occupancy
+from tilewise.util import cdiv
 
 # Model figures (order of magnitude, not published): cycles from issue to use.
 LATENCY_CYCLES = {"hbm": 600, "l2": 250, "smem": 30, "fma": 4, "mufu": 20}
@@ -59,14 +61,16 @@ class LatencyHiding:
     max_warps: int
     hidden_fraction: float  # min(1, resident / needed): share of the throughput reached
     limiter: str  # occupancy's binding limit, or "none"
-    occupancy: dict | None
+    occupancy: dict[str, Any] | None
     loads_needed: int = 0  # memory: thread-level loads in flight (in_flight_needed / bytes per load)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def _resident(g: _gpus.GPU, threads, registers, smem) -> tuple[int, str, dict | None]:
+def _resident(
+    g: _gpus.GPU, threads: int | None, registers: int | None, smem: int | None
+) -> tuple[int, str, dict[str, Any] | None]:
     if threads is None:
         return g.max_warps_per_sm, "none", None
     occ = occupancy(g, threads, registers if registers is not None else 32, 0, smem or 0)
@@ -131,7 +135,7 @@ def warps_to_hide_memory(
     rate = hbm_bytes_per_cycle_per_sm(g, clock_mhz)
     need_bytes = littles_law(latency_cycles, rate)
     per_warp = g.warp_size * b * ilp
-    need = max(1, -(-int(need_bytes) // per_warp))
+    need = max(1, cdiv(int(need_bytes), per_warp))
     resident, limiter, occ = _resident(g, threads, registers, smem)
     return LatencyHiding(
         kind="memory",
@@ -151,7 +155,7 @@ def warps_to_hide_memory(
 
 def async_in_flight(
     stages: int, stage_bytes: int, latency_cycles: float = LATENCY_CYCLES["hbm"], gpu: str | _gpus.GPU = "h100-sxm"
-) -> dict:
+) -> dict[str, Any]:
     """Bytes a TMA ring buffer keeps in flight (stages - 1 tiles ahead of the consumer) vs what HBM needs."""
     g = _gpus.get(gpu)
     stages = positive_int("stages", stages)

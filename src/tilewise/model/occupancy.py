@@ -21,15 +21,17 @@ fixture recorded from the runtime on an H200):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from tilewise import gpus as _gpus
 from tilewise.errors import InputError, positive_int
+from tilewise.util import cdiv
 
 LIMIT_NAMES = ("warps", "registers", "shared_memory", "blocks", "barriers")
 
 
 def _round_up(x: int, unit: int) -> int:
-    return -(-x // unit) * unit
+    return cdiv(x, unit) * unit
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,7 @@ class Occupancy:
     smem_per_sm_config: int  # the carveout the SM is configured to for this kernel
     notes: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "gpu": self.gpu,
             "threads": self.threads,
@@ -158,7 +160,7 @@ def occupancy(
         )
     notes: list[str] = []
 
-    warps_per_block = -(-threads // g.warp_size)
+    warps_per_block = cdiv(threads, g.warp_size)
     max_warps = g.max_warps_per_sm
 
     # Warps.
@@ -241,12 +243,12 @@ BLOCK_SIZES = [32 * i for i in range(1, 33)]
 REGISTER_COUNTS = [8 * i for i in range(1, 32)] + [255]
 
 
-def what_if(kw: dict) -> dict[str, list[dict]]:
+def what_if(kw: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     """The occupancy calculator's three graphs: blocks and warps per SM as block size, registers
     and shared memory vary, the rest of `kw` (the arguments of `occupancy`) fixed. A configuration
     the launch would refuse counts as 0 blocks."""
     g = _gpus.get(kw["gpu"])
-    out: dict[str, list[dict]] = {"threads": [], "registers": [], "smem": []}
+    out: dict[str, list[dict[str, Any]]] = {"threads": [], "registers": [], "smem": []}
     for t in BLOCK_SIZES:
         o = _try(kw, threads=t)
         out["threads"].append(
@@ -264,7 +266,7 @@ def what_if(kw: dict) -> dict[str, list[dict]]:
     return out
 
 
-def _try(kw: dict, **change) -> Occupancy | None:
+def _try(kw: dict[str, Any], **change: Any) -> Occupancy | None:
     k = {**kw, **change}
     if k.get("max_dynamic_smem", 0) is None:
         k.pop("max_dynamic_smem")

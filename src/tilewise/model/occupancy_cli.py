@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+from typing import Any
 
 from tilewise import gpus as _gpus
 from tilewise.errors import InputError, parse_size, require_extra
 from tilewise.model.occupancy import Occupancy, occupancy, what_if
 
 
-def _args_to_kwargs(a: argparse.Namespace) -> dict:
+def _args_to_kwargs(a: argparse.Namespace) -> dict[str, Any]:
     g = _gpus.get(a.gpu)
     total = parse_size("--smem", a.smem)
     static = parse_size("--static-smem", a.static_smem) if a.static_smem is not None else 0
@@ -35,7 +37,7 @@ def _args_to_kwargs(a: argparse.Namespace) -> dict:
     return kw
 
 
-def render(o: Occupancy, tables: dict[str, list[dict]], g: _gpus.GPU) -> str:
+def render(o: Occupancy, tables: dict[str, list[dict[str, Any]]], g: _gpus.GPU) -> str:
     lines = [
         f"{g.name}: {o.threads} threads, {o.registers} registers/thread, {o.static_smem + o.dynamic_smem} B shared memory"
         + (f", carveout {o.carveout}%" if o.carveout is not None else ""),
@@ -70,8 +72,28 @@ def render(o: Occupancy, tables: dict[str, list[dict]], g: _gpus.GPU) -> str:
     return "\n".join(lines)
 
 
-def plot(tables: dict[str, list[dict]], o: Occupancy, path: str) -> None:
+def check_plot_path(path: str) -> str:
+    """The --plot FILE must lie in an existing folder and end in an image format matplotlib writes.
+
+    Checked before any work, so a typo costs nothing and never shows a traceback.
+    """
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise InputError(f"--plot must name a file in an existing folder, got {path!r} ({folder} does not exist)")
+    if not os.access(folder, os.W_OK):
+        raise InputError(f"--plot must name a file in a folder you can write, got {path!r}")
     require_extra("matplotlib", "plot")
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    formats = sorted(FigureCanvasBase.get_supported_filetypes())
+    ext = os.path.splitext(str(path))[1].lower().lstrip(".")
+    if ext not in formats:
+        raise InputError(f"--plot must name a file ending in one of .{', .'.join(formats)}, got {path!r}")
+    return path
+
+
+def plot(tables: dict[str, list[dict[str, Any]]], o: Occupancy, path: str) -> None:
+    check_plot_path(path)
     import matplotlib
 
     matplotlib.use("Agg")
@@ -98,10 +120,17 @@ def plot(tables: dict[str, list[dict]], o: Occupancy, path: str) -> None:
         f"Occupancy on {o.gpu}: {o.blocks_per_sm} blocks, {o.warps_per_sm} warps per SM (limiter: {o.limiter})"
     )
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    try:
+        fig.savefig(path, dpi=110)
+    except OSError as e:  # a folder removed meanwhile, a full disk, a name the filesystem refuses
+        raise InputError(f"--plot could not write {path!r}: {e.strerror or e}") from None
+    finally:
+        plt.close(fig)
 
 
 def run(a: argparse.Namespace) -> int:
+    if a.plot:
+        check_plot_path(a.plot)
     kw = _args_to_kwargs(a)
     o = occupancy(**kw)
     tables = what_if(kw)

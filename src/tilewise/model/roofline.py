@@ -6,7 +6,10 @@ measurement (`predicted_ms`, `roofline_fraction`).
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from tilewise import gpus as _gpus
 from tilewise.errors import InputError
@@ -26,8 +29,21 @@ class Roofline:
     balance: float  # the machine's FLOP per byte at this level
     attainable_flops: float  # min(peak, intensity x bandwidth)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def _amount(name: str, v: object) -> float:
+    """A finite number >= 0 as a float (an int too large for a float is refused, not an OverflowError)."""
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise InputError(f"{name} must be a number >= 0, got {v!r}")
+    try:
+        f = float(v)
+    except OverflowError:
+        raise InputError(f"{name} must be a finite number >= 0, got an integer of {len(str(v))} digits") from None
+    if not math.isfinite(f) or f < 0:
+        raise InputError(f"{name} must be a finite number >= 0, got {v!r}")
+    return f
 
 
 def time(
@@ -44,10 +60,11 @@ def time(
     `bandwidth` overrides the level's figure (e.g. a measured copy bandwidth).
     """
     g = _gpus.get(gpu)
-    if flops < 0 or nbytes < 0:
-        raise InputError(f"flops and bytes must be >= 0, got flops={flops!r}, bytes={nbytes!r}")
+    flops, nbytes = _amount("flops", flops), _amount("bytes", nbytes)
     peak = _gpus.peak_flops(g, dtype, clock_mhz)
-    bw = bandwidth if bandwidth is not None else _gpus.bandwidth(g, level, clock_mhz)
+    bw = _amount("bandwidth", bandwidth) if bandwidth is not None else _gpus.bandwidth(g, level, clock_mhz)
+    if bw <= 0:
+        raise InputError(f"bandwidth must be > 0 bytes/s, got {bandwidth!r}")
     compute_s = flops / peak
     memory_s = nbytes / bw
     t = max(compute_s, memory_s)
@@ -86,7 +103,7 @@ class LevelRoofline:
     time_s: float
     tensor_utilisation: float  # compute time / time
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "levels": {k: v.to_dict() for k, v in self.levels.items()},
             "binding": self.binding,
@@ -165,7 +182,7 @@ class L2Reuse:
     bound: str  # "compute", "hbm" or "l2"
     tensor_utilisation: float  # min over levels of intensity_at_level / balance_at_level, capped at 1
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -212,7 +229,7 @@ class KVIntensity:
     kv_bytes: int  # per KV tile: 2 x N x d x element bytes
     intensity: float  # = M for 16-bit types
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 

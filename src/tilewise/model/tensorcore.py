@@ -25,7 +25,9 @@ reads, the registers for addresses and bookkeeping.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from tilewise import gpus as _gpus
 from tilewise.errors import InputError, positive_int
@@ -89,7 +91,7 @@ class Wgmma:
     cycles: float  # flops / flops_per_cycle_per_sm: the instruction on all 4 Tensor Cores
     macs_per_tensor_core_per_cycle: int
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -109,7 +111,7 @@ def wgmma(n: int = 128, dtype: str = "bf16", gpu: str = "h100-sxm") -> Wgmma:
     return Wgmma(WGMMA_M, n, k, dt, flops, per_cycle, flops / per_cycle, g.dense_macs_per_tc_per_cycle[dt])
 
 
-def sm_flops_per_cycle(gpu: str = "h100-sxm", dtype: str = "bf16") -> dict:
+def sm_flops_per_cycle(gpu: str = "h100-sxm", dtype: str = "bf16") -> dict[str, Any]:
     """4096 = 4 Tensor Cores x 512 MACs x 2, and the peak it implies: x SMs x clock."""
     g = _gpus.get(gpu)
     dt = _gpus.dtype_name(dtype)
@@ -143,7 +145,7 @@ class Feed:
     limit_ratio: float  # the ratio as N -> infinity (2)
     modelled: str
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -187,7 +189,9 @@ def smem_feed(n: int = 64, dtype: str = "bf16", form: str = "SS", gpu: str = "h1
     )
 
 
-def feed_table(ns=(64, 128, 256), dtype: str = "bf16", form: str = "SS", gpu: str = "h100-sxm") -> list[Feed]:
+def feed_table(
+    ns: Sequence[int] = (64, 128, 256), dtype: str = "bf16", form: str = "SS", gpu: str = "h100-sxm"
+) -> list[Feed]:
     """`smem_feed` at each N (the seed's 'drag N')."""
     return [smem_feed(n, dtype, form, gpu) for n in ns]
 
@@ -213,7 +217,7 @@ class RegisterBudget:
     max_n: int  # the largest N (multiple of 16, <= 256) whose total fits
     max_n_pow2: int  # the largest power of two that fits
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -277,7 +281,9 @@ def register_budget(
     )
 
 
-def setmaxnreg_split(producers: int = 1, consumers: int = 2, producer_regs: int = 24, gpu: str = "h100-sxm") -> dict:
+def setmaxnreg_split(
+    producers: int = 1, consumers: int = 2, producer_regs: int = 24, gpu: str = "h100-sxm"
+) -> dict[str, Any]:
     """Registers per thread a consumer can take after the producer gives its share back.
 
     65,536 registers over (1 + 2) warpgroups of 128 threads is 170 each; with the producer at 24
@@ -318,7 +324,7 @@ class SmemBudget:
     fits: bool
     max_stages: int  # the deepest ring that fits
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -361,11 +367,11 @@ def attention_tile_budget(
     head_dim: int,
     block_n: int,
     block_m: int = 64,
-    dtype="bf16",
+    dtype: str = "bf16",
     stages: int = 2,
-    gpu="h100-sxm",
+    gpu: str = "h100-sxm",
     consumers: int = 2,
-) -> dict:
+) -> dict[str, Any]:
     """Registers per thread and shared memory of a FlashAttention forward tile, against their limits.
 
     `block_m` is the rows of Q one consumer warpgroup (128 threads) owns: 64 in FA3, one wgmma's M;

@@ -6,9 +6,12 @@ while 72 SMs sit idle, so the grid as a whole uses 192 / (2 x 132) = 73% of the 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from tilewise.errors import positive_int
+from tilewise.util import cdiv
 
 
 @dataclass(frozen=True)
@@ -21,7 +24,7 @@ class Waves:
     rounds: int  # ceil(waves): how many rounds the grid takes
     efficiency: float  # blocks / (rounds x slots): useful share of the slots over the whole grid
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -65,18 +68,18 @@ class GroupedSchedule:
     prefix: tuple[int, ...]  # exclusive prefix sum of tiles_per_expert, length E + 1
     total_tiles: int
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def grouped_schedule(rows_per_expert, block_m: int, n: int, block_n: int) -> GroupedSchedule:
+def grouped_schedule(rows_per_expert: Sequence[int], block_m: int, n: int, block_n: int) -> GroupedSchedule:
     """Per-expert tile counts and their prefix sum for a grouped GEMM with shared K and N."""
     rows = tuple(positive_int("rows per expert", r, minimum=0) for r in rows_per_expert)
     block_m = positive_int("block_m", block_m)
     block_n = positive_int("block_n", block_n)
     n = positive_int("n", n)
-    n_tiles = -(-n // block_n)
-    m_tiles = tuple(-(-r // block_m) for r in rows)
+    n_tiles = cdiv(n, block_n)
+    m_tiles = tuple(cdiv(r, block_m) for r in rows)
     tiles = tuple(mt * n_tiles for mt in m_tiles)
     prefix = [0]
     for t in tiles:
@@ -84,7 +87,7 @@ def grouped_schedule(rows_per_expert, block_m: int, n: int, block_n: int) -> Gro
     return GroupedSchedule(rows, block_m, block_n, n, n_tiles, m_tiles, tiles, tuple(prefix), prefix[-1])
 
 
-def tile_owner(prefix, tile: int) -> tuple[int, int]:
+def tile_owner(prefix: Sequence[int], tile: int) -> tuple[int, int]:
     """(expert, local tile) of a global tile index: binary search for the last prefix <= tile.
 
     Empty experts have prefix[e] == prefix[e + 1] and are never returned.
@@ -129,7 +132,7 @@ class PersistentSchedule:
     min_tiles_per_program: int
     efficiency: float  # tiles / (programs x max tiles per program)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -138,7 +141,7 @@ def persistent_schedule(total_tiles: int, sms: int, blocks_per_sm: int = 1) -> P
     total_tiles = positive_int("total_tiles", total_tiles)
     slots = positive_int("sms", sms) * positive_int("blocks_per_sm", blocks_per_sm)
     programs = min(total_tiles, slots)
-    hi = -(-total_tiles // programs)
+    hi = cdiv(total_tiles, programs)
     lo = total_tiles // programs
     return PersistentSchedule(total_tiles, programs, hi, lo, total_tiles / (programs * hi))
 
@@ -163,7 +166,7 @@ class TileCost:
     epilogue_cycles: float  # writing the C tile at one SM's share of HBM
     share: float  # (prologue + epilogue) / (prologue + main loop + epilogue)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -194,7 +197,7 @@ def tile_cost(
     e = _gpus.element_bytes(dtype)
     per_cycle = _gpus.tensor_flops_per_cycle_per_sm(g, dtype)
     bw = g.hbm_bytes_per_s / g.sms / (g.tensor_clock_mhz * 1e6)
-    steps = -(-k // bk)
+    steps = cdiv(k, bk)
     mma = 2 * bm * bn * bk / per_cycle
     from tilewise.errors import fraction
 
@@ -235,13 +238,13 @@ class GroupedGemmCost:
     overhead_share_persistent: float
     overhead_share_per_launch: float
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         return d
 
 
 def grouped_gemm_cost(
-    rows_per_expert,
+    rows_per_expert: Sequence[int],
     k: int,
     n: int,
     block_m: int = 64,
@@ -270,7 +273,7 @@ def grouped_gemm_cost(
     tc = tile_cost(block_m, block_n, k, block_k, dtype, gpu, b_hit_rate=b_hit)
     rows = sum(sched.rows_per_expert)
     padded = sum(sched.m_tiles) * block_m
-    wg = sum(-(-r // 64) * 64 for r in sched.rows_per_expert)
+    wg = sum(cdiv(r, 64) * 64 for r in sched.rows_per_expert)
     ps = persistent_schedule(sched.total_tiles, g.sms)
     w = grid_waves(sched.total_tiles, g.sms)
     per_tile = tc.prologue_cycles + tc.mainloop_cycles + tc.epilogue_cycles
@@ -295,7 +298,14 @@ def grouped_gemm_cost(
 
 
 def persistent_prologue_share(
-    rows_per_expert, k: int, n: int, block_m: int, block_n: int, block_k: int, dtype: str = "bf16", gpu: str = "h200"
+    rows_per_expert: Sequence[int],
+    k: int,
+    n: int,
+    block_m: int,
+    block_n: int,
+    block_k: int,
+    dtype: str = "bf16",
+    gpu: str = "h200",
 ) -> float:
     """Share of a persistent grouped-GEMM program's time spent outside the steady K loop.
 
@@ -305,7 +315,7 @@ def persistent_prologue_share(
     or computes at its share of the Tensor Cores, whichever is longer. (`tile_cost` is the
     per-launch counterpart, where every tile also pays the setup.) On the H200 this predicted
     2.6% at 8 rows/expert and 4.7% at 128 (E 128, K 2048, N 1536), against 2.4% and 5.0% measured
-    by fusing the tile loop into the K loop (docs/readme/moe.md).
+    by fusing the tile loop into the K loop (docs/kernels.md).
     """
     from tilewise import gpus as _gpus
     from tilewise.model import latency, traffic

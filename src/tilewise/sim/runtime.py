@@ -365,7 +365,10 @@ def sample_blocks(grid, sample: int | None) -> list:
     if sample is None or sample >= total:
         idx = range(total)
     else:
-        idx = np.unique(np.linspace(0, total - 1, sample).round().astype(np.int64)).tolist()
+        # evenly spaced, in exact integers (a grid can hold 2^63 blocks, past float64's 2^53)
+        idx = sorted(
+            {(k * (total - 1) * 2 + (sample - 1)) // (2 * (sample - 1)) for k in range(sample)} if sample > 1 else {0}
+        )
     gx, gxy = grid[0], grid[0] * grid[1]
     return [(i % gx, i // gx % grid[1], i // gxy) for i in idx]
 

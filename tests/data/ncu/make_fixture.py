@@ -12,11 +12,11 @@ So the l1tex counters of one launch are the counters of that one instruction.
     python3 tests/data/ncu/make_fixture.py all --out DIR        # gen + build + ncu (device) -> DIR/ncu_access.json
 
 The fixtures `ncu_access_roundN.json` beside this script are what `all --round N` wrote on the H200
-(benchmarks/gpu/queue/sim.sh runs it; copied from benchmarks/gpu/results/sim/roundN/). Each record:
+(run there as `all --round N --out DIR`, then copied here). Each record:
 space, op, width, mask, offsets (bytes from a 256-byte aligned global buffer or from the start of
 the shared window) and the metrics, as ncu printed them.
 
-Round 5 is atomics only (benchmarks/gpu/queue/sim5.sh): op "atom" (atom.{global,shared}.add.u32 / .u64,
+Round 5 is atomics only (`all --round 5`): op "atom" (atom.{global,shared}.add.u32 / .u64,
 old value returned and stored), "red" (red.add.u32 / .u64, nothing returned), and 4-byte side kinds:
 "atomu" (atom.add.u32 whose result is unused: ptxas may make it a RED), "atomf" / "redf" (add.f32),
 "cas" (atom.cas.b32). Its metric list is probed name by name (`probe_metrics`); the fixture records
@@ -69,7 +69,7 @@ METRICS_EXTRA = [
 ]
 
 # Round 5 (atomics): the counters of atom / red, always asked for (each name is in this ncu's --query-metrics
-# list on the H200: benchmarks/gpu/results/sim/round1/metrics_list.txt) ...
+# list on the H200, Nsight Compute 2025.3.1) ...
 METRICS_ATOMIC_CORE = [
     "l1tex__t_sectors_pipe_lsu_mem_global_op_atom.sum",
     "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum",
@@ -344,7 +344,16 @@ def _round4() -> list[dict]:
                 P("ld", w, offs, FULL, f"parts{parts}_xor{order[0]}_then_xor{order[1]}")
                 P("ld", w, offs, _random_mask(rng, 0.6), f"parts{parts}_xor{order[0]}_then_xor{order[1]}_randmask")
         # random per-quad colourings: each quad asks for 1-2 addresses, placed by one of the 8 colourings
-        colourings = [(0, 0, 0, 0), (0, 0, 0, 1), (0, 0, 1, 0), (0, 0, 1, 1), (0, 1, 0, 0), (0, 1, 0, 1), (0, 1, 1, 0), (0, 1, 1, 1)]
+        colourings = [
+            (0, 0, 0, 0),
+            (0, 0, 0, 1),
+            (0, 0, 1, 0),
+            (0, 0, 1, 1),
+            (0, 1, 0, 0),
+            (0, 1, 0, 1),
+            (0, 1, 1, 0),
+            (0, 1, 1, 1),
+        ]
         for _ in range(300):
             window = rng.choice([128, 256, 512, 1024, 4096])
             one = rng.random() < 0.5  # one colouring for the whole warp, or one per quad

@@ -13,11 +13,13 @@ heads, sequence length, head dim, causal and GQA.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+from typing import Any
 
-from tilewise.errors import InputError
+from tilewise.bench import shapes
 
 NAME = "attention"
-HELP = "FlashAttention forward (bf16/fp16) vs SDPA (default and flash backends): headline shapes + a sweep of 12"
+HELP = "FlashAttention forward (bf16/fp16) vs SDPA (default and flash backends): 5 headline shapes, a sweep of 12, or your own"
 
 # (B, H, Hkv, S, D, causal)
 HEADLINE = [
@@ -43,38 +45,30 @@ SWEEP = [
 ]
 
 
-def shape_name(b: int, h: int, hk: int, s: int, d: int, causal: bool) -> str:
-    heads = f"H{h}" if hk == h else f"H{h}/{hk}"
-    return f"B{b} {heads} S{s} D{d} {'causal' if causal else 'non-causal'}"
+shape_name = shapes.attention_name
+PRESETS = {"headline": HEADLINE, "sweep": SWEEP, "all": HEADLINE + SWEEP}
+EXAMPLES = """examples:
+  tilewise bench attention --shapes headline
+  tilewise bench attention --shapes '1,32,8,8192,128,1'          # B,H,Hkv,S,D,causal: GQA 32/8, causal
+  tilewise bench attention --shapes '8,16,16,2048,64,0;2,64,8,32k,128,1' --cuda-graph"""
 
 
 def parse_shapes(text: str) -> list[tuple[int, int, int, int, int, bool]]:
     """'headline', 'sweep', 'all' or a list 'B,H,Hkv,S,D,c;...' (c = 0/1)."""
-    t = str(text).strip()
-    if t == "headline":
-        return list(HEADLINE)
-    if t == "sweep":
-        return list(SWEEP)
-    if t == "all":
-        return HEADLINE + SWEEP
-    out = []
-    for part in t.split(";"):
-        if not part.strip():
-            continue
-        try:
-            b, h, hk, s, d, c = (int(x) for x in part.split(","))
-        except ValueError:
-            raise InputError(
-                f"--shapes: expected 'headline', 'sweep', 'all' or 'B,H,Hkv,S,D,causal;...', got {part!r}"
-            ) from None
-        out.append((b, h, hk, s, d, bool(c)))
-    if not out:
-        raise InputError(f"--shapes: no shape in {text!r}")
-    return out
+    return shapes.attention(text, PRESETS)
+
+
+def check(args: argparse.Namespace) -> None:
+    """Refuse bad arguments before any GPU work."""
+    parse_shapes(args.shapes)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--shapes", default="all", help="headline | sweep | all | 'B,H,Hkv,S,D,causal;...' (default all)")
+    p.add_argument(
+        "--shapes",
+        default="all",
+        help="headline | sweep | all, or your own 'B,H,Hkv,S,D,causal[;...]' (causal 0/1; default all)",
+    )
     p.add_argument("--dtype", default="bf16", choices=["bf16", "fp16"])
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--rep-ms", type=float, default=50)
@@ -96,10 +90,10 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
     from tilewise.model import traffic
 
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype]
-    shapes = parse_shapes(args.shapes)
+    problems = parse_shapes(args.shapes)
     tags = harness.env_tags()
     rows: list[dict] = []
-    for b, h, hk, s, d, causal in progress(shapes, total=len(shapes), desc="attention"):
+    for b, h, hk, s, d, causal in progress(problems, total=len(problems), desc="attention"):
         q = torch.randn(b, h, s, d, device="cuda", dtype=dtype)
         k = torch.randn(b, hk, s, d, device="cuda", dtype=dtype)
         v = torch.randn(b, hk, s, d, device="cuda", dtype=dtype)
@@ -116,20 +110,21 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
                 return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa)
 
         peer_error = None
+        peer_fn: Callable[[int], Any] | None = peer
         try:
             ref = peer(0)
         except Exception as e:  # the row keeps our time alone
-            peer_error, ref, peer = repr(e)[:200], None, None
+            peer_error, ref, peer_fn = repr(e)[:200], None, None
         err = None
         if not args.no_check and ref is not None:
             o, _ = ours(0)
             err = (o[:1].float() - ref[:1].float()).abs().max().item()
-        t = harness.time_pair(ours, peer, rounds=args.rounds, rep_ms=args.rep_ms, warmup_ms=10)
-        flash_ms = None
-        if not args.no_flash_peer:  # the issue's named peer: SDPA forced onto its flash backend (FA2)
+        t = harness.time_pair(ours, peer_fn, rounds=args.rounds, rep_ms=args.rep_ms, warmup_ms=10)
+        flash_ms: float | None = None
+        if not args.no_flash_peer:  # the FlashAttention-2 peer: SDPA forced onto its flash backend
             try:
-                flash_ms = harness.time_pair(peer_flash, None, rounds=args.rounds, rep_ms=args.rep_ms, warmup_ms=10)
-                flash_ms = flash_ms["ours_ms"]
+                flash = harness.time_pair(peer_flash, None, rounds=args.rounds, rep_ms=args.rep_ms, warmup_ms=10)
+                flash_ms = flash["ours_ms"]
             except Exception as e:
                 peer_error = (peer_error or "") + f" flash: {e!r}"[:200]
         cfg = forward_config(d, causal, dtype, s)

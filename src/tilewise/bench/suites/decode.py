@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import argparse
 
-NAME = "decode"
-HELP = "decode attention (one new token, GQA, split-KV) vs SDPA enable_gqa: the issue's shapes + varlen batch"
+from tilewise.bench import shapes
 
-VARLEN = [1024 + round(i * (65536 - 1024) / 31) for i in range(32)]  # 32 sequences, 1k .. 64k, evenly spaced
+NAME = "decode"
+HELP = "decode attention (one new token, GQA, split-KV) vs SDPA enable_gqa: 7 preset shapes or your own"
+
+VARLEN = shapes.even_lengths(32, 1024, 65536)  # 32 sequences, 1k .. 64k, evenly spaced
 # (name, Hq, Hkv, lengths)
 SHAPES = [
     ("B1 Hq32 Hkv8 L128k", 32, 8, [131072]),
@@ -25,13 +27,34 @@ SHAPES = [
     ("B1 Hq32 Hkv32 L32k", 32, 32, [32768]),
     ("B16 Hq32 Hkv8 L8k", 32, 8, [8192] * 16),
 ]
+EXAMPLES = """examples:
+  tilewise bench decode                                 # the 7 preset rows
+  tilewise bench decode --shapes 0,4                    # preset rows 0 and 4
+  tilewise bench decode --shapes '4,32,8,16k'           # B,Hq,Hkv,L: 4 sequences of 16384 keys, GQA 32/8
+  tilewise bench decode --shapes '16,64,8,2k-128k;3,32,8,1000/70000/9000' --head-dim 128 --cuda-graph"""
+
+
+def parse_shapes(text: str) -> list[tuple[str, int, int, list[int]]]:
+    """'all', preset row numbers, or 'B,Hq,Hkv,L;...' (L a length, a range LOW-HIGH or B lengths joined by '/')."""
+    return shapes.decode(text, SHAPES)
+
+
+def check(args: argparse.Namespace) -> None:
+    """Refuse bad arguments before any GPU work."""
+    parse_shapes(args.shapes)
+    shapes.count("--head-dim", "the head dim", args.head_dim)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--shapes", default="all", help=f"all, or comma list of row numbers 0..{len(SHAPES) - 1}")
+    p.add_argument(
+        "--shapes",
+        default="all",
+        help=f"all, preset row numbers 0..{len(SHAPES) - 1} ('0,4'), or your own 'B,Hq,Hkv,L[;...]' where L is one "
+        "length (32768 or 32k), a range LOW-HIGH of B evenly spaced lengths, or B lengths joined by '/' (default all)",
+    )
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--rep-ms", type=float, default=50)
-    p.add_argument("--head-dim", type=int, default=128)
+    p.add_argument("--head-dim", type=int, default=128, help="head dim D of q, k and v (default 128)")
 
 
 def _copy_tbps(torch, do_bench) -> float:
@@ -48,26 +71,17 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
     from triton.testing import do_bench
 
     from tilewise.bench import harness
-    from tilewise.errors import InputError
     from tilewise.kernels.decode import MAX_CHUNK, USE_DESC, choose_splits, decode_attention, default_tile
     from tilewise.model import traffic
 
-    if args.shapes == "all":
-        shapes = list(SHAPES)
-    else:
-        try:
-            shapes = [SHAPES[int(i)] for i in args.shapes.split(",")]
-        except (ValueError, IndexError):
-            raise InputError(
-                f"--shapes: expected 'all' or row numbers 0..{len(SHAPES) - 1}, got {args.shapes!r}"
-            ) from None
+    problems = parse_shapes(args.shapes)
     d = args.head_dim
     dt = torch.bfloat16
     tags = harness.env_tags()
     copy_tbps = _copy_tbps(torch, do_bench)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     rows: list[dict] = []
-    for name, hq, hk, lens in progress(shapes, total=len(shapes), desc="decode"):
+    for name, hq, hk, lens in progress(problems, total=len(problems), desc="decode"):
         b, lmax = len(lens), max(lens)
         q = torch.randn(b, hq, 1, d, device="cuda", dtype=dt)
         k = torch.randn(b, hk, lmax, d, device="cuda", dtype=dt)

@@ -1,9 +1,8 @@
 """`tilewise bench ffn`: FlashFFN against the unfused multi-head layer and a dense SwiGLU; MH-MoE.
 
 Per (T, I, d_h), H heads, bf16:
-* `flash_ffn_fwd` vs the unfused layer (bmm per head + elementwise, input [H, T, d_h] as the peer
-  script ../shared/measurements/measure_peers2.py lays it out): time, and peak memory of an
-  inference call;
+* `flash_ffn_fwd` vs the unfused layer (bmm per head + elementwise, input laid out [H, T, d_h]):
+  time, and peak memory of an inference call;
 * `flash_ffn_fwdbwd` vs the same layer: forward + backward time, the extra memory of a training
   step (peak over the step minus what was allocated before it) and the activation memory saved for
   the backward;
@@ -20,15 +19,43 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from tilewise.bench import shapes
+
 NAME = "ffn"
 DEVICE = "cuda"  # the benchmark runs on the GPU; a dry run on the CPU may set it to "cpu"
 HELP = "FlashFFN (fused multi-head SwiGLU, fwd and fwd+bwd) vs unfused bmm and dense cuBLAS SwiGLU; MH-MoE"
 
 
-def _ints(text: str) -> list[int]:
-    from tilewise.errors import positive_int
+EXAMPLES = """examples:
+  tilewise bench ffn --tokens 16384 --intermediate 512 --head-dims 128
+  tilewise bench ffn --tokens 8192,32k --intermediate 1408 --head-dims 64 --heads 32 --no-dense
+  tilewise bench ffn --part moe --moe-shapes '4096,16,128,8,256,2;2048,32,64,16,128,1'   # T,H,d_h,E,f,k"""
 
-    return [positive_int("size", int(x)) for x in str(text).split(",") if x.strip()]
+
+def _moe_problems(args: argparse.Namespace) -> list[tuple[int, int, int, int, int, int]]:
+    """(tokens, heads, head_dim, experts per head, expert width, top-k) for --part moe."""
+    if args.moe_shapes:
+        return shapes.mhmoe(args.moe_shapes)
+    experts = shapes.count("--moe-experts", "experts per head", args.moe_experts)
+    width = shapes.count("--moe-width", "the expert width", args.moe_width)
+    top_k = shapes.count("--moe-topk", "top-k", args.moe_topk)
+    if top_k > experts:
+        from tilewise.errors import InputError
+
+        raise InputError(f"--moe-topk must be at most --moe-experts, got {top_k} > {experts}")
+    return [(t, args.heads, 128, experts, width, top_k) for t in shapes.int_list("--moe-tokens", args.moe_tokens)]
+
+
+def check(args: argparse.Namespace) -> None:
+    """Refuse bad arguments before any GPU work."""
+    for option in ("tokens", "intermediate", "head_dims"):
+        shapes.int_list("--" + option.replace("_", "-"), getattr(args, option))
+    shapes.count("--heads", "heads", args.heads)
+    if args.dtype not in ("bf16", "fp16"):
+        from tilewise.errors import InputError
+
+        raise InputError(f"--dtype must be bf16 or fp16, got {args.dtype!r}")
+    _moe_problems(args)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -47,6 +74,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--moe-experts", type=int, default=8, help="MH-MoE experts per head (default 8)")
     p.add_argument("--moe-width", type=int, default=256, help="MH-MoE expert width (default 256)")
     p.add_argument("--moe-topk", type=int, default=2, help="MH-MoE top-k per (token, head) (default 2)")
+    p.add_argument(
+        "--moe-shapes",
+        help="MH-MoE shapes 'T,H,d_h,E,f,k[;...]' (tokens, heads, head dim, experts per head, expert width, "
+        "top-k); replaces --moe-tokens/--moe-experts/--moe-width/--moe-topk and --heads for the MoE part",
+    )
 
 
 # ------------------------------------------------------------------------------ peers
@@ -255,6 +287,7 @@ def _moe_case(T, heads, head_dim, experts, width, top_k, dtype_name, rounds, rep
     import torch
 
     from tilewise.bench import harness
+    from tilewise.bench.mhmoe_peer import experts_forward_torch
     from tilewise.kernels import mhmoe
     from tilewise.model import traffic
 
@@ -267,15 +300,12 @@ def _moe_case(T, heads, head_dim, experts, width, top_k, dtype_name, rounds, rep
         p = mhmoe.plan(weights, experts_idx, heads * experts)
         tp = harness.time_pair(
             lambda i: layer.experts_forward(z, p),
-            lambda i: mhmoe.experts_forward_torch(z, p, layer.w_gate_up, layer.w_down),
+            lambda i: experts_forward_torch(z, p, layer.w_gate_up, layer.w_down),
             rounds=rounds,
             rep_ms=rep_ms,
         )
         err = (
-            (
-                layer.experts_forward(z, p).float()
-                - mhmoe.experts_forward_torch(z, p, layer.w_gate_up, layer.w_down).float()
-            )
+            (layer.experts_forward(z, p).float() - experts_forward_torch(z, p, layer.w_gate_up, layer.w_down).float())
             .abs()
             .max()
             .item()
@@ -299,12 +329,11 @@ def run(args: argparse.Namespace, progress) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     if args.part in ("ffn", "all"):
         rows += ffn_rows(
-            _ints(args.tokens), _ints(args.intermediate), _ints(args.head_dims), args.heads, args.dtype,
+            shapes.int_list("--tokens", args.tokens), shapes.int_list("--intermediate", args.intermediate),
+            shapes.int_list("--head-dims", args.head_dims), args.heads, args.dtype,
             args.rounds, args.rep_ms, dense=not args.no_dense, progress=progress,
         )  # fmt: skip
     if args.part in ("moe", "all"):
-        rows += moe_rows(
-            _ints(args.moe_tokens), args.heads, 128, args.moe_experts, args.moe_width, args.moe_topk, args.dtype,
-            args.rounds, args.rep_ms,
-        )  # fmt: skip
+        for t, heads, head_dim, experts, width, top_k in _moe_problems(args):
+            rows += moe_rows([t], heads, head_dim, experts, width, top_k, args.dtype, args.rounds, args.rep_ms)
     return rows

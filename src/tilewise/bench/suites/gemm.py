@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import argparse
 
-from tilewise.errors import InputError, positive_int
-from tilewise.util import cdiv
+from tilewise.bench import shapes
+from tilewise.bench.shapes import rotation
 
 NAME = "gemm"
-HELP = "matmul (bf16/fp16/tf32) vs torch.matmul (cuBLAS): the GEMM article's shapes and a sweep of odd ones"
+HELP = "matmul (bf16/fp16/tf32) vs torch.matmul (cuBLAS): the GEMM article's shapes, a sweep of odd ones, or your own"
 
 # The issue's targets: the square case, the article's skinny M = 64 and the decode-to-prefill family.
 TARGETS = [
@@ -58,45 +58,31 @@ SWEEP = [
     (8192, 2048, 8192),
 ]
 PRESETS = {"targets": TARGETS, "sweep": SWEEP, "all": TARGETS + SWEEP}
+EXAMPLES = """examples:
+  tilewise bench gemm --shapes targets
+  tilewise bench gemm --shapes 4096x14336x4096,1x4096x14336 --dtype fp16
+  tilewise bench gemm --shapes 333x7777x2049 --cuda-graph --json my_gemm.json"""
 
 
 def parse_shapes(text: str) -> list[tuple[int, int, int]]:
     """'targets', 'sweep', 'all' or a comma list of MxNxK ('64x24576x8192,3000x5000x700')."""
-    text = str(text).strip().lower()
-    if text in PRESETS:
-        return list(PRESETS[text])
-    shapes = []
-    for part in text.replace("×", "x").split(","):
-        part = part.strip()
-        if not part:
-            continue
-        dims = part.split("x")
-        if len(dims) != 3:
-            raise InputError(f"--shapes: each shape must look like MxNxK (e.g. 64x24576x8192), got {part!r}")
-        try:
-            m, n, k = (int(d) for d in dims)
-        except ValueError:
-            raise InputError(f"--shapes: MxNxK must be integers, got {part!r}") from None
-        shapes.append((positive_int("M", m), positive_int("N", n), positive_int("K", k)))
-    if not shapes:
-        raise InputError(f"--shapes: expected {', '.join(PRESETS)} or MxNxK[,MxNxK...], got {text!r}")
-    return shapes
+    return shapes.gemm(text, PRESETS)
+
+
+def check(args: argparse.Namespace) -> None:
+    """Refuse bad arguments before any GPU work."""
+    parse_shapes(args.shapes)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--shapes", default="all", help="targets | sweep | all | MxNxK[,MxNxK...] (default: all, %(default)s)"
+        "--shapes",
+        default="all",
+        help="targets | sweep | all, or your own MxNxK[,MxNxK...] (default all)",
     )
     p.add_argument("--dtype", default="bf16", choices=["bf16", "fp16", "fp32"], help="fp32 runs as TF32 on both sides")
     p.add_argument("--rounds", type=int, default=3, help="alternating rounds of ours / peer (default 3)")
     p.add_argument("--rep-ms", type=float, default=60, help="do_bench repetition time per round (default 60)")
-
-
-def rotation(nbytes: int, l2_bytes: int, limit: int = 64) -> int:
-    """Copies of the inputs to cycle through so that the working set is >= 3 L2s."""
-    if nbytes >= 3 * l2_bytes:
-        return 1
-    return min(limit, cdiv(3 * l2_bytes, max(nbytes, 1)))
 
 
 def run(args: argparse.Namespace, progress) -> list[dict]:
@@ -105,7 +91,7 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
 
     from tilewise import gpus as _gpus
     from tilewise.bench import harness
-    from tilewise.kernels.gemm import choose_config, matmul
+    from tilewise.kernels.gemm import Config, choose_config, matmul
     from tilewise.model import traffic
 
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[args.dtype]
@@ -115,17 +101,24 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
     gpu_key = harness.registry_key_for(tags["gpu"])
     l2 = _gpus.get(gpu_key).l2_bytes
     rows = []
-    shapes = parse_shapes(args.shapes)
+    problems = parse_shapes(args.shapes)
     try:
-        for m, n, k in progress(shapes, total=len(shapes), desc="gemm"):
+        for m, n, k in progress(problems, total=len(problems), desc="gemm"):
             nbytes = traffic.gemm_bytes(m, n, k, args.dtype)
             rot = rotation(nbytes, l2)
             a = [torch.randn(m, k, device="cuda", dtype=dtype) for _ in range(rot)]
             b = [torch.randn(k, n, device="cuda", dtype=dtype) for _ in range(rot)]
             cfg = choose_config(m, n, k, args.dtype, a[0].device)
+
+            def ours(i: int, a: list = a, b: list = b, cfg: Config = cfg) -> object:
+                return matmul(a[i], b[i], config=cfg)
+
+            def peer(i: int, a: list = a, b: list = b) -> object:
+                return torch.matmul(a[i], b[i])
+
             t = harness.time_pair(
-                lambda i, a=a, b=b, cfg=cfg: matmul(a[i], b[i], config=cfg),
-                lambda i, a=a, b=b: torch.matmul(a[i], b[i]),
+                ours,
+                peer,
                 rotate=rot,
                 rounds=args.rounds,
                 rep_ms=args.rep_ms,

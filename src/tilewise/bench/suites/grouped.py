@@ -1,6 +1,6 @@
 """`tilewise bench grouped`: the persistent grouped GEMM vs torch._grouped_mm and a loop of matmuls.
 
-The MoE expert shapes of issue 7 (H200 peer figures in ../shared/measurements/):
+The preset MoE expert shapes:
 128 experts, K 2048, N 1536 at 8, 16, 32, 64, 128 rows per expert and with Zipf-skewed
 routing; 256 experts, K 7168, N 4096 at 16 and 64 rows; 16 experts x 1024 rows, K 4096,
 N 14336. Each row carries the model's prediction: the roofline time of the FLOPs and bytes of
@@ -13,66 +13,40 @@ from __future__ import annotations
 
 import math
 
+from tilewise.bench import shapes
+
 DEVICE = "cuda"  # the suites run on the GPU (a CPU smoke test may change it)
 NAME = "grouped"
 HELP = "persistent grouped GEMM (MoE experts) vs torch._grouped_mm and a loop of matmuls"
 
-# name: (experts, rows per expert or "zipf", K, N)
-SHAPES: dict[str, tuple[int, int | str, int, int]] = {
-    "e128_r8": (128, 8, 2048, 1536),
-    "e128_r16": (128, 16, 2048, 1536),
-    "e128_r32": (128, 32, 2048, 1536),
-    "e128_r64": (128, 64, 2048, 1536),
-    "e128_r128": (128, 128, 2048, 1536),
-    "e128_zipf": (128, "zipf", 2048, 1536),
-    "e256_r16": (256, 16, 7168, 4096),
-    "e256_r64": (256, 64, 7168, 4096),
-    "e16_r1024": (16, 1024, 4096, 14336),
+# name: 'E,R,K,N' (experts, rows per expert or zipf = Zipf(s = 1) over a random expert order, mean 128 rows, K, N)
+SHAPES: dict[str, str] = {
+    "e128_r8": "128,8,2048,1536",
+    "e128_r16": "128,16,2048,1536",
+    "e128_r32": "128,32,2048,1536",
+    "e128_r64": "128,64,2048,1536",
+    "e128_r128": "128,128,2048,1536",
+    "e128_zipf": "128,zipf,2048,1536",
+    "e256_r16": "256,16,7168,4096",
+    "e256_r64": "256,64,7168,4096",
+    "e16_r1024": "16,1024,4096,14336",
 }
-ZIPF_ROWS = 16384  # 128 experts x 128 rows on average, Zipf(s = 1) over a random expert order
+EXAMPLES = """examples:
+  tilewise bench grouped --shapes e128_r8,e16_r1024
+  tilewise bench grouped --shapes '64,256,4096,1024'              # E,R,K,N: 64 experts x 256 rows
+  tilewise bench grouped --shapes '60,zipf32,2048,1408;8,100/0/37/500/1/64/9/3000,4096,14336' --no-loop"""
+zipf_counts = shapes.zipf_counts
+model_columns = shapes.grouped_schedule_columns
 
 
-def zipf_counts(experts: int, total: int, s: float = 1.0, seed: int = 0) -> list[int]:
-    """Rows per expert ~ 1 / rank^s, experts in a random (seeded) order; sums to `total`."""
-    import random
-
-    w = [1.0 / (r + 1) ** s for r in range(experts)]
-    z = sum(w)
-    counts = [int(total * x / z) for x in w]
-    counts[0] += total - sum(counts)
-    rng = random.Random(seed)
-    rng.shuffle(counts)
-    return counts
+def parse_shapes(text: str) -> list[tuple[str, list[int], int, int]]:
+    """Preset names and/or 'E,R,K,N' shapes -> [(label, rows per expert, K, N)]."""
+    return shapes.grouped(text, SHAPES)
 
 
-def shape_counts(name: str) -> tuple[list[int], int, int]:
-    """(rows per expert, K, N) of a named shape."""
-    E, rows, K, N = SHAPES[name]
-    counts = zipf_counts(E, ZIPF_ROWS) if rows == "zipf" else [int(rows)] * E
-    return counts, K, N
-
-
-# ------------------------------------------------------------------- the model's prediction
-
-
-from tilewise.model.waves import persistent_prologue_share as prologue_share  # noqa: E402
-
-
-def model_columns(counts, K: int, N: int, cfg, sms: int = 132) -> dict:
-    """Tiles, waves over the persistent programs (`sms` x programs per SM) and the prologue/epilogue share."""
-    from tilewise.model import waves
-
-    sched = waves.grouped_schedule(counts, cfg.block_m, N, cfg.block_n)
-    tiles = sched.total_tiles
-    sms = sms * getattr(cfg, "programs_per_sm", 1)  # persistent programs
-    return {
-        "config": cfg.key(),
-        "tiles": tiles,
-        "waves": tiles / sms,
-        "wave_efficiency": tiles / (math.ceil(tiles / sms) * sms) if tiles else 1.0,
-        "prologue_share": prologue_share(counts, K, N, cfg.block_m, cfg.block_n, cfg.block_k),
-        "weight_tbps": None,
-    }
+def check(args) -> None:
+    """Refuse bad arguments before any GPU work."""
+    parse_shapes(args.shapes)
 
 
 # ------------------------------------------------------------------------------ inputs/peers
@@ -108,22 +82,33 @@ def loop_matmul(x, w, counts):
     return y
 
 
-def default_configs():
-    """Tuned configs per shape (H200 sweep: benchmarks/gpu/queue/moe_gpu.py); None = choose_config."""
-    return {}
-
-
 # ------------------------------------------------------------------------------------ suite
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--shapes", default=",".join(SHAPES), help="comma-separated: " + ",".join(SHAPES))
+    p.add_argument(
+        "--shapes",
+        default=",".join(SHAPES),
+        help="preset names (" + ",".join(SHAPES) + "), or your own 'E,R,K,N[;...]': E experts, R rows per expert "
+        "(an integer, zipf / zipfM for Zipf-skewed routing with mean M rows, or E counts joined by '/'), "
+        "x [T, K] times w [E, K, N] (default all presets)",
+    )
     p.add_argument("--dtype", default="bf16", choices=["bf16", "fp16"])
     p.add_argument("--rounds", type=int, default=3, help="alternating rounds per pair (default 3)")
     p.add_argument("--no-loop", action="store_true", help="skip the loop-of-matmuls peer")
 
 
-def bench_shape(name: str, dtype_name: str, rounds: int, tags: dict, loop: bool = True, config=None) -> list[dict]:
+def bench_shape(
+    shape: str,
+    counts: list[int],
+    K: int,
+    N: int,
+    dtype_name: str,
+    rounds: int,
+    tags: dict,
+    loop: bool = True,
+    config=None,
+) -> list[dict]:
     """Rows for one shape: ours vs torch._grouped_mm and (if `loop`) ours vs a loop of matmuls."""
     import torch
 
@@ -132,7 +117,6 @@ def bench_shape(name: str, dtype_name: str, rounds: int, tags: dict, loop: bool 
     from tilewise.model import traffic
 
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
-    counts, K, N = shape_counts(name)
     E = len(counts)
     T = sum(counts)
     wbytes = E * K * N * 2
@@ -144,7 +128,6 @@ def bench_shape(name: str, dtype_name: str, rounds: int, tags: dict, loop: bool 
     flops = traffic.grouped_gemm_flops(counts, K, N)
     nbytes = traffic.grouped_gemm_bytes(counts, K, N, dtype_name)
     extra = model_columns(counts, K, N, cfg, torch.cuda.get_device_properties(0).multi_processor_count)
-    shape = f"E{E} rows{'zipf' if SHAPES[name][1] == 'zipf' else SHAPES[name][1]} K{K} N{N} (T {T})"
 
     def ours(i):
         return grouped_matmul(xs[i], ws[i], offsets, out=ys[i], config=cfg, check_offsets=False)
@@ -181,14 +164,10 @@ def bench_shape(name: str, dtype_name: str, rounds: int, tags: dict, loop: bool 
 
 def run(args, progress) -> list[dict]:
     from tilewise.bench import harness
-    from tilewise.errors import InputError
 
-    names = [s.strip() for s in args.shapes.split(",") if s.strip()]
-    for n in names:
-        if n not in SHAPES:
-            raise InputError(f"--shapes must name shapes of {list(SHAPES)}, got {n!r}")
+    problems = parse_shapes(args.shapes)
     tags = harness.env_tags()
     rows: list[dict] = []
-    for n in progress(names, total=len(names), desc="grouped"):
-        rows += bench_shape(n, args.dtype, args.rounds, tags, loop=not args.no_loop, config=default_configs().get(n))
+    for label, counts, K, N in progress(problems, total=len(problems), desc="grouped"):
+        rows += bench_shape(label, counts, K, N, args.dtype, args.rounds, tags, loop=not args.no_loop)
     return rows

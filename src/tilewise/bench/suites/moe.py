@@ -9,6 +9,8 @@ scatter back to token-slot order into the down GEMM's epilogue.
 
 from __future__ import annotations
 
+from tilewise.bench import shapes
+
 DEVICE = "cuda"  # the suites run on the GPU (a CPU smoke test may change it)
 NAME = "moe"
 HELP = "fused MoE layer (forward) vs a torch implementation on torch._grouped_mm"
@@ -20,6 +22,20 @@ CONFIGS: dict[str, tuple[int, int, int, int, int, str]] = {
     "dsv3_t4096": (4096, 7168, 2048, 256, 8, "sigmoid"),  # DeepSeek-V3-like (routed experts only)
     "dsv3_t512": (512, 7168, 2048, 256, 8, "sigmoid"),  # the same at 16 rows per expert
 }
+EXAMPLES = """examples:
+  tilewise bench moe --configs qwen3_t4096
+  tilewise bench moe --configs '8192,4096,1536,64,6'              # T,d,f,E,k: 64 experts, top-6, softmax gate
+  tilewise bench moe --configs 'qwen3_t512;2048,7168,2048,256,8,sigmoid' --cuda-graph"""
+
+
+def parse_configs(text: str) -> list[tuple[str, int, int, int, int, int, str]]:
+    """Preset names and/or 'T,d,f,E,k[,gate]' -> [(name, tokens, d_model, d_ff, experts, top_k, gate)]."""
+    return shapes.moe(text, CONFIGS)
+
+
+def check(args) -> None:
+    """Refuse bad arguments before any GPU work."""
+    parse_configs(args.configs)
 
 
 def moe_torch(x, router_logits, w_gate_up, w_down, top_k, gate="softmax"):
@@ -44,10 +60,11 @@ def moe_torch(x, router_logits, w_gate_up, w_down, top_k, gate="softmax"):
     return out.view(T, top_k, d).sum(dim=1)
 
 
-def make_inputs(name: str, dtype, device=None, seed: int = 0):
+def make_inputs(problem: tuple[int, int, int, int, int, str], dtype, device=None, seed: int = 0):
+    """x [T, d], router logits [T, E] (fp32), w_gate_up [E, d, 2f], w_down [E, f, d] for (T, d, f, E, k, gate)."""
     import torch
 
-    T, d, f, E, k, gate = CONFIGS[name]
+    T, d, f, E, k, gate = problem
     device = device or DEVICE
     g = torch.Generator(device=device).manual_seed(seed)
     x = torch.randn(T, d, device=device, dtype=dtype, generator=g)
@@ -58,21 +75,29 @@ def make_inputs(name: str, dtype, device=None, seed: int = 0):
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated: " + ",".join(CONFIGS))
+    p.add_argument(
+        "--configs",
+        "--shapes",
+        dest="configs",
+        default=",".join(CONFIGS),
+        help="preset names (" + ",".join(CONFIGS) + "), or your own 'T,d,f,E,k[,gate][;...]': T tokens, d model "
+        "width, f expert width, E experts, top-k, gate softmax (default) or sigmoid (default all presets)",
+    )
     p.add_argument("--dtype", default="bf16", choices=["bf16", "fp16"])
     p.add_argument("--rounds", type=int, default=3)
 
 
-def bench_config(name: str, dtype_name: str, rounds: int, tags: dict, configs=None) -> dict:
+def bench_config(
+    name: str, problem: tuple[int, int, int, int, int, str], dtype_name: str, rounds: int, tags: dict, configs=None
+) -> dict:
     import torch
 
     from tilewise.bench import harness
-    from tilewise.bench.suites.grouped import model_columns
     from tilewise.kernels.moe_layer import moe, moe_configs, route
     from tilewise.model import traffic
 
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
-    x, logits, wgu, wd, k, gate = make_inputs(name, dtype)
+    x, logits, wgu, wd, k, gate = make_inputs(problem, dtype)
     T, d = x.shape
     E, _, f2 = wgu.shape
     f = f2 // 2
@@ -91,7 +116,11 @@ def bench_config(name: str, dtype_name: str, rounds: int, tags: dict, configs=No
     cfg_up, cfg_down = configs or moe_configs(T, k, E, d, f, dtype, True)
     for prefix, cfg, (K, N) in (("up_", cfg_up, (d, f)), ("down_", cfg_down, (f, d))):
         extra.update(
-            {prefix + key: v for key, v in model_columns(counts, K, N, cfg, sms).items() if key != "weight_tbps"}
+            {
+                prefix + key: v
+                for key, v in shapes.grouped_schedule_columns(counts, K, N, cfg, sms).items()
+                if key != "weight_tbps"
+            }
         )
     row = harness.make_row(
         kernel="moe", shape=f"{name}: T{T} d{d} d_ff{f} E{E} top{k} {gate}", dtype=dtype_name,
@@ -104,11 +133,10 @@ def bench_config(name: str, dtype_name: str, rounds: int, tags: dict, configs=No
 
 def run(args, progress) -> list[dict]:
     from tilewise.bench import harness
-    from tilewise.errors import InputError
 
-    names = [s.strip() for s in args.configs.split(",") if s.strip()]
-    for n in names:
-        if n not in CONFIGS:
-            raise InputError(f"--configs must name configs of {list(CONFIGS)}, got {n!r}")
+    problems = parse_configs(args.configs)
     tags = harness.env_tags()
-    return [bench_config(n, args.dtype, args.rounds, tags) for n in progress(names, total=len(names), desc="moe")]
+    return [
+        bench_config(name, tuple(p), args.dtype, args.rounds, tags)
+        for name, *p in progress(problems, total=len(problems), desc="moe")
+    ]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from tilewise.bench.suites.gemm import rotation
+from tilewise.bench.shapes import count, rotation
 from tilewise.errors import InputError, parse_size
 
 NAME = "sum"
@@ -17,6 +17,10 @@ HELP = "sum (fp32 / fp16 / bf16) vs torch.sum: 1 GiB and smaller inputs, full an
 # (bytes, dim): the issue's 1 GiB fp32 target, sizes below and around the 60 MB L2, and
 # per-dimension reductions of a [rows, cols] matrix.
 DEFAULT = "1G,256M,64M,16M,1M,1G:rows,1G:cols"
+EXAMPLES = """examples:
+  tilewise bench sum --sizes 1G
+  tilewise bench sum --sizes 512M:rows,512M:cols --cols 50304 --dtype bf16
+  tilewise bench sum --sizes 4K,64K,1M --json small_sums.json"""
 
 
 def parse_cases(text: str) -> list[tuple[int, str | None]]:
@@ -35,15 +39,22 @@ def parse_cases(text: str) -> list[tuple[int, str | None]]:
     return out
 
 
+def check(args: argparse.Namespace) -> None:
+    """Refuse bad arguments before any GPU work."""
+    parse_cases(args.sizes)
+    count("--cols", "the column count", args.cols)
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--sizes",
         "--shapes",
         dest="sizes",
         default=DEFAULT,
-        help="comma list of byte sizes; SIZE:rows sums each row of a [n/8192, 8192] matrix, "
-        "SIZE:cols each column (default %(default)s)",
+        help="comma list of byte sizes (K, M, G suffixes); SIZE:rows sums each row of a [SIZE/(COLS*elt), COLS] "
+        "matrix, SIZE:cols each column (default %(default)s)",
     )
+    p.add_argument("--cols", default="8192", help="columns of the matrix for SIZE:rows / SIZE:cols (default 8192)")
     p.add_argument("--dtype", default="fp32", choices=["fp32", "fp16", "bf16"])
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--rep-ms", type=float, default=60)
@@ -67,7 +78,8 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
     cases = parse_cases(args.sizes)
     for nbytes, dim in progress(cases, total=len(cases), desc="sum"):
         numel = max(1, nbytes // esize)
-        cols = 8192
+        cols = count("--cols", "the column count", args.cols)
+        shape: tuple[int, ...]
         if dim is None:
             shape = (numel,)
             d = None
@@ -79,9 +91,16 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
         mbytes = traffic.sum_bytes(numel, args.dtype, outputs=outputs)
         rot = rotation(mbytes, l2)
         xs = [torch.randn(shape, device="cuda", dtype=dtype) for _ in range(rot)]
+
+        def ours(i: int, xs: list = xs, d: int | None = d) -> object:
+            return tw_sum(xs[i], d)
+
+        def peer(i: int, xs: list = xs, d: int | None = d) -> object:
+            return torch.sum(xs[i]) if d is None else torch.sum(xs[i], d)
+
         t = harness.time_pair(
-            lambda i, xs=xs, d=d: tw_sum(xs[i], d),
-            lambda i, xs=xs, d=d: torch.sum(xs[i]) if d is None else torch.sum(xs[i], d),
+            ours,
+            peer,
             rotate=rot,
             rounds=args.rounds,
             rep_ms=args.rep_ms,

@@ -1,0 +1,5 @@
+#!/usr/bin/env bash
+# Rows of benchmarks/results/h200/ffn.json: NVIDIA H200, 2026-11-30, torch 2.11.0+cu130, triton 3.6.0.
+# Run from the repository root on a CUDA machine with `pip install -e '.[kernels]'`.
+set -euo pipefail
+tilewise bench ffn --tokens 16384,4096,65536 --intermediate 512,256,1024 --head-dims 128,64 --heads 16 --rounds 2 --rep-ms 40 --json benchmarks/results/h200/ffn.json
