@@ -24,7 +24,7 @@ def _sleeper(us: float, log: list, tag: str):
 def test_per_call_us_measures_the_call_and_syncs_once_around():
     syncs = []
     us = overhead.per_call_us(_sleeper(200, [], "x"), 50, sync=lambda: syncs.append(1))
-    assert 190 <= us <= 2000  # busy-wait of 200 us per call, plus loop overhead on a loaded machine
+    assert us >= 190  # a busy-wait of 200 us per call (a loaded machine only adds to it)
     assert len(syncs) == 2
 
 
@@ -33,11 +33,10 @@ def test_alternate_runs_ours_and_peer_round_by_round():
     t = overhead.alternate(_sleeper(50, log, "o"), _sleeper(300, log, "p"), calls=10, rounds=3, sync=lambda: None)
     timed = log[40:]  # after 20 warm-up calls of each
     assert timed == (["o"] * 10 + ["p"] * 10) * 3
-    assert t["ours_us"] < t["peer_us"]
     assert t["ours_min_us"] <= t["ours_us"] <= t["ours_max_us"]
 
 
-def test_rows_name_the_host_and_the_target():
+def test_rows_name_the_host_and_the_target(monkeypatch):
     log: list = []
     cases = {
         "matmul": ("64x64x64", "bf16", _sleeper(30, log, "o"), "torch.matmul", _sleeper(25, log, "p")),
@@ -46,6 +45,14 @@ def test_rows_name_the_host_and_the_target():
     }
     tags = {"gpu": "cpu", "cpu": "Test CPU 9000", "date": "2026-12-01", "torch": "x", "triton": "y", "command": "c"}
     args = argparse.Namespace(ops="matmul,sum,empty", calls=20, rounds=3)
+    fixed = {"matmul": (30.0, 25.0), "sum": (60.0, 20.0), "empty": (10.0, 5.0)}  # (ours, peer) us
+    order = iter(["matmul", "sum", "empty"])
+
+    def fake_alternate(ours, peer, calls, rounds, sync, warmup):
+        o, p = fixed[next(order)]
+        return {"ours_us": o, "peer_us": p, "ours_min_us": o, "ours_max_us": o}
+
+    monkeypatch.setattr(overhead, "alternate", fake_alternate)
     torch = pytest.importorskip("torch")
     rows = overhead._overhead_rows(args, torch, None, tags, lambda it, **k: it, cases=cases, sync=lambda: None)
     assert [r["kernel"] for r in rows] == ["matmul", "sum", "triton launch"]
