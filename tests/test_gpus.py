@@ -99,7 +99,7 @@ def test_detect_says_plainly_when_there_is_no_device():
         g = gpus.detect()
         assert g.sms > 0 and "detected" in g.source("sms")
     else:
-        with pytest.raises(gpus.NoDeviceError, match="no CUDA device"):
+        with pytest.raises(gpus.NoDeviceError, match="needs a CUDA device"):
             gpus.detect()
 
 

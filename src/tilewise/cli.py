@@ -24,6 +24,7 @@ AREAS = [
     "tilewise.sim.cli",  # trace
     "tilewise.bench.cli",  # bench
     "tilewise.web.cli",  # explore
+    "tilewise.advise.cli",  # advise gemm|attention|decode|grouped, advise --validate
 ]
 
 EPILOG = """examples:

@@ -21,8 +21,16 @@ def require(condition: bool, message: str) -> None:
         raise InputError(message)
 
 
+# The ceiling of every integer argument without a tighter one: counts up to 2^53 stay exact in a float,
+# and products of a few of them stay far inside one (10^310 used to end in OverflowError deep in a model).
+# Problem sizes have a tighter, hardware-derived ceiling in `tilewise.validate`.
+SIZE_CAP = 2**53
+
+
 def positive_int(name: str, value: object, *, minimum: int = 1, maximum: int | None = None) -> int:
     """Return `value` as an int, or raise naming `name`, the allowed range and what was given."""
+    if maximum is None:
+        maximum = SIZE_CAP
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         # Accept integral floats such as 64.0, refuse 64.5 and strings.
         if isinstance(value, float) and value.is_integer():
@@ -30,10 +38,11 @@ def positive_int(name: str, value: object, *, minimum: int = 1, maximum: int | N
         else:
             raise InputError(f"{name} must be an integer >= {minimum}, got {value!r}")
     value = int(value)
+    shown = str(value) if abs(value) < 10**30 else f"a {len(str(abs(value)))}-digit number"
     if value < minimum:
-        raise InputError(f"{name} must be an integer >= {minimum}, got {value}")
-    if maximum is not None and value > maximum:
-        raise InputError(f"{name} must be an integer <= {maximum}, got {value}")
+        raise InputError(f"{name} must be an integer >= {minimum}, got {shown}")
+    if value > maximum:
+        raise InputError(f"{name} must be an integer <= {maximum}, got {shown}")
     return value
 
 

@@ -35,7 +35,7 @@ _H200_DS = "NVIDIA H200 datasheet"
 _A100_WP = "NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020)"
 _B200_DS = "NVIDIA Blackwell / HGX B200 datasheet"
 _CUDA_GUIDE = "CUDA C++ Programming Guide, compute-capability tables"
-_SEED = "the tips document (../shared/seeds/000): '1830 MHz is its boost clock', 989.4 TFLOPS"
+_SEED = "the tips document: '1830 MHz is its boost clock', 989.4 TFLOPS"
 _H200_MEASURED = "measured on an H200 with torch.cuda.get_device_properties, 2026-11-30"
 _H200_COPY = "measured on an H200: device-to-device copy, bytes read + written, 2026-11-30"
 _H200_L2 = (
@@ -441,9 +441,13 @@ def detect(device: int = 0) -> GPU:
     try:
         import torch
     except ImportError:
-        raise NoDeviceError("no CUDA device: torch is not installed (pip install 'tilewise[kernels]')") from None
+        raise NoDeviceError(
+            "--detect needs a CUDA device through torch, got no torch (pip install 'tilewise[kernels]')"
+        ) from None
     if not torch.cuda.is_available():
-        raise NoDeviceError("no CUDA device: torch.cuda.is_available() is False on this machine")
+        raise NoDeviceError(
+            "--detect needs a CUDA device, got none: torch.cuda.is_available() is False on this machine"
+        )
     p = torch.cuda.get_device_properties(device)
     base_key = key_for_device(p.name, p.multi_processor_count)
     base = _REGISTRY[base_key]

@@ -5,6 +5,9 @@ Run on the device: PYTHONPATH=src pytest -m gpu tests/gpu/test_gpu_ffn.py
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 from helpers import assert_close
 
@@ -13,8 +16,12 @@ pytest.importorskip("triton")
 
 pytestmark = pytest.mark.gpu
 
+from tilewise.bench.mhmoe_peer import experts_forward_torch  # noqa: E402
 from tilewise.kernels import ffn as ff  # noqa: E402
 from tilewise.kernels import mhmoe  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the float64 spec beside the CPU tests
+from mhmoe_reference import experts_forward_loop  # noqa: E402
 
 
 def rel(a, b):
@@ -84,14 +91,14 @@ def test_mhmoe_forward_bf16(T, Eh, f, k, impl):
     with torch.no_grad():
         y = layer(x)
         z, w, e = layer.route(x)
-        ref = mhmoe.experts_forward_loop(z.float(), w, e, layer.w_gate_up.float(), layer.w_down.float(), torch.float32)
+        ref = experts_forward_loop(z.float(), w, e, layer.w_gate_up.float(), layer.w_down.float(), torch.float32)
         ref = ref.reshape(T, -1) @ layer.w_out.float()
         p = mhmoe.plan(w, e, layer.num_experts)
         # torch._grouped_mm refuses 1024 groups or more on torch 2.11 ("Can't process more than 1024 groups")
         peer = (
             None
             if layer.num_experts >= 1024
-            else mhmoe.experts_forward_torch(z.contiguous(), p, layer.w_gate_up, layer.w_down)
+            else experts_forward_torch(z.contiguous(), p, layer.w_gate_up, layer.w_down)
         )
     close(y, ref, 2e-2, "y")
     if peer is not None:

@@ -14,7 +14,7 @@ from tilewise import gpus as _gpus
 from tilewise.errors import require_extra
 
 # The H200's device-to-device copy, bytes read + written, measured 2026-11-30
-# (../shared/measurements/h200-peers-2026-11-30.json): the bandwidth a kernel can reach.
+# (the source of the H200 entry's hbm_bytes_per_s in tilewise.gpus): the bandwidth a kernel can reach.
 MEASURED_COPY_BYTES_PER_S = {"h200": 4.28e12}
 
 

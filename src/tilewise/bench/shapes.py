@@ -53,7 +53,8 @@ def _fields(option: str, part: str, names: Sequence[str], optional: int = 0) -> 
     fields = [f.strip() for f in part.split(",")]
     if not len(names) - optional <= len(fields) <= len(names):
         want = ",".join(names)
-        raise InputError(f"{option}: each shape is {want} ({len(names) - optional} fields or more), got {part!r}")
+        n = f"{len(names) - optional} or {len(names)}" if optional else str(len(names))
+        raise InputError(f"{option}: each shape is {want} ({n} fields), got {part!r}")
     return fields
 
 

@@ -16,10 +16,12 @@ from __future__ import annotations
 import argparse
 
 from tilewise import gpus as _gpus
-from tilewise.errors import InputError, positive_int, require
-from tilewise.explain.report import Report, fmt_bytes, fmt_flops, fmt_kib, fmt_time, pct
-from tilewise.model import latency, pipeline, roofline, tensorcore, traffic, waves
+from tilewise import validate
+from tilewise.errors import InputError, require
+from tilewise.explain.report import Report, fmt_bytes, fmt_flops, fmt_kib, fmt_time, gpu_info, pct, provenance_line
+from tilewise.model import latency, mma, pipeline, roofline, tensorcore, traffic, waves
 from tilewise.model.occupancy import occupancy
+from tilewise.util import cdiv
 
 DEFAULTS = dict(
     batch=4,
@@ -56,25 +58,41 @@ def explain(
     hit_rate: float | None = None,
 ) -> Report:
     """Report for an attention forward of Q [batch, heads, seq_q, d] against K, V [batch, kv_heads, seq_k, d]."""
-    batch, heads = positive_int("batch", batch), positive_int("heads", heads)
-    kv_heads = heads if kv_heads is None else positive_int("kv_heads", kv_heads)
+    batch, heads = validate.size("batch", batch), validate.size("heads", heads)
+    kv_heads = heads if kv_heads is None else validate.size("kv_heads", kv_heads)
     require(
         heads % kv_heads == 0,
         f"heads must be a multiple of kv_heads (GQA), got heads={heads}, kv_heads={kv_heads}",
     )
-    seq_q = positive_int("seq_q", seq_q)
-    seq_k = seq_q if seq_k is None else positive_int("seq_k", seq_k)
-    d = positive_int("head_dim", head_dim, maximum=256)
-    bm = positive_int("block_m", block_m, maximum=256)
-    require(bm % tensorcore.WGMMA_M == 0, f"block_m must be a multiple of wgmma's M = 64, got {bm}")
-    consumers = positive_int("consumers", consumers, maximum=3)
-    bn = tensorcore.check_n(block_n)
-    stages = positive_int("stages", stages, maximum=16)
+    seq_q = validate.size("seq_q", seq_q)
+    seq_k = seq_q if seq_k is None else validate.size("seq_k", seq_k)
+    d = validate.size("head_dim", head_dim, maximum=256)
+    # d is the K of S = Q.K^T: the MMA walks it 16 at a time (16-bit types).
+    validate.multiple("head_dim", d, 16, "the K of S = Q.K^T, walked 16 at a time by the MMA")
+    bm = validate.size("block_m", block_m, maximum=256)
+    consumers = validate.size("consumers", consumers, maximum=3)
+    bn = validate.size("block_n", block_n, minimum=16, maximum=tensorcore.WGMMA_N_MAX)
+    # N is the N of S = Q.K^T and the K of O = P.V, walked 16 at a time.
+    validate.multiple("block_n", bn, 16, "the K of O = P.V, walked 16 at a time; wgmma's N steps by 8")
+    stages = validate.size("stages", stages, maximum=16)
     g = _gpus.get(gpu)
-    require(g.wgmma, f"gpu must be a Hopper GPU with wgmma (h100-sxm, h100-pcie, h200), got {g.key}")
     dt = _gpus.dtype_name(dtype)
     require(dt in ("bf16", "fp16"), f"dtype must be bf16 or fp16 for this walk, got {dtype!r}")
+    native = mma.path(g, dt)
+    arch = native.arch
+    why_m = {
+        "hopper": "wgmma's M = 64",
+        "ampere": "4 warps x mma.sync's M = 16",
+        "blackwell": "tcgen05's M = 64 or 128",
+    }[arch]
+    require(bm % 64 == 0, f"block_m must be a multiple of {why_m}, got {bm}")
+    if hit_rate is not None:
+        from tilewise.errors import fraction
+
+        hit_rate = fraction("hit_rate", hit_rate)
     e = _gpus.element_bytes(dt)
+    q_b, kv_b = batch * heads * seq_q * d * e, batch * kv_heads * seq_k * d * e
+    validate.fits_memory(g, {"Q": q_b, "K": kv_b, "V": kv_b, "O": q_b}, "Q, K, V and O")
     group = heads // kv_heads
     cta_rows = bm * consumers
 
@@ -84,7 +102,7 @@ def explain(
             f"Attention forward [{batch}, {heads} heads ({kv_heads} KV), {seq_q} x {seq_k}, d={d}]"
             f"{' causal' if causal else ''} ({dt}) on {g.name}"
         ),
-        gpu={"key": g.key, "name": g.name},
+        gpu=gpu_info(g),
         inputs=dict(
             batch=batch,
             heads=heads,
@@ -101,6 +119,25 @@ def explain(
             hit_rate=hit_rate,
         ),
     )
+    r.notes.append(provenance_line(g))
+    if arch != "hopper":
+        r.notes.append(
+            {
+                "ampere": f"The {g.name} is Ampere: {native.instruction} from one warp, operands in registers "
+                "(ldmatrix from shared memory), cp.async copies, no TMA, no wgmma, no setmaxnreg. The walk below "
+                "uses those rules; the Hopper-only steps (warpgroup MMAs, producer warpgroup) are replaced.",
+                "blackwell": f"The {g.name} is Blackwell: {native.instruction} is issued by one thread and "
+                "accumulates in Tensor Memory (128 lanes x 512 columns of 32 bits per SM), so S and O leave the "
+                "register file; the walk below uses those rules in place of Hopper's wgmma rules.",
+            }[arch]
+        )
+    if bm * consumers > seq_q:
+        r.notes.append(
+            f"A block's {bm * consumers} rows of Q are more than seq_q = {seq_q}: one block per head, "
+            f"{pct(seq_q / (bm * consumers))} of its rows real; the per-tile figures are for the full tile."
+        )
+    if bn > seq_k:
+        r.notes.append(f"block_n = {bn} is more than seq_k = {seq_k}: one K/V tile, {pct(seq_k / bn)} of it real.")
 
     # 1. The problem.
     flops = traffic.attention_flops(batch, heads, seq_q, seq_k, d, causal)
@@ -121,27 +158,44 @@ def explain(
         f"{rf_ideal.intensity:.0f} FLOP/B if every byte were read once. The question is what one block sees."
     )
 
-    # 2. The block: warpgroups.
+    # 2. The block: who computes, who copies, and the registers.
     wt = tensorcore.WARPGROUP_THREADS
-    threads = (1 + consumers) * wt
-    regs = tensorcore.setmaxnreg_split(1, consumers, 24, g)
+    if arch == "hopper":
+        threads = (1 + consumers) * wt
+    elif arch == "ampere":
+        threads = consumers * wt  # every warp computes and copies; no producer
+    else:
+        threads = consumers * wt + 2 * g.warp_size  # softmax warpgroups + one TMA warp + one MMA warp
+    regs = tensorcore.setmaxnreg_split(1, consumers, 24, g) if arch == "hopper" else None
     tb = tensorcore.attention_tile_budget(d, bn, bm, dt, stages, g, consumers)
+    # The most registers per thread (a multiple of 8) with which one block still fits: the per-warp
+    # allocation over 4 sub-partitions can refuse what a plain 65,536 / threads would allow.
+    smem_used = min(tb["smem"]["total_bytes"], g.smem_per_block_optin)
     launch_regs = min(g.max_regs_per_thread, (g.regs_per_sm // threads) // 8 * 8)
-    occ = occupancy(g, threads, launch_regs, 0, min(tb["smem"]["total_bytes"], g.smem_per_block_optin))
+    occ = occupancy(g, threads, launch_regs, 0, smem_used)
+    while occ.blocks_per_sm == 0 and launch_regs > 8:
+        launch_regs -= 8
+        occ = occupancy(g, threads, launch_regs, 0, smem_used)
     lh = latency.warps_to_hide_memory(gpu=g)
     ring = latency.async_in_flight(stages, tb["smem"]["kv_stage_bytes"], gpu=g)
     s = r.step(
         "block",
-        "One block per SM: a producer and consumer warpgroups",
-        warpgroups=1 + consumers,
+        {
+            "hopper": "One block per SM: a producer and consumer warpgroups",
+            "ampere": "One block: warps that copy and compute alike",
+            "blackwell": "One block: one thread issues the MMAs, warpgroups run softmax",
+        }[arch],
+        arch=arch,
+        instruction=native.to_dict(),
+        warpgroups=(1 + consumers) if arch == "hopper" else consumers,
         consumers=consumers,
         threads=threads,
         warps=threads // 32,
         rows_per_consumer=bm,
         rows_per_block=cta_rows,
         launch_registers=launch_regs,
-        producer_registers=regs["producer_regs"],
-        consumer_registers=regs["consumer_regs"],
+        producer_registers=regs["producer_regs"] if regs else None,
+        consumer_registers=regs["consumer_regs"] if regs else launch_regs,
         blocks_per_sm=occ.blocks_per_sm,
         occupancy=occ.occupancy,
         latency_cycles=lh.latency_cycles,
@@ -149,122 +203,294 @@ def explain(
         warps_needed_16b_loads=lh.warps_needed,
         ring_bytes_in_flight=ring["bytes_in_flight"],
     )
-    s.say(
-        f"A warpgroup is 4 consecutive warps (128 threads), one per SM partition: wgmma needs all four. "
-        f"1 producer + {consumers} consumer warpgroups = {threads // 32} warps, {threads} threads "
-        f"(4:{4 * consumers} counted in warps). Each consumer owns {bm} rows of Q: {cta_rows} rows per block."
-    )
-    s.say(
-        f"setmaxnreg rebalances registers: {g.regs_per_sm:,} / {threads} threads = {regs['even_split']} each; "
-        f"the producer drops to {regs['producer_regs']} and the consumers rise to {regs['consumer_regs']}. "
-        f"With {fmt_kib(tb['smem']['total_bytes'])} of shared memory, {occ.blocks_per_sm} block fits per SM "
-        f"({pct(occ.occupancy)} occupancy): latency is hidden by asynchronous copies and MMAs, not by warps."
-    )
+    if arch == "hopper":
+        s.say(
+            f"A warpgroup is 4 consecutive warps (128 threads), one per SM partition: wgmma needs all four. "
+            f"1 producer + {consumers} consumer warpgroups = {threads // 32} warps, {threads} threads "
+            f"(4:{4 * consumers} counted in warps). Each consumer owns {bm} rows of Q: {cta_rows} rows per block."
+        )
+        s.say(
+            f"setmaxnreg rebalances registers: {g.regs_per_sm:,} / {threads} threads = {regs['even_split']} each; "
+            f"the producer drops to {regs['producer_regs']} and the consumers rise to {regs['consumer_regs']}. "
+            f"With {fmt_kib(tb['smem']['total_bytes'])} of shared memory, {occ.blocks_per_sm} block(s) fit per SM "
+            f"({pct(occ.occupancy)} occupancy): latency is hidden by asynchronous copies and MMAs, not by warps."
+        )
+        feeder = "TMA thread"
+    elif arch == "ampere":
+        s.say(
+            f"mma.sync is a warp instruction (m16n8k16: 16 rows), so no warpgroup is needed and there is no "
+            f"producer: {consumers} group(s) of 4 warps = {threads // 32} warps, {threads} threads, each group "
+            f"owning {bm} rows of Q ({bm // 4} per warp, {bm // 64} m16 slab(s)): {cta_rows} rows per block. Every "
+            "thread issues cp.async for its share of the next K/V tile, then computes."
+        )
+        s.say(
+            f"No setmaxnreg on Ampere: all {threads} threads get the same budget, the most with which one "
+            f"block fits ({g.regs_per_sm:,} registers per SM, at most {g.max_regs_per_thread} per thread): "
+            f"{launch_regs} each. With "
+            f"{fmt_kib(tb['smem']['total_bytes'])} of shared memory, {occ.blocks_per_sm} block(s) fit per SM "
+            f"({pct(occ.occupancy)} occupancy); latency is hidden by cp.async stages and the other warps."
+        )
+        feeder = "block's cp.async threads"
+    else:
+        s.say(
+            f"tcgen05.mma is issued by a single thread, so the MMA needs one warp, not warpgroups; one more warp "
+            f"issues TMA. {consumers} softmax warpgroup(s) of 128 threads each own a {bm}-row Q tile: {threads} "
+            f"threads, {cta_rows} rows per block."
+        )
+        s.say(
+            f"S and O accumulate in Tensor Memory, not registers: the {launch_regs} registers per thread at launch "
+            f"(the most with which one block of {threads} threads fits) hold softmax's slice of S after tcgen05.ld, not the accumulators. "
+            f"With {fmt_kib(tb['smem']['total_bytes'])} of shared memory, {occ.blocks_per_sm} block(s) fit per SM."
+        )
+        feeder = "TMA thread"
     s.say(
         f"Little's law: this SM's HBM share ({lh.throughput_per_cycle:.1f} B/cycle) through ~{lh.latency_cycles:.0f} "
         f"cycles of latency (a model figure) needs {fmt_kib(lh.in_flight_needed)} in flight: {lh.warps_needed} warps "
-        f"of 16-byte loads, or the ring's {stages - 1} stage(s) ahead = {fmt_kib(ring['bytes_in_flight'])} from one "
-        "TMA thread."
+        f"of 16-byte loads, or the ring's {stages - 1} stage(s) ahead = {fmt_kib(ring['bytes_in_flight'])} from the "
+        f"{feeder}."
     )
 
-    # 3. One wgmma and the SM's rate.
-    w = tensorcore.wgmma(bn, dt, g)
+    # 3. One MMA instruction and the SM's rate.
     sm = tensorcore.sm_flops_per_cycle(g, dt)
-    slices = -(-d // w.k)
+    per_sm = sm["flops_per_cycle_per_sm"]
+    k16 = native.k
+    slices = cdiv(d, k16)
+    if arch == "hopper":
+        w = tensorcore.wgmma(bn, dt, g)
+        shape, inst_flops, inst_cycles = [w.m, w.n, w.k], w.flops, w.cycles
+    elif arch == "ampere":
+        shape = [mma.MMA_SYNC_M, mma.MMA_SYNC_N, k16]
+        inst_flops = 2 * mma.MMA_SYNC_M * mma.MMA_SYNC_N * k16
+        inst_cycles = inst_flops / mma.flops_per_cycle_per_tensor_core(g, dt)  # on its partition's Tensor Core
+    else:
+        inst_m = min(bm, mma.TCGEN05_M)  # one CTA's tcgen05.mma takes at most 128 rows
+        shape = [inst_m, bn, k16]
+        inst_flops = 2 * inst_m * bn * k16
+        inst_cycles = inst_flops / per_sm
     s = r.step(
-        "wgmma",
-        "One wgmma, and what an SM does per cycle",
-        shape=[w.m, w.n, w.k],
+        "wgmma" if arch == "hopper" else "mma",
+        "One wgmma, and what an SM does per cycle" if arch == "hopper" else "One MMA, and what an SM does per cycle",
+        instruction=native.instruction,
+        shape=shape,
         k_slices=slices,
-        flops_per_instruction=w.flops,
-        flops_per_cycle_per_sm=w.flops_per_cycle_per_sm,
-        cycles_per_instruction=w.cycles,
+        flops_per_instruction=inst_flops,
+        flops_per_cycle_per_sm=per_sm,
+        cycles_per_instruction=inst_cycles,
         tensor_cores_per_sm=sm["tensor_cores_per_sm"],
         macs_per_tensor_core_per_cycle=sm["macs_per_tensor_core_per_cycle"],
         sms=g.sms,
         clock_ghz=sm["clock_ghz"],
         peak_tflops=sm["peak_tflops"],
     )
-    s.say(
-        f"S = Q.K^T for one consumer is [{w.m}, {bn}] over K = d = {d}: wgmma m{w.m}n{w.n}k{w.k} takes "
-        f"{w.k} of K at a time, so {d} / {w.k} = {slices} instructions accumulate S in registers; S never "
-        "goes back to shared memory."
-    )
-    s.say(
-        f"One instruction: 2 x {w.m} x {w.n} x {w.k} = {w.flops:,} FLOPs. An SM has {sm['tensor_cores_per_sm']} "
-        f"Tensor Cores x {sm['macs_per_tensor_core_per_cycle']} multiply-adds x 2 = {w.flops_per_cycle_per_sm} "
-        f"FLOPs per cycle, so one wgmma takes {w.cycles:g} cycles (0.5 N). Check: {sm['formula']}, "
-        "the H100 SXM's dense bf16 peak."
-    )
+    if arch == "hopper":
+        s.say(
+            f"S = Q.K^T for one consumer is [{w.m}, {bn}] over K = d = {d}: wgmma m{w.m}n{w.n}k{w.k} takes "
+            f"{w.k} of K at a time, so {d} / {w.k} = {slices} instructions accumulate S in registers; S never "
+            "goes back to shared memory."
+        )
+        s.say(
+            f"One instruction: 2 x {w.m} x {w.n} x {w.k} = {w.flops:,} FLOPs. An SM has {sm['tensor_cores_per_sm']} "
+            f"Tensor Cores x {sm['macs_per_tensor_core_per_cycle']} multiply-adds x 2 = {per_sm} "
+            f"FLOPs per cycle, so one wgmma takes {w.cycles:g} cycles ({w.cycles / bn:g} N). Check: {sm['formula']}, "
+            f"the {g.name}'s dense {dt} peak."
+        )
+    elif arch == "ampere":
+        per_warp = (bm // 4 // mma.MMA_SYNC_M) * (bn // mma.MMA_SYNC_N) * slices
+        s.values["instructions_per_warp_per_tile"] = per_warp
+        s.say(
+            f"S = Q.K^T: each warp's {bm // 4} rows x {bn} keys over d = {d} is ({bm // 4}/16) x ({bn}/8) x "
+            f"({d}/{k16}) = {per_warp} mma.sync m16n8k{k16} per K/V tile, accumulating S in the warp's registers."
+        )
+        s.say(
+            f"One instruction: 2 x 16 x 8 x {k16} = {inst_flops:,} FLOPs on the warp's partition Tensor Core "
+            f"({mma.flops_per_cycle_per_tensor_core(g, dt)} FLOPs per cycle): {inst_cycles:g} cycles. An SM has "
+            f"{sm['tensor_cores_per_sm']} x {sm['macs_per_tensor_core_per_cycle']} x 2 = {per_sm} FLOPs per cycle; "
+            f"check: {sm['formula']}, the {g.name}'s dense {dt} peak."
+        )
+    else:
+        s.say(
+            f"S = Q.K^T for one Q tile is [{bm}, {bn}] over d = {d}: {cdiv(bm, inst_m)} x {slices} tcgen05.mma "
+            f"m{inst_m}n{bn}k{k16} from one thread, accumulating S in Tensor Memory."
+        )
+        s.say(
+            f"One instruction: 2 x {inst_m} x {bn} x {k16} = {inst_flops:,} FLOPs at {per_sm} FLOPs per cycle per SM "
+            f"({sm['tensor_cores_per_sm']} x {sm['macs_per_tensor_core_per_cycle']} x 2, "
+            f"{per_sm / _gpus.tensor_flops_per_cycle_per_sm(_gpus.get('h100-sxm'), dt):g}x Hopper's): "
+            f"{inst_cycles:g} cycles. Check: {sm['formula']}, the {g.name}'s dense {dt} peak."
+        )
 
     # 4. Feeding it from shared memory.
-    table = tensorcore.feed_table((64, 128, 256), dt, "SS", g)
-    f = tensorcore.smem_feed(bn, dt, "SS", g)
-    frs = tensorcore.smem_feed(bn, dt, "RS", g)
-    s = r.step(
-        "feed",
-        "Feeding the Tensor Cores from shared memory (order of magnitude)",
-        smem_bytes_per_cycle=f.smem_bytes_per_cycle,
-        a_bytes=f.a_bytes,
-        a_cycles=f.a_cycles,
-        b_cycles_per_n=f.b_cycles / f.n,
-        compute_cycles_per_n=f.compute_cycles / f.n,
-        break_even_n=f.break_even_n,
-        ratios={str(x.n): x.ratio for x in table},
-        limit_ratio=f.limit_ratio,
-        ratio_at_n=f.ratio,
-        rs_ratio=frs.ratio,
-        published=False,
-    )
-    s.say(
-        f"Shared memory delivers 32 banks x 4 B = {f.smem_bytes_per_cycle} B per cycle. A [64, {w.k}] is "
-        f"{f.a_bytes:,} B = {f.a_cycles:g} cycles, re-read by every wgmma (a fixed cost); B [{w.k}, N] is "
-        f"{f.b_cycles / f.n:g} N cycles; the instruction computes for {f.compute_cycles / f.n:g} N cycles."
-    )
-    ratios = " / ".join(f"{x.ratio:.2f}" for x in table)
-    s.say(
-        f"Compute >= feed: {f.compute_cycles / f.n:g} N >= {f.a_cycles:g} + {f.b_cycles / f.n:g} N -> "
-        f"N >= {f.break_even_n:g}. Compute / feed at N = 64 / 128 / 256: {ratios}, at most {f.limit_ratio:g}: "
-        f"M is pinned at 64, so the 16 cycles thin out but never vanish. Here N = {bn}: {f.ratio:.2f}."
-    )
-    s.say(
-        f"With A from registers (RS, as FA3 feeds P to P.V) the 16 cycles go: ratio {frs.ratio:g} at any N. "
-        "The real bandwidth of wgmma's operand path is not published, so N >= 64 is an order of magnitude."
-    )
+    if arch == "hopper":
+        table = tensorcore.feed_table((64, 128, 256), dt, "SS", g)
+        f = tensorcore.smem_feed(bn, dt, "SS", g)
+        frs = tensorcore.smem_feed(bn, dt, "RS", g)
+        break_even, feed_ratio = f.break_even_n, f.ratio
+        s = r.step(
+            "feed",
+            "Feeding the Tensor Cores from shared memory (order of magnitude)",
+            smem_bytes_per_cycle=f.smem_bytes_per_cycle,
+            a_bytes=f.a_bytes,
+            a_cycles=f.a_cycles,
+            b_cycles_per_n=f.b_cycles / f.n,
+            compute_cycles_per_n=f.compute_cycles / f.n,
+            break_even_n=f.break_even_n,
+            ratios={str(x.n): x.ratio for x in table},
+            limit_ratio=f.limit_ratio,
+            ratio_at_n=f.ratio,
+            rs_ratio=frs.ratio,
+            published=False,
+        )
+        s.say(
+            f"Shared memory delivers 32 banks x 4 B = {f.smem_bytes_per_cycle} B per cycle. A [64, {w.k}] is "
+            f"{f.a_bytes:,} B = {f.a_cycles:g} cycles, re-read by every wgmma (a fixed cost); B [{w.k}, N] is "
+            f"{f.b_cycles / f.n:g} N cycles; the instruction computes for {f.compute_cycles / f.n:g} N cycles."
+        )
+        ratios = " / ".join(f"{x.ratio:.2f}" for x in table)
+        s.say(
+            f"Compute >= feed: {f.compute_cycles / f.n:g} N >= {f.a_cycles:g} + {f.b_cycles / f.n:g} N -> "
+            f"N >= {f.break_even_n:g}. Compute / feed at N = 64 / 128 / 256: {ratios}, at most {f.limit_ratio:g}: "
+            f"M is pinned at 64, so the {f.a_cycles:g} cycles thin out but never vanish. Here N = {bn}: {f.ratio:.2f}."
+        )
+        s.say(
+            f"With A from registers (RS, as FA3 feeds P to P.V) the {f.a_cycles:g} cycles go: ratio {frs.ratio:g} at "
+            "any N. The real bandwidth of wgmma's operand path is not published, so N >= 64 is an order of magnitude."
+        )
+    elif arch == "ampere":
+        wf = mma.warp_feed(cta_rows, 4 * consumers, bn, dt, g, q_in_registers=False)
+        wq = mma.warp_feed(cta_rows, 4 * consumers, bn, dt, g, q_in_registers=True)
+        break_even, feed_ratio = float("nan"), wf.ratio
+        s = r.step(
+            "feed",
+            "Feeding the Tensor Cores through registers (order of magnitude)",
+            smem_bytes_per_cycle=g.smem_bytes_per_cycle_per_sm,
+            compute_cycles_per_k_step=wf.compute_cycles,
+            feed_cycles_per_k_step=wf.feed_cycles,
+            ratio_at_n=wf.ratio,
+            ratio_q_in_registers=wq.ratio,
+            rows_per_warp=cta_rows // (4 * consumers),
+            break_even_rows_per_warp=wf.break_even_rows_per_warp,
+            published=False,
+        )
+        s.say(
+            f"mma.sync reads only registers: each warp first copies its operands out of shared memory with ldmatrix "
+            f"(32 banks x 4 B = {g.smem_bytes_per_cycle_per_sm} B per cycle). The warps split the rows, so every "
+            f"one of the {4 * consumers} warps reads the whole K slice [{bn}, {k16}] each k-step, and its own rows of "
+            f"Q: {wf.feed_cycles:g} cycles of shared memory against {wf.compute_cycles:g} of compute, ratio "
+            f"{wf.ratio:.2f}."
+        )
+        s.say(
+            f"Q is the same for every K/V tile, so holding it in registers removes its share: ratio {wq.ratio:.2f}, "
+            f"which is rows per warp / {wf.break_even_rows_per_warp:g}. On Ampere the rows a warp owns, not N, set "
+            f"this bound: below {wf.break_even_rows_per_warp:g} rows per warp shared memory cannot keep up (the "
+            "128 B/cycle bank model, an order of magnitude). O = P.V takes P from registers, where softmax left it."
+        )
+    else:
+        f = mma.instruction_feed(inst_m, bn, dt, g, a_from_smem=True)
+        ft = mma.instruction_feed(inst_m, bn, dt, g, a_from_smem=False)
+        f128 = mma.instruction_feed(128, bn, dt, g, a_from_smem=True)
+        break_even, feed_ratio = f.break_even_n, f.ratio
+        s = r.step(
+            "feed",
+            "Feeding the Tensor Cores from shared memory (order of magnitude)",
+            smem_bytes_per_cycle=g.smem_bytes_per_cycle_per_sm,
+            a_cycles=f.a_cycles,
+            b_cycles_per_n=f.b_cycles / bn,
+            compute_cycles_per_n=f.compute_cycles / bn,
+            break_even_n=f.break_even_n,
+            ratio_at_n=f.ratio,
+            limit_ratio=f.limit_ratio,
+            a_from_tmem_ratio=ft.ratio,
+            ratio_at_m128=f128.ratio,
+            published=False,
+        )
+        be = f"N >= {f.break_even_n:g}" if f.break_even_n != float("inf") else "no N keeps up"
+        s.say(
+            f"The Tensor Cores do {per_sm} FLOPs per cycle against the same {g.smem_bytes_per_cycle_per_sm} B per "
+            f"cycle of shared memory. A [{inst_m}, {k16}] is {f.a_cycles:g} cycles, B [{k16}, N] {f.b_cycles / bn:g} N; "
+            f"the instruction computes {f.compute_cycles / bn:g} N: {be}; here N = {bn}: {f.ratio:.2f} "
+            f"(at M = 128: {f128.ratio:.2f}). The rate per SM grew against the same bytes per cycle, so the rows per "
+            "MMA must grow with it."
+        )
+        s.say(
+            f"O = P.V can take P as A from Tensor Memory: ratio {ft.ratio:g}. The operand path's real bandwidth is "
+            "not published: an order of magnitude."
+        )
 
-    # 5. Registers: N's upper bound.
+    # 5. Registers (Hopper, Ampere) or Tensor Memory (Blackwell): N's upper bound.
+    cap = regs["consumer_regs"] if arch == "hopper" else launch_regs
     rb = tensorcore.register_budget(d, bn, bm, dt, g)
     rb256 = tensorcore.register_budget(d, 256, bm, dt, g)
-    s = r.step(
-        "registers",
-        "Registers per consumer thread: N's upper bound",
-        s=rb.s,
-        p=rb.p,
-        o=rb.o,
-        stats=rb.stats,
-        addresses=rb.addresses,
-        total=rb.total,
-        limit=rb.limit,
-        fits=rb.fits,
-        at_n256_accumulators=rb256.accumulators,
-        at_n256_total=rb256.total,
-        at_n256_fits=rb256.fits,
-        max_n=rb.max_n,
-        max_n_pow2=rb.max_n_pow2,
-        setmaxnreg_consumer=regs["consumer_regs"],
-    )
-    s.say(
-        f"S [{bm}, N] fp32 over 128 threads is N/2 per thread ({rb.s:g} at N = {bn}); O [{bm}, {d}] fp32 is "
-        f"{rb.o:g}; P in {dt} {rb.p:g}; softmax max and sum {rb.stats:g}; addresses and loop state ~{rb.addresses} "
-        f"(a model figure): {rb.total:g} of {rb.limit} ({'fits' if rb.fits else 'does NOT fit'})."
-    )
-    s.say(
-        f"At N = 256, S and O alone take {rb256.s:g} + {rb256.o:g} = {rb256.accumulators:g} of {rb256.limit}, "
-        f"and P, the statistics and addresses bring it to {rb256.total:g}: too many. The largest N that fits is "
-        f"{rb.max_n} (the largest power of two {rb.max_n_pow2}); under 1 producer + {consumers} consumers "
-        f"setmaxnreg gives the consumers {regs['consumer_regs']}. Shared memory sets N's lower bound, "
-        "registers its upper bound."
-    )
+    tm = None
+    if arch != "blackwell":
+        s = r.step(
+            "registers",
+            "Registers per computing thread: N's upper bound",
+            s=rb.s,
+            p=rb.p,
+            o=rb.o,
+            stats=rb.stats,
+            addresses=rb.addresses,
+            total=rb.total,
+            limit=rb.limit,
+            fits=rb.fits,
+            at_n256_accumulators=rb256.accumulators,
+            at_n256_total=rb256.total,
+            at_n256_fits=rb256.fits,
+            max_n=rb.max_n,
+            max_n_pow2=rb.max_n_pow2,
+            setmaxnreg_consumer=regs["consumer_regs"] if regs else None,
+            budget_per_thread=cap,
+            fits_budget=rb.total <= cap,
+        )
+        owner = "128 threads" if arch == "hopper" else "4 warps (each m16n8 accumulator tile is 4 fp32 per thread)"
+        s.say(
+            f"S [{bm}, N] fp32 over {owner} is {bm}N/128 per thread ({rb.s:g} at N = {bn}); O [{bm}, {d}] fp32 is "
+            f"{rb.o:g}; P in {dt} {rb.p:g}; softmax max and sum {rb.stats:g}; addresses and loop state ~{rb.addresses} "
+            f"(a model figure): {rb.total:g} of {rb.limit} ({'fits' if rb.fits else 'does NOT fit'})."
+        )
+        tail = (
+            f"under 1 producer + {consumers} consumers setmaxnreg gives the consumers {regs['consumer_regs']}"
+            if arch == "hopper"
+            else f"without setmaxnreg each of the {threads} threads may have {launch_regs}"
+        )
+        s.say(
+            f"At N = 256, S and O alone take {rb256.s:g} + {rb256.o:g} = {rb256.accumulators:g} of {rb256.limit}, "
+            f"and P, the statistics and addresses bring it to {rb256.total:g}"
+            f"{': too many' if not rb256.fits else ''}. The largest N that fits is {rb.max_n} (the largest power of "
+            f"two {rb.max_n_pow2}); {tail}. "
+            + (
+                "Shared memory sets N's lower bound, registers its upper bound."
+                if arch == "hopper"
+                else "Registers set N's upper bound."
+            )
+        )
+    else:
+        q_tiles = consumers * cdiv(bm, mma.TMEM_LANES)
+        tm = mma.tmem_budget(bn, d, q_tiles)
+        srow = bm * bn / tensorcore.WARPGROUP_THREADS
+        s = r.step(
+            "tmem",
+            "Tensor Memory: N's upper bound",
+            columns=tm.columns,
+            limit_columns=tm.limit,
+            lanes=mma.TMEM_LANES,
+            q_tiles=q_tiles,
+            fits=tm.fits,
+            max_n=tm.max_n,
+            softmax_s_registers_per_thread=srow,
+            register_limit=g.max_regs_per_thread,
+        )
+        s.say(
+            f"Tensor Memory is {mma.TMEM_LANES} lanes x {mma.TMEM_COLUMNS} columns of 32 bits per SM (256 KB). A "
+            f"[{bm}, x] fp32 accumulator takes x columns: S {bn} + O {d} per Q tile, x {q_tiles} Q tile(s) in flight "
+            f"= {tm.columns} of {tm.limit} ({'fits' if tm.fits else 'does NOT fit'}); the largest N that fits is "
+            f"{tm.max_n}."
+        )
+        s.say(
+            f"The register file no longer holds S or O: softmax reads S with tcgen05.ld, {srow:g} values per thread "
+            f"if a whole row block at once (less in chunks), and writes P back. On Blackwell Tensor Memory, not the "
+            f"{g.max_regs_per_thread} registers, bounds N from above; shared memory bounds it from below."
+        )
 
     # 6. Shared memory: the pipeline depth.
     sb = tb["smem"]
@@ -282,7 +508,7 @@ def explain(
     bal = roofline.machine_balance(g, dt)
     need64 = roofline.hit_rate_for_compute_roof(kv.intensity, g, dt)
     need_cta = roofline.hit_rate_for_compute_roof(kv_cta.intensity, g, dt)
-    q_blocks = -(-seq_q // cta_rows)
+    q_blocks = cdiv(seq_q, cta_rows)
     readers = q_blocks * group  # blocks that read the same K/V (all query heads of a GQA group)
     ideal = roofline.ideal_hit_rate(readers)
     h = ideal if hit_rate is None else hit_rate
@@ -318,7 +544,7 @@ def explain(
     s.say(
         f"A K/V tile is K and V [{bn}, {d}] in {dt}: 2 x {bn} x {d} x {e} = {fmt_kib(kv.kv_bytes)}; a consumer with "
         f"M = {bm} rows does 4 x {bm} x {bn} x {d} = {kv.flops:,} FLOPs on it: {kv.intensity:g} FLOP/B. N and d "
-        f"cancel; M remains (the block's two consumers share each tile: M = {cta_rows}, {kv_cta.intensity:g} FLOP/B)."
+        f"cancel; M remains (the block's {consumers} consumer(s) share each tile: M = {cta_rows}, {kv_cta.intensity:g} FLOP/B)."
     )
     s.say(
         f"Balance = {_gpus.peak_flops(g, dt) / 1e12:.1f} / {g.hbm_bytes_per_s / 1e12:.2f} = {bal['hbm']:.0f} FLOP/B: "
@@ -340,15 +566,15 @@ def explain(
             f"GQA: {group} query heads share each K/V head. Computing the group together (sharing one gather) "
             f"multiplies M by {group}: {kv.intensity:g} x {group} = {gqa_m:g} FLOP/B per consumer."
         )
-    else:
+    elif heads % 8 == 0:
         s.say(
-            f"With GQA (say 8 query heads per K/V head, --kv-heads {max(1, heads // 8)}), computing a group "
+            f"With GQA (say 8 query heads per K/V head, --kv-heads {heads // 8}), computing a group "
             f"together multiplies M by the group size: {kv.intensity:g} x 8 = {kv.intensity * 8:g} FLOP/B."
         )
 
     # 8. Pipeline designs.
     tt = pipeline.attention_tile_times(d, bn, bm, dt, h, g)
-    n_tiles = -(-seq_k // bn)
+    n_tiles = cdiv(seq_k, bn)
     sim_tiles = min(n_tiles, 8)
     cmp = pipeline.compare(sim_tiles, tt.load, tt.mma, tt.softmax, stages)
     s = r.step(
@@ -367,9 +593,20 @@ def explain(
         timelines={k: v.to_dict() for k, v in cmp.items()},
     )
     s.say(
-        f"Per consumer and K/V tile: GEMMs 4 x {bm} x {bn} x {d} / {w.flops_per_cycle_per_sm} = {tt.mma:g} cycles; "
+        f"Per consumer and K/V tile: GEMMs 4 x {bm} x {bn} x {d} / {per_sm} = {tt.mma:g} cycles; "
         f"softmax's {bm} x {bn} exponentials at {pipeline.SFU_PER_SM_PER_CYCLE} per cycle = {tt.softmax:g} cycles; "
         f"the tile's {fmt_kib(tt.kv_tile_bytes)} at {pct(1 - h)} misses = {tt.load:.0f} cycles of this SM's HBM share."
+    )
+    s.say(
+        {
+            "hopper": "The overlap comes from asynchronous wgmma and TMA: a consumer issues, then works while the "
+            "Tensor Cores run; ping-pong alternates two consumer warpgroups.",
+            "ampere": "mma.sync is synchronous for its warp, so here the overlap comes from cp.async stages (the "
+            "next tile lands while this one is computed) and from the warp schedulers interleaving one group's "
+            "softmax with another group's mma.sync: the ping-pong line is that interleaving at its best.",
+            "blackwell": "The single MMA thread issues tcgen05 asynchronously and softmax warpgroups read S out of "
+            "Tensor Memory: ping-pong alternates two Q tiles, as on Hopper.",
+        }[arch]
     )
     for v in cmp.values():
         s.say(f"{v.title}: Tensor Cores busy {pct(v.tensor_utilisation)} over {sim_tiles} tiles.")
@@ -409,10 +646,23 @@ def explain(
     )
 
     # Advice from the numbers.
-    if not rb.fits:
-        r.advice.append(f"N = {bn} overflows the registers ({rb.total:g} > {rb.limit}): use N <= {rb.max_n}.")
-    if bn < f.break_even_n:
-        r.advice.append(f"N = {bn} < {f.break_even_n:g}: shared memory cannot feed wgmma; use N >= 64.")
+    if arch == "blackwell":
+        if not tm.fits:
+            r.advice.append(
+                f"S and O of {tm.tiles} Q tile(s) need {tm.columns} Tensor Memory columns of {tm.limit}: "
+                f"use N <= {tm.max_n}."
+            )
+    elif rb.total > cap:
+        r.advice.append(f"N = {bn} overflows the registers ({rb.total:g} > {cap}): use N <= {rb.max_n}.")
+    if arch != "ampere" and bn < break_even:
+        r.advice.append(f"N = {bn} < {break_even:g}: shared memory cannot feed {native.name}; use N >= {break_even:g}.")
+    if arch == "blackwell" and break_even == float("inf"):
+        r.advice.append(f"M = {inst_m} rows per MMA cannot be fed from shared memory at any N: use 128-row Q tiles.")
+    if arch == "ampere" and feed_ratio < 1:
+        r.advice.append(
+            f"Shared memory cannot feed the warps ({feed_ratio:.2f}): hold Q in registers and give each warp "
+            f"more rows ({cta_rows // (4 * consumers)} now)."
+        )
     if not sb["fits"]:
         r.advice.append(f"{stages} stages need {fmt_kib(sb['total_bytes'])}: at most {sb['max_stages']} fit.")
     if cmp["pingpong"].tensor_utilisation > cmp["ring"].tensor_utilisation + 0.05:

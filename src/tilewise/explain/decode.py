@@ -13,9 +13,10 @@ from __future__ import annotations
 import argparse
 
 from tilewise import gpus as _gpus
-from tilewise.errors import positive_int, require
-from tilewise.explain.report import Report, fmt_bytes, fmt_flops, fmt_time, pct
-from tilewise.model import decode, latency, traffic
+from tilewise import validate
+from tilewise.errors import require
+from tilewise.explain.report import Report, fmt_bytes, fmt_flops, fmt_time, gpu_info, pct, provenance_line
+from tilewise.model import decode, latency, mma, traffic
 
 DEFAULTS = dict(batch=8, heads=32, kv_heads=8, seq_len=8192, head_dim=128, dtype="bf16", gpu="h100-sxm", block_n=128)
 
@@ -34,23 +35,28 @@ def explain(
 ) -> Report:
     """Report for one decode step of attention over a [batch, kv_heads, seq_len, head_dim] K/V cache."""
     batch, heads, kv_heads = (
-        positive_int("batch", batch),
-        positive_int("heads", heads),
-        positive_int("kv_heads", kv_heads),
+        validate.size("batch", batch),
+        validate.size("heads", heads),
+        validate.size("kv_heads", kv_heads),
     )
     require(
         heads % kv_heads == 0, f"heads must be a multiple of kv_heads (GQA), got heads={heads}, kv_heads={kv_heads}"
     )
-    seq_len, head_dim = positive_int("seq_len", seq_len), positive_int("head_dim", head_dim, maximum=512)
-    block_n = positive_int("block_n", block_n, maximum=1024)
+    seq_len, head_dim = validate.size("seq_len", seq_len), validate.size("head_dim", head_dim, maximum=512)
+    block_n = validate.size("block_n", block_n, maximum=1024)
+    gemm_k, gemm_n = validate.size("gemm_k", gemm_k), validate.size("gemm_n", gemm_n)
     g = _gpus.get(gpu)
     dt = _gpus.dtype_name(dtype)
     e = _gpus.element_bytes(dt)
+    native = mma.path(g, dt)
+    kv_b = batch * kv_heads * seq_len * head_dim * e
+    validate.fits_memory(g, {"K cache": kv_b, "V cache": kv_b}, "the K/V cache")
+    validate.fits_memory(g, {"weights": gemm_k * gemm_n * e}, "the decode GEMM's weights")
     da = decode.decode_attention(batch, heads, kv_heads, seq_len, head_dim, dt, g)
     r = Report(
         kind="decode",
         title=f"Decode attention [{batch} seqs x {seq_len} cached, {heads} heads ({kv_heads} KV), d={head_dim}] ({dt}) on {g.name}",
-        gpu={"key": g.key, "name": g.name},
+        gpu=gpu_info(g),
         inputs=dict(
             batch=batch,
             heads=heads,
@@ -63,6 +69,8 @@ def explain(
             gemm_n=gemm_n,
         ),
     )
+
+    r.notes.append(provenance_line(g))
 
     # 1. Work and bytes.
     s = r.step("problem", "The work and the bytes", flops=da.flops, bytes=da.bytes, kv_bytes=da.kv_bytes)
@@ -81,14 +89,26 @@ def explain(
         balance=da.balance,
         fill_mma=da.fill_mma,
         fill_wgmma=da.fill_wgmma,
+        native_instruction=native.instruction,
+        fill_native=decode.fragment_fill(da.group, native.m),
     )
     s.say(
         f"{heads} query heads over {kv_heads} K/V heads: groups of {da.group}. Packing a group's queries into one "
         f"tile makes each K/V byte serve {da.group} rows: M = {da.group}, {da.intensity:.2f} FLOP/B against a balance "
-        f"of {da.balance:.0f}. A 16-row mma.sync fragment is {pct(da.fill_mma)} full, wgmma's 64 rows "
-        f"{pct(da.fill_wgmma)}."
+        f"of {da.balance:.0f}. A 16-row mma.sync fragment is {pct(da.fill_mma)} full"
+        + (
+            "."
+            if native.m == 16
+            else f", this GPU's {native.name} with {native.m} rows {pct(decode.fragment_fill(da.group, native.m))}."
+        )
     )
-    s.say("Memory-bound no matter what: the target is HBM bandwidth, not Tensor-Core utilisation.")
+    if da.bound == "memory":
+        s.say("Memory-bound no matter what: the target is HBM bandwidth, not Tensor-Core utilisation.")
+    else:
+        s.say(
+            f"A group of {da.group} query heads per K/V head reaches the balance: this step is compute-bound, "
+            "outside the usual decode case the rest of this report is written for."
+        )
 
     # 3. Split-KV by wave efficiency.
     plan = decode.split_plan(batch, kv_heads, seq_len, g.sms, block_n)
@@ -126,11 +146,13 @@ def explain(
     )
 
     # 4. Time.
-    t = (da.bytes + merge) / g.hbm_bytes_per_s / plan.efficiency
+    t_mem = (da.bytes + merge) / g.hbm_bytes_per_s / plan.efficiency
+    t_compute = da.flops / _gpus.peak_flops(g, dt) / plan.efficiency
+    t = max(t_mem, t_compute)  # a huge GQA group can make the step compute-bound (said in step 2)
     lh = latency.warps_to_hide_memory(gpu=g)
     s = r.step(
         "time",
-        "Bandwidth-bound time",
+        "Bandwidth-bound time" if t_mem >= t_compute else "Time (compute-bound here)",
         bandwidth_time_s=da.bandwidth_time_s,
         time_s=t,
         effective_tb_s=da.bytes / t / 1e12,
@@ -141,7 +163,12 @@ def explain(
     s.say(
         f"{fmt_bytes(da.bytes)} / {g.hbm_bytes_per_s / 1e12:.2f} TB/s = {fmt_time(da.bandwidth_time_s)} at full "
         f"bandwidth; with the merge and {pct(plan.efficiency)} of SM-time streaming: ~{fmt_time(t)} "
-        f"({da.bytes / t / 1e12:.2f} TB/s). The Tensor Cores are busy {pct(da.flops / _gpus.peak_flops(g, dt) / t)}."
+        f"({da.bytes / t / 1e12:.2f} TB/s). The Tensor Cores are busy {pct(da.flops / _gpus.peak_flops(g, dt) / t)}"
+        + (
+            "."
+            if t_mem >= t_compute
+            else f"; the compute ({fmt_time(t_compute)}) is longer than the streaming ({fmt_time(t_mem)})."
+        )
     )
     s.say(
         f"To stream at that rate each SM needs ~{lh.in_flight_needed / 1024:.1f} KB in flight (Little's law, "
@@ -167,7 +194,8 @@ def explain(
         f"[batch, {gemm_k}] x [{gemm_k}, {gemm_n}]: intensity ~ batch. Batch 1 is {pts[0].intensity:.2f} FLOP/B "
         f"(fragment {pct(pts[0].fill_mma)} full); batch 64 fills the fragments ({pct(p64.fill_mma)}) but reaches only "
         f"{p64.intensity:.1f} FLOP/B against {p64.balance:.0f}: still {p64.bound}-bound, Tensor Cores at most "
-        f"{pct(p64.tensor_utilisation)} busy. Compute-bound from batch ~{need}."
+        f"{pct(p64.tensor_utilisation)} busy. "
+        + (f"Compute-bound from batch {need}." if need is not None else "No batch up to 2^24 reaches the balance.")
     )
     s.say("  " + ", ".join(f"batch {p.batch}: {p.intensity:.0f} FLOP/B, {pct(p.tensor_utilisation)}" for p in pts))
 

@@ -25,10 +25,12 @@ from __future__ import annotations
 import argparse
 
 from tilewise import gpus as _gpus
-from tilewise.errors import positive_int, require
-from tilewise.explain.report import Report, fmt_bytes, fmt_flops, fmt_kib, fmt_time, pct
+from tilewise import validate
+from tilewise.errors import require
+from tilewise.explain.report import Report, fmt_bytes, fmt_flops, fmt_kib, fmt_time, gpu_info, pct, provenance_line
 from tilewise.gpus import element_bytes
-from tilewise.model import roofline, tensorcore, traffic
+from tilewise.model import mma, roofline, tensorcore, traffic
+from tilewise.util import cdiv
 
 DEFAULTS = dict(tokens=16384, d_model=2048, heads=16, intermediate=512, block_m=128, block_n=64, gpu="h200")
 
@@ -58,12 +60,12 @@ def explain(
     gpu: str = "h200",
 ) -> Report:
     """FlashFFN for x [tokens, d_model] split into `heads` heads of d_model / heads, I per head."""
-    T = positive_int("tokens", tokens)
-    D = positive_int("d_model", d_model)
-    H = positive_int("heads", heads)
-    inter = positive_int("intermediate", intermediate)
-    bm = positive_int("block_m", block_m, maximum=512)
-    bn = positive_int("block_n", block_n, maximum=tensorcore.WGMMA_N_MAX)
+    T = validate.size("tokens", tokens)
+    D = validate.size("d_model", d_model)
+    H = validate.size("heads", heads)
+    inter = validate.size("intermediate", intermediate)
+    bm = validate.size("block_m", block_m, maximum=512)
+    bn = validate.size("block_n", block_n, maximum=tensorcore.WGMMA_N_MAX)
     require(D % H == 0, f"d_model must be a multiple of heads, got d_model={D}, heads={H}")
     require(bn % 8 == 0 and bn >= 16, f"block_n must be a multiple of 8 from 16 to 256 (wgmma's N), got {bn}")
     g = _gpus.get(gpu)
@@ -71,6 +73,20 @@ def explain(
     require(dt in ("bf16", "fp16"), f"dtype must be bf16 or fp16, got {dtype!r}")
     e = element_bytes(dt)
     d = D // H
+    # d_h is the K of the up-projections and the N of the down-projection's [64, d_h] accumulator.
+    require(
+        d % 16 == 0 and d <= tensorcore.WGMMA_N_MAX,
+        f"d_model / heads (the head width d_h) must be a multiple of 16 up to {tensorcore.WGMMA_N_MAX} "
+        f"(the up-projections' K, walked 16 at a time, and one MMA's N), got {D} / {H} = {d}",
+    )
+    validate.multiple("intermediate", inter, 16, "the down-projection's K, walked 16 at a time")
+    validate.fits_memory(
+        g,
+        {"x and out": 2 * T * D * e, "weights": 3 * H * d * inter * e, "W_in and W_out": 2 * D * D * e},
+        "the FFN's activations and weights",
+    )
+    native = mma.path(g, dt)
+    arch = native.arch
     wm = tensorcore.WGMMA_M
     regs_lim = g.max_regs_per_thread
     smem_lim = g.smem_per_block_optin
@@ -79,9 +95,18 @@ def explain(
     r = Report(
         kind="ffn",
         title=f"FlashFFN: {H} heads of d_h = {d}, I = {inter} per head, {T} tokens ({dt}) on {g.name}",
-        gpu={"key": g.key, "name": g.name},
+        gpu=gpu_info(g),
         inputs=dict(tokens=T, d_model=D, heads=H, head_dim=d, intermediate=inter, block_m=bm, block_n=bn, dtype=dt),
     )
+
+    r.notes.append(provenance_line(g))
+    if arch != "hopper":
+        r.notes.append(
+            f"The {g.name} is {arch.capitalize()}: its MMA is {native.instruction} ({native.issued_by}, "
+            f"accumulating in {native.accumulator}); the feed and budget of N below follow that path."
+        )
+    if bm > T:
+        r.notes.append(f"block_m = {bm} is more than the {T} tokens: one block, {pct(T / bm)} of its rows real.")
 
     # 1. The layer and its work.
     fl = traffic.mhffn_flops(T, H, d, inter)
@@ -112,6 +137,11 @@ def explain(
         return wm * width * tensorcore.ACC_BYTES / 4 / tensorcore.WARPGROUP_THREADS
 
     x_tile = wm * D * e
+    m_why = {
+        "hopper": f"wgmma's M is {wm}",
+        "ampere": f"4 warps of mma.sync's 16 rows make {wm}",
+        "blackwell": f"tcgen05's M is {wm} or 128",
+    }[arch]
     s = r.step(
         "unsplit",
         "Why the unsplit FFN does not fit a flash kernel",
@@ -127,7 +157,7 @@ def explain(
     )
     s.say(
         f"A flash kernel keeps a block of token rows on chip and walks the intermediate dimension, accumulating the "
-        f"down-projection in fp32. wgmma's M is {wm}, so the smallest block is {wm} rows. Unsplit, the accumulator "
+        f"down-projection in fp32. {m_why}, so the smallest block is {wm} rows. Unsplit, the accumulator "
         f"is [{wm}, {D}] fp32 = {fmt_kib(wm * D * 4)}: {acc_regs(D):.0f} registers per thread of a warpgroup "
         f"against a limit of {regs_lim}, {wm * D * 4 / (g.regs_per_sm * 4):.2g}x the SM's whole register file "
         f"({fmt_kib(g.regs_per_sm * 4)}). The input rows [{wm}, {D}] alone take {fmt_kib(x_tile)} of the "
@@ -137,6 +167,12 @@ def explain(
         f"Split into {H} heads of {d}: the accumulator is [{wm}, {d}] = {acc_regs(d):.0f} registers per thread "
         f"(attention's O), the z tile {fmt_kib(wm * d * e)}. Heads make the flash kernel fit."
     )
+    if arch == "blackwell":
+        s.say(
+            f"On Blackwell the accumulator sits in Tensor Memory instead, one column per output column: unsplit "
+            f"[{wm}, {D}] needs {D} of its {mma.TMEM_COLUMNS} columns "
+            f"({'fits' if D <= mma.TMEM_COLUMNS else 'does NOT fit'}), split [{wm}, {d}] needs {d}."
+        )
 
     # 3. Why the split FFN without fusion blows up memory.
     unf_bytes = traffic.mhffn_unfused_bytes(T, H, d, inter, dt)
@@ -167,8 +203,6 @@ def explain(
     )
 
     # 4a. N: the intermediate chunk.
-    feed_up = tensorcore.smem_feed(max(64, min(256, bn // 8 * 8)), dt, "SS", g.key)
-    feed_dn = tensorcore.smem_feed(d, dt, "RS", g.key)
     regs = ffn_register_budget(wm, bn, d, dt)
     max_n = max(
         (
@@ -178,38 +212,78 @@ def explain(
         ),
         default=0,
     )
+    if arch == "hopper":
+        feed_up = tensorcore.smem_feed(max(64, min(256, bn // 8 * 8)), dt, "SS", g.key)
+        feed_dn = tensorcore.smem_feed(d, dt, "RS", g.key)
+        up_ratio, up_break, dn_ratio = feed_up.ratio, feed_up.break_even_n, feed_dn.ratio
+    elif arch == "ampere":
+        fu = mma.warp_feed(wm, 4, bn, dt, g, q_in_registers=False)
+        fd = mma.warp_feed(wm, 4, d, dt, g, q_in_registers=True)
+        up_ratio, up_break, dn_ratio = fu.ratio, 0.0, fd.ratio
+    else:
+        fu = mma.instruction_feed(mma.TCGEN05_M, bn, dt, g, a_from_smem=True)
+        fd = mma.instruction_feed(mma.TCGEN05_M, d, dt, g, a_from_smem=False)
+        up_ratio, up_break, dn_ratio = fu.ratio, fu.break_even_n, fd.ratio
+        tmem_cols = 2 * bn + d  # g and u [128, N] fp32, the output [128, d_h] fp32
+        tmem_max_n = max(0, (mma.TMEM_COLUMNS - d) // 2 // 16 * 16)
     s = r.step(
         "n_bound",
         "N carries over: the intermediate chunk",
         block_n=bn,
-        up_feed_ratio=feed_up.ratio,
-        up_break_even_n=feed_up.break_even_n,
-        down_feed_ratio=feed_dn.ratio,
+        instruction=native.instruction,
+        up_feed_ratio=up_ratio,
+        up_break_even_n=up_break,
+        down_feed_ratio=dn_ratio,
         registers=regs,
         register_limit=regs_lim,
-        max_block_n=max_n,
+        max_block_n=max_n if arch != "blackwell" else tmem_max_n,
     )
-    s.say(
-        f"The up-projections z_h Wg_h and z_h Wu_h are attention's S = Q K^T with K = d_h: the z tile is wgmma's A, "
-        f"re-read from shared memory by every instruction, the weight chunk [d_h, N] is B. The seed's bound holds "
-        f"unchanged: 0.5 N >= 16 + 0.25 N, N >= {feed_up.break_even_n:.0f}; at N = {feed_up.n} compute / feed = "
-        f"{feed_up.ratio:.2f}."
-    )
-    s.say(
-        f"The down-projection a Wd_h is P V: a = silu(g) * u is made in registers and can feed wgmma from there (RS), "
-        f"ratio {feed_dn.ratio:.2f} at N = d_h = {d}."
-    )
-    s.say(
-        f"Registers set the upper bound, tighter than attention's: two [{wm}, N] fp32 up-projections (N per thread), "
-        f"a in {dt} (N/4) and the output [{wm}, {d}] (d_h/2 = {regs['o']:.0f}). At N = {bn}: {regs['gu']:.0f} + "
-        f"{regs['a']:.0f} + {regs['o']:.0f} + {regs['addresses']} addresses = {regs['total']:.0f} of {regs_lim}; "
-        f"the largest N that fits is {max_n}."
-    )
+    if arch == "hopper":
+        s.say(
+            f"The up-projections z_h Wg_h and z_h Wu_h are attention's S = Q K^T with K = d_h: the z tile is wgmma's A, "
+            f"re-read from shared memory by every instruction, the weight chunk [d_h, N] is B. The seed's bound holds "
+            f"unchanged: 0.5 N >= 16 + 0.25 N, N >= {feed_up.break_even_n:.0f}; at N = {feed_up.n} compute / feed = "
+            f"{feed_up.ratio:.2f}."
+        )
+        s.say(
+            f"The down-projection a Wd_h is P V: a = silu(g) * u is made in registers and can feed wgmma from there "
+            f"(RS), ratio {feed_dn.ratio:.2f} at N = d_h = {d}."
+        )
+    elif arch == "ampere":
+        s.say(
+            f"On Ampere the 4 warps of a {wm}-row block split the rows and each reads the whole weight chunk "
+            f"[d_h, {bn}] through ldmatrix, plus its rows of z: compute / feed = {fu.ratio:.2f} (rows per warp / 16 "
+            f"once z stays in registers). mma.sync takes a = silu(g) * u from registers for the down-projection: "
+            f"ratio {fd.ratio:.2f}."
+        )
+    else:
+        s.say(
+            f"On Blackwell one thread issues tcgen05.mma m{mma.TCGEN05_M}nNk16: 0.5 N cycles of compute against 32 + "
+            f"0.25 N of shared memory, N >= {fu.break_even_n:.0f}; at N = {bn}: {fu.ratio:.2f}. The down-projection "
+            f"can take a from Tensor Memory: {fd.ratio:.2f}."
+        )
+    if arch != "blackwell":
+        s.say(
+            f"Registers set the upper bound, tighter than attention's: two [{wm}, N] fp32 up-projections (N per "
+            f"thread), a in {dt} (N/4) and the output [{wm}, {d}] (d_h/2 = {regs['o']:.0f}). At N = {bn}: "
+            f"{regs['gu']:.0f} + {regs['a']:.0f} + {regs['o']:.0f} + {regs['addresses']} addresses = "
+            f"{regs['total']:.0f} of {regs_lim}; the largest N that fits is {max_n}."
+        )
+    else:
+        s.values["tmem_columns"] = tmem_cols
+        s.values["tmem_limit"] = mma.TMEM_COLUMNS
+        s.say(
+            f"The accumulators live in Tensor Memory, not registers: g and u [128, N] fp32 take 2N columns and the "
+            f"output [128, {d}] {d}: {tmem_cols} of {mma.TMEM_COLUMNS} at N = {bn} "
+            f"({'fits' if tmem_cols <= mma.TMEM_COLUMNS else 'does NOT fit'}); the largest N is {tmem_max_n}. "
+            "Tensor Memory, not the register file, bounds N from above."
+        )
+    feed_break = up_break
 
     # 4b. M: token rows per block, weights from L2.
     w_bytes_head = 3 * d * inter * e
     w_bytes = H * w_bytes_head
-    blocks_per_head = -(-T // bm)
+    blocks_per_head = cdiv(T, bm)
     per_block_intensity = 6 * bm * d * inter / w_bytes_head
     hit = roofline.ideal_hit_rate(blocks_per_head) if blocks_per_head > 1 else 0.0
     reuse = roofline.l2_reuse(per_block_intensity, hit, g, dt)
@@ -318,9 +392,9 @@ def explain(
 
     if not rf_fwd.bound == "compute":
         r.advice.append("The fused forward is memory-bound here: more token rows per block (M) or more tokens.")
-    if bn < feed_up.break_even_n:
-        r.advice.append(f"block_n = {bn} is below the shared-memory feed's break-even N = 64: raise it.")
-    if regs["total"] > regs_lim:
+    if bn < feed_break:
+        r.advice.append(f"block_n = {bn} is below the shared-memory feed's break-even N = {feed_break:g}: raise it.")
+    if arch != "blackwell" and regs["total"] > regs_lim:
         r.advice.append(f"block_n = {bn} does not fit the register budget at M = {wm}: at most {max_n}.")
     if w_bytes > g.l2_bytes:
         r.advice.append("The weights do not fit in L2: order the grid head-major so one head's blocks run together.")

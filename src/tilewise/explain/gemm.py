@@ -12,25 +12,38 @@ from __future__ import annotations
 import argparse
 
 from tilewise import gpus as _gpus
-from tilewise.errors import InputError, parse_size, positive_int, require
-from tilewise.explain.report import Report, fmt_bytes, fmt_flops, fmt_kib, fmt_time, pct
-from tilewise.model import decode, roofline, traffic, waves
+from tilewise import validate
+from tilewise.errors import InputError, parse_size, require
+from tilewise.explain.report import Report, fmt_bytes, fmt_flops, fmt_kib, fmt_time, gpu_info, pct, provenance_line
+from tilewise.model import decode, mma, roofline, traffic, waves
 from tilewise.model.occupancy import occupancy
+from tilewise.util import cdiv
 
 DEFAULTS = dict(m=64, n=24576, k=8192, dtype="bf16", gpu="h100-sxm", tile="64x128", block_k=16, threads=256, stages=2)
-MMA_SHAPE = (16, 16, 16)  # the article's wmma fragment: m16 n16 k16
+MMA_SHAPE = (16, 16, 16)  # the article's wmma fragment for 16-bit types: m16 n16 k16 (tf32: k8)
+TILE_MAX = 256
 
 
-def parse_tile(text: str) -> tuple[int, int]:
-    """'64x128' -> (64, 128)."""
-    parts = str(text).lower().replace("×", "x").split("x")
-    if len(parts) != 2:
-        raise InputError(f"tile must look like MxN (e.g. 64x128), got {text!r}")
-    try:
-        bm, bn = int(parts[0]), int(parts[1])
-    except ValueError:
-        raise InputError(f"tile must look like MxN with integers (e.g. 64x128), got {text!r}") from None
-    return positive_int("tile M", bm, maximum=256), positive_int("tile N", bn, maximum=256)
+def mma_shape(dtype: str) -> tuple[int, int, int]:
+    """The article's 16 x 16 fragment with K = 32 bytes of a row: k16 (bf16/fp16/int8), k8 (tf32), k32 (fp8)."""
+    return (MMA_SHAPE[0], MMA_SHAPE[1], mma.k_of(dtype))
+
+
+def parse_tile(text: object) -> tuple[int, int]:
+    """'64x128' or (64, 128) -> (64, 128); anything else is an InputError naming what was given."""
+    if isinstance(text, str):
+        parts = text.lower().replace("×", "x").split("x")
+        if len(parts) != 2:
+            raise InputError(f"tile must look like MxN (e.g. 64x128), got {text!r}")
+        try:
+            bm, bn = int(parts[0]), int(parts[1])
+        except ValueError:
+            raise InputError(f"tile must look like MxN with integers (e.g. 64x128), got {text!r}") from None
+    elif isinstance(text, (tuple, list)) and len(text) == 2:
+        bm, bn = text
+    else:
+        raise InputError(f"tile must be 'MxN' (e.g. '64x128') or a pair (M, N), got {text!r}")
+    return validate.size("tile M", bm, maximum=TILE_MAX), validate.size("tile N", bn, maximum=TILE_MAX)
 
 
 def explain(
@@ -46,31 +59,40 @@ def explain(
     registers: int = 128,
 ) -> Report:
     """Build the report for C[m, n] = A[m, k] x B[k, n] with one output tile per block."""
-    m, n, k = positive_int("m", m), positive_int("n", n), positive_int("k", k)
+    m, n, k = validate.size("m", m), validate.size("n", n), validate.size("k", k)
     g = _gpus.get(gpu)
     dt = _gpus.dtype_name(dtype)
     e = _gpus.element_bytes(dtype)
-    bm, bn = (
-        parse_tile(tile)
-        if isinstance(tile, str)
-        else (positive_int("tile M", tile[0]), positive_int("tile N", tile[1]))
-    )
-    block_k = positive_int("block_k", block_k, maximum=512)
-    threads = positive_int("threads", threads, maximum=g.max_threads_per_block)
-    stages = positive_int("stages", stages, maximum=16)
+    bm, bn = parse_tile(tile)
+    block_k = validate.size("block_k", block_k, maximum=512)
+    threads = validate.size("threads", threads, maximum=g.max_threads_per_block)
+    stages = validate.size("stages", stages, maximum=16)
+    registers = validate.size("registers", registers, maximum=g.max_regs_per_thread)
     require(threads % g.warp_size == 0, f"threads must be a multiple of {g.warp_size}, got {threads}")
-    mm, mn, mk = MMA_SHAPE
+    mm, mn, mk = mma_shape(dt)
     require(bm % mm == 0 and bn % mn == 0, f"tile must be a multiple of the {mm}x{mn} MMA fragment, got {bm}x{bn}")
-    require(block_k % mk == 0, f"block_k must be a multiple of the MMA's k = {mk}, got {block_k}")
+    require(block_k % mk == 0, f"block_k must be a multiple of the MMA's k = {mk} ({dt}), got {block_k}")
+    validate.fits_memory(g, {"A": m * k * e, "B": k * n * e, "C": m * n * e}, "A, B and C")
+    native = mma.path(g, dt)  # also refuses a dtype this GPU's Tensor Cores lack
 
     r = Report(
         kind="gemm",
         title=f"GEMM C[{m}, {n}] = A[{m}, {k}] x B[{k}, {n}] ({dt}) on {g.name}",
-        gpu={"key": g.key, "name": g.name},
+        gpu=gpu_info(g),
         inputs=dict(
             m=m, n=n, k=k, dtype=dt, tile=[bm, bn], block_k=block_k, threads=threads, stages=stages, registers=registers
         ),
     )
+    r.notes.append(provenance_line(g))
+    if bm > m or bn > n:
+        r.notes.append(
+            f"The {bm} x {bn} tile is larger than C [{m}, {n}]: each block computes a padded tile of which "
+            f"{pct(min(m, bm) * min(n, bn) / (bm * bn))} is real; the counts below are for the padded tile."
+        )
+    if block_k > k:
+        r.notes.append(
+            f"block_k = {block_k} is longer than K = {k}: the K loop is one step with {pct(k / block_k)} of it real."
+        )
 
     # 1. The work and the bytes.
     flops = traffic.gemm_flops(m, n, k)
@@ -84,7 +106,7 @@ def explain(
     )
 
     # 2. Output-stationary tiling and the grid.
-    gm, gn = -(-m // bm), -(-n // bn)
+    gm, gn = cdiv(m, bm), cdiv(n, bn)
     blocks = gm * gn
     s = r.step(
         "tiling",
@@ -116,20 +138,39 @@ def explain(
         waves_resident=wk.waves,
         efficiency_resident=wk.efficiency,
     )
-    s.say(
-        f"{blocks} blocks on {g.sms} SMs = {w1.waves:.2f} waves: {w1.full_waves} full wave(s) and a tail of "
-        f"{w1.tail_blocks} blocks. One block per SM at a time, the grid uses {pct(w1.efficiency)} of the SM-rounds."
-    )
-    if occ.blocks_per_sm > 1:
+    if blocks < g.sms:
         s.say(
-            f"This configuration fits {occ.blocks_per_sm} blocks per SM ({occ.limiter} limit), so all "
-            f"{blocks} blocks can be resident at once ({wk.waves:.2f} of {wk.slots} slots); they then share "
-            "each SM's Tensor Cores, and the uneven 2-vs-1 load per SM remains."
+            f"{blocks} blocks on {g.sms} SMs = {w1.waves:.2f} of a wave: {g.sms - blocks} SMs get no block at all, "
+            f"so the grid uses {pct(w1.efficiency)} of the machine."
+        )
+    else:
+        s.say(
+            f"{blocks} blocks on {g.sms} SMs = {w1.waves:.2f} waves: {w1.full_waves} full wave(s) and a tail of "
+            f"{w1.tail_blocks} blocks. One block per SM at a time, the grid uses {pct(w1.efficiency)} of the SM-rounds."
+        )
+    if occ.blocks_per_sm > 1:
+        most, least = cdiv(blocks, g.sms), blocks // g.sms  # blocks per SM when spread as evenly as possible
+        if blocks <= wk.slots:
+            resident = f"so all {blocks} blocks can be resident at once ({blocks} of {wk.slots} slots)"
+        else:
+            resident = (
+                f"so {wk.slots} of the {blocks} blocks are resident at a time ({wk.waves:.2f} waves of "
+                f"resident blocks, {wk.rounds} rounds)"
+            )
+        if most == least:
+            load = f"every SM gets {most} block(s)"
+        elif least == 0:
+            load = f"{g.sms - blocks} SMs still get none"
+        else:
+            load = f"the uneven {most}-vs-{least} load per SM remains"
+        s.say(
+            f"This configuration fits {occ.blocks_per_sm} blocks per SM ({occ.limiter} limit), {resident}; "
+            f"blocks on one SM share its Tensor Cores, and {load}."
         )
 
     # 4. Block level: shared-memory tiles and the K loop.
     a_tile, b_tile = bm * block_k * e, block_k * bn * e
-    trips = -(-k // block_k)
+    trips = cdiv(k, block_k)
     warps = threads // g.warp_size
     s = r.step(
         "block",
@@ -166,6 +207,12 @@ def explain(
         f"Each MMA is {mm}x{mn}x{mk}: 2 x {mm} x {mn} x {mk} = {mma_flops} FLOPs on {mm}x{mn} fragments held in "
         f"registers. A block issues ({bm}/{mm}) x ({bn}/{mn}) x ({block_k}/{mk}) = {mmas_per_step} MMAs per K step, "
         f"{mmas_per_step / warps:g} per warp; {mmas_total:,} in all."
+    )
+    s.values["native_instruction"] = native.to_dict()
+    s.say(
+        f"These are the article's warp-level fragments{' (wmma has no fp8 shape: the count is per 32-byte K slice)' if dt == 'fp8' else ''}. "
+        f"The {g.name}'s own instruction is {native.instruction}, issued by {native.issued_by}, accumulating in "
+        f"{native.accumulator}."
     )
 
     # 6. HBM traffic: naive vs tiled.
@@ -219,16 +266,20 @@ def explain(
     # 8. Fragment padding when M is small.
     fill16 = decode.fragment_fill(m, 16)
     fill64 = decode.fragment_fill(m, 64)
+    fill_native = decode.fragment_fill(m, native.m)
     s = r.step(
         "padding",
         "Fragment padding when M is small",
         m=m,
         fill_m16=fill16,
         fill_m64_wgmma=fill64,
+        fill_native=fill_native,
+        native_m=native.m,
         fill_m1=decode.fragment_fill(1, 16),
     )
+    native_txt = "" if native.m == 16 else f" ({native.name}'s {native.m} rows on this GPU: {pct(fill_native)})"
     s.say(
-        f"An MMA fragment has 16 rows; M = {m} fills {pct(fill16)} of them (wgmma's 64 rows: {pct(fill64)}). "
+        f"An MMA fragment has 16 rows; M = {m} fills {pct(fill16)} of them{native_txt}. "
         f"At M = 1 (decode, batch 1) only 1 of 16 rows carries data: {pct(decode.fragment_fill(1, 16))}."
     )
 
@@ -242,23 +293,48 @@ def explain(
 
     # What would help, from the numbers.
     if rf.bound == "memory":
-        need_m = rf.balance * m / rf.intensity if rf.intensity else float("inf")
+        need_m = decode.batch_for_compute_bound(k, n, dt, g)  # the same function `explain decode` uses
+        need = (
+            f"compute-bound from M = {need_m}"
+            if need_m is not None
+            else "no M reaches the balance (the intensity of this K and N saturates below it)"
+        )
+        full_m = cdiv(m, 16) * 16  # the smallest M >= m whose fragments are all full
+        i_full = traffic.gemm_flops(full_m, n, k) / traffic.gemm_bytes(full_m, n, k, dt)
+        if i_full < rf.balance:
+            frag = (
+                f"M = {m} fills every 16-row fragment"
+                if full_m == m
+                else f"Filling the fragments (M = {full_m}) would give only {i_full:.0f} FLOP/B"
+            )
+            frag += f", still below {rf.balance:.0f}: full fragments are not the same as full Tensor Cores."
+        else:
+            frag = ""
         r.advice.append(
             f"Memory-bound ({rf.intensity:.0f} FLOP/B against {rf.balance:.0f}): the floor is reading "
-            f"B ({fmt_bytes(b_b)}) once. Batching more rows raises intensity about linearly in M; "
-            f"compute-bound needs M around {need_m:.0f}. Note that M = 64 gives only {rf.intensity:.0f} FLOP/B, "
-            f"still below {rf.balance:.0f}: full fragments are not the same as full Tensor Cores."
+            f"B ({fmt_bytes(b_b)}) once. Batching more rows raises intensity with M; {need}. {frag}".rstrip()
         )
+        spread = "enough blocks or split-K" if trips > 1 else "enough blocks (smaller tiles)"
         r.advice.append(
             "Since time is bytes / bandwidth, the goal is HBM bandwidth: wide (16-byte) loads, deep pipelining "
-            "(3-4 stages) and enough blocks or split-K to keep every SM streaming B."
+            f"(3-4 stages) and {spread} to keep every SM streaming B."
         )
     else:
-        r.advice.append("Compute-bound: feed wgmma with 128x128+ tiles, 3-4 stages, and a persistent grid.")
+        feed = {
+            "hopper": "feed wgmma from TMA-loaded shared memory with 128x128+ tiles, 3-4 stages",
+            "blackwell": "issue tcgen05 from one thread with 128-row tiles accumulating in Tensor Memory, TMA stages",
+            "ampere": "feed mma.sync through ldmatrix with 128x128 tiles and 3-4 cp.async stages",
+        }[native.arch]
+        r.advice.append(f"Compute-bound: {feed}, and a persistent grid.")
     if w1.tail_blocks and w1.efficiency < 0.9:
+        fix = (
+            f"split K (e.g. 2-way -> {2 * blocks} work units) or stream-K, or pick a tile giving a whole number of waves"
+            if trips > 1
+            else "the K loop is one step, so splitting K cannot help: pick a smaller tile or one giving a whole "
+            "number of waves"
+        )
         r.advice.append(
-            f"The tail wave ({w1.tail_blocks} of {w1.slots} slots) wastes {pct(1 - w1.efficiency)} of SM-rounds: "
-            f"split K (e.g. 2-way -> {2 * blocks} work units) or stream-K, or pick a tile giving a whole number of waves."
+            f"The tail wave ({w1.tail_blocks} of {w1.slots} slots) wastes {pct(1 - w1.efficiency)} of SM-rounds: {fix}."
         )
     if fill16 < 1:
         r.advice.append(

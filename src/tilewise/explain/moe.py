@@ -20,10 +20,12 @@ from __future__ import annotations
 import argparse
 
 from tilewise import gpus as _gpus
-from tilewise.errors import positive_int, require
-from tilewise.explain.report import Report, fmt_flops, fmt_time, pct
-from tilewise.model import traffic, waves
+from tilewise import validate
+from tilewise.errors import require
+from tilewise.explain.report import Report, fmt_flops, fmt_time, gpu_info, pct, provenance_line
+from tilewise.model import mma, traffic, waves
 from tilewise.model.tensorcore import WGMMA_M
+from tilewise.util import cdiv
 
 DEFAULTS = dict(
     experts=64, tokens=4096, top_k=8, d_model=2048, d_ff=1024, heads=None, block_m=None, block_n=None, block_k=None
@@ -56,18 +58,36 @@ def explain(
     gpu: str = "h100-sxm",
 ) -> Report:
     """Report for an MoE layer (gate/up [d_model, 2 d_ff] and down [d_ff, d_model] per expert)."""
-    experts, tokens = positive_int("experts", experts), positive_int("tokens", tokens)
-    top_k = positive_int("top_k", top_k, maximum=experts)
-    d_model, d_ff = positive_int("d_model", d_model), positive_int("d_ff", d_ff)
-    h = 1 if heads is None else positive_int("heads", heads)
-    # By default the tiles the kernel picks for this many rows per expert (model.waves.grouped_tile).
-    auto = waves.grouped_tile(tokens * top_k / (experts * h), 2 * d_ff)
-    bm = positive_int("block_m", auto[0] if block_m is None else block_m)
-    bn = positive_int("block_n", auto[1] if block_n is None else block_n)
-    bk = positive_int("block_k", auto[2] if block_k is None else block_k)
+    experts, tokens = validate.size("experts", experts), validate.size("tokens", tokens)
+    top_k = validate.size("top_k", top_k, maximum=experts)
+    d_model, d_ff = validate.size("d_model", d_model), validate.size("d_ff", d_ff)
+    h = 1 if heads is None else validate.size("heads", heads)
     require(d_model % h == 0, f"d_model must be a multiple of heads, got d_model={d_model}, heads={h}")
+    # The report walks every (head-)expert's tiles in Python: bound the count so it answers within a second.
+    validate.bounded("experts x heads", experts * h, validate.MAX_EXPERTS, "the report lists every expert's tiles")
     g = _gpus.get(gpu)
     dt = _gpus.dtype_name(dtype)
+    require(dt in ("bf16", "fp16"), f"dtype must be bf16 or fp16 (the grouped GEMM's measured tiles), got {dtype!r}")
+    e = _gpus.element_bytes(dt)
+    native = mma.path(g, dt)
+    # Tiles: M in 16-row MMA slabs, N in 8-column steps, K in the MMA's k = 16, each at most 256 (512 for K).
+    # By default the tiles the kernel picks for this many rows per expert (model.waves.grouped_tile).
+    auto = waves.grouped_tile(tokens * top_k / (experts * h), 2 * d_ff)
+    bm = validate.size("block_m", auto[0] if block_m is None else block_m, minimum=16, maximum=256)
+    bn = validate.size("block_n", auto[1] if block_n is None else block_n, minimum=8, maximum=256)
+    bk = validate.size("block_k", auto[2] if block_k is None else block_k, minimum=16, maximum=512)
+    validate.multiple("block_m", bm, 16, "the MMA's 16-row slabs")
+    validate.multiple("block_n", bn, 8, "the MMA's N steps by 8")
+    validate.multiple("block_k", bk, 16, f"the MMA's k = 16 for {dt}")
+    validate.fits_memory(
+        g,
+        {
+            "expert weights": experts * 3 * d_model * d_ff * e,
+            "tokens in and out": 2 * tokens * d_model * e,
+            "routed rows": tokens * top_k * (d_model + 2 * d_ff) * e,
+        },
+        "the MoE layer's weights and activations",
+    )
     routed = tokens * top_k
     r = Report(
         kind="moe",
@@ -75,7 +95,7 @@ def explain(
             f"MoE layer: {tokens} tokens, top-{top_k} of {experts} experts, d_model {d_model}, d_ff {d_ff}"
             f"{f', per-(token, head) routing over {h} heads' if heads else ''} ({dt}) on {g.name}"
         ),
-        gpu={"key": g.key, "name": g.name},
+        gpu=gpu_info(g),
         inputs=dict(
             experts=experts,
             tokens=tokens,
@@ -90,7 +110,15 @@ def explain(
         ),
     )
 
+    r.notes.append(provenance_line(g))
+    if native.m != WGMMA_M:
+        r.notes.append(
+            f"The {g.name} has no wgmma: its MMA is {native.instruction} ({native.m} rows, issued by "
+            f"{native.issued_by}); the row fills below are against {native.m} rows."
+        )
+
     # 1. Routing: rows per expert.
+    mname = native.name
     rows_tok = balanced_rows(routed, experts)
     rows_head = balanced_rows(routed, experts * h)
     per_tok = routed / experts
@@ -104,6 +132,8 @@ def explain(
         ratio=per_head / per_tok,
         experts_total=experts * h,
         wgmma_m=WGMMA_M,
+        mma_m=native.m,
+        instruction=native.instruction,
     )
     s.say(
         f"{tokens} tokens x top-{top_k} = {routed:,} routed rows over {experts} experts: {per_tok:g} rows per expert "
@@ -113,11 +143,11 @@ def explain(
         s.say(
             f"Per-(token, head) routing with {h} heads: the same {routed:,} rows, now {d_model // h}-wide slices, go to "
             f"{h} x {experts} = {experts * h} isolated head-experts: {per_head:g} rows each, 1/{h} of before "
-            f"({pct(per_head / per_tok)}). wgmma's M is {WGMMA_M}: {per_head:g} rows fill "
-            f"{pct(min(1.0, per_head / (-(-per_head // WGMMA_M) * WGMMA_M)))} of it."
+            f"({pct(per_head / per_tok)}). {mname}'s M is {native.m}: {per_head:g} rows fill "
+            f"{pct(min(1.0, per_head / (cdiv(max(1, int(per_head)), native.m) * native.m)))} of it."
         )
     else:
-        s.say(f"wgmma's M is {WGMMA_M}: {per_tok:g} rows per expert is {per_tok / WGMMA_M:.3g} x 64.")
+        s.say(f"{mname}'s M is {native.m}: {per_tok:g} rows per expert is {per_tok / native.m:.3g} x {native.m}.")
 
     # 2. The grouped GEMMs, per token and (if asked) per head.
     # Each case runs the tiles the kernel picks for its own rows per expert, unless tiles were given.
@@ -128,6 +158,11 @@ def explain(
             bn if block_n is not None else t[1],
             bk if block_k is not None else t[2],
         )
+
+    def mma_fill(rows) -> float:
+        """Rows over rows rounded up to this GPU's MMA M, per expert (wgmma_fill is the 64-row figure)."""
+        used = [x for x in rows if x]
+        return sum(used) / sum(cdiv(x, native.m) * native.m for x in used)
 
     base_up, base_down = _gemms(rows_tok, d_model, d_ff, d_model, *tiles_for(per_tok), dt, g)
     cases = {"per_token": (base_up, base_down, rows_tok, d_model)}
@@ -152,6 +187,7 @@ def explain(
                 "k_steps": up.tile.k_steps,
                 "m_fill": up.m_fill,
                 "wgmma_fill": up.wgmma_fill,
+                "mma_fill": mma_fill(rows),
                 "waves": up.waves.waves,
                 "prologue_epilogue_share": up.tile.share,
                 "overhead_share_persistent": up.overhead_share_persistent,
@@ -166,6 +202,7 @@ def explain(
                 "k_steps": down.tile.k_steps,
                 "m_fill": down.m_fill,
                 "wgmma_fill": down.wgmma_fill,
+                "mma_fill": mma_fill(rows),
                 "waves": down.waves.waves,
                 "prologue_epilogue_share": down.tile.share,
                 "overhead_share_persistent": down.overhead_share_persistent,
@@ -182,7 +219,7 @@ def explain(
             s.say(
                 f"{gname}: [{max(rows)}, {k_in}] x [{k_in}, {n_out}] per expert; {c.tile.block_m} x {c.tile.block_n} tiles: "
                 f"{c.schedule.m_tiles[0]} x {c.schedule.n_tiles} per expert, {c.schedule.total_tiles:,} in all "
-                f"({c.waves.waves:.2f} waves on {g.sms} SMs); M tiles {pct(c.m_fill)} full (wgmma {pct(c.wgmma_fill)}). "
+                f"({c.waves.waves:.2f} waves on {g.sms} SMs); M tiles {pct(c.m_fill)} full ({mname} {pct(mma_fill(rows))}). "
                 f"Main loop {k_in} / {c.tile.block_k} = {c.tile.k_steps} step(s) ({c.tile.step_bound}-bound); prologue + "
                 f"epilogue are {pct(c.tile.share)} of a tile; of the whole GEMM {pct(c.overhead_share_per_launch)} "
                 f"with a block per tile, {pct(c.overhead_share_persistent)} persistent."
@@ -196,9 +233,9 @@ def explain(
     # Advice.
     last = cases["per_head" if heads else "per_token"]
     up = last[0]
-    if up.wgmma_fill < 1:
+    if mma_fill(last[2]) < 1:
         r.advice.append(
-            f"M per expert ({max(last[2])}) does not fill wgmma's 64 rows ({pct(up.wgmma_fill)}): group more "
+            f"M per expert ({max(last[2])}) does not fill {mname}'s {native.m} rows ({pct(mma_fill(last[2]))}): group more "
             "tokens per expert (larger batches, fewer experts per routing pool) or accept the padding."
         )
     if up.tile.share > 0.15:

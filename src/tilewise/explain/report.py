@@ -36,6 +36,8 @@ class Report:
     inputs: dict
     steps: list[Step] = field(default_factory=list)
     advice: list[str] = field(default_factory=list)
+    # Said before the steps: where the GPU figures come from, and inputs outside what the analysis covers.
+    notes: list[str] = field(default_factory=list)
 
     def step(self, key: str, title: str, **values) -> Step:
         s = Step(key, title, [], dict(values))
@@ -49,17 +51,28 @@ class Report:
         raise KeyError(key)
 
     def to_json(self) -> dict:
-        out: dict = {"kind": self.kind, "title": self.title, "gpu": self.gpu, "inputs": self.inputs}
+        out: dict = {
+            "kind": self.kind,
+            "title": self.title,
+            "gpu": _clean(self.gpu),
+            "inputs": _clean(self.inputs),
+            "notes": list(self.notes),
+        }
         for s in self.steps:
             out[s.key] = _clean(s.values)
         out["advice"] = list(self.advice)
         return out
 
     def dumps(self) -> str:
-        return json.dumps(self.to_json(), indent=2)
+        # allow_nan=False: `_clean` turned inf/nan into null; anything left would be a bug, not bad JSON.
+        return json.dumps(self.to_json(), indent=2, allow_nan=False)
 
     def render(self, width: int = 92) -> str:
         out = [self.title, "=" * min(len(self.title), width), ""]
+        for n in self.notes:
+            out.extend(textwrap.wrap(n, width, break_on_hyphens=False))
+        if self.notes:
+            out.append("")
         for i, s in enumerate(self.steps, 1):
             out.append(f"{i}. {s.title}")
             for line in s.lines:
@@ -86,6 +99,51 @@ def _clean(v):
     if hasattr(v, "to_dict"):
         return _clean(v.to_dict())
     return v
+
+
+# Where the GPU figures a report uses come from.
+
+# The registry fields every report's figures rest on (peak FLOP/s, bandwidths, on-chip limits).
+REPORT_FIELDS = (
+    "sms",
+    "tensor_clock_mhz",
+    "dense_macs_per_tc_per_cycle",
+    "hbm_bytes_per_s",
+    "l2_bytes",
+    "l2_bytes_per_s",
+    "smem_per_block_optin",
+    "regs_per_sm",
+)
+
+
+def figure_kind(source: str) -> str:
+    """'measured' (on a device), 'estimate' (an order-of-magnitude guess) or 'datasheet' (published or derived)."""
+    s = source.lower()
+    if s.startswith(("measured on", "detected from the device")):
+        return "measured"
+    if s.startswith("order-of-magnitude estimate"):
+        return "estimate"
+    return "datasheet"
+
+
+def gpu_info(g) -> dict:
+    """The report's `gpu` object: key, name, arch and, per figure used, its source and kind."""
+    figures = {f: {"kind": figure_kind(g.source(f)), "source": g.source(f)} for f in REPORT_FIELDS}
+    return {"key": g.key, "name": g.name, "arch": g.arch, "figures": figures}
+
+
+def provenance_line(g) -> str:
+    """One sentence saying which of the GPU's figures were measured on a device and which were not."""
+    info = gpu_info(g)["figures"]
+    measured = [f for f, v in info.items() if v["kind"] == "measured"]
+    estimated = [f for f, v in info.items() if v["kind"] == "estimate"]
+    if not measured:
+        head = f"Every {g.name} figure here is datasheet-derived (none measured on a device)"
+    else:
+        head = f"Measured on a device: {', '.join(measured)}; the other {g.name} figures are datasheet-derived"
+    if estimated:
+        head += f"; {', '.join(estimated)} is an order-of-magnitude estimate"
+    return head + " (see `tilewise gpus " + g.key + "`)."
 
 
 # Number formatting shared by all reports.

@@ -3,6 +3,11 @@
 Public ops are loaded lazily, so `import tilewise.kernels` costs nothing until one is used:
 
     from tilewise.kernels import matmul, sum, attention, decode_attention, grouped_matmul, moe, flash_ffn
+
+Each op is also a torch custom op (`torch.ops.tilewise.<name>`, see `tilewise.kernels.custom_ops`):
+the functions exported here call the kernel directly in eager mode and go through the registered op
+when torch.compile traces them or autograd needs them, so compiled models, CUDA graphs and training
+see them like torch's own ops.
 """
 
 from __future__ import annotations
@@ -12,13 +17,15 @@ import importlib
 # public name -> module under tilewise.kernels that defines it. No module is named like an op:
 # importing a submodule binds its name on the package, which would shadow a same-named op.
 _OPS = {
-    "matmul": "gemm",
-    "sum": "reduce",
-    "attention": "flash_attention",
-    "decode_attention": "decode",
-    "grouped_matmul": "grouped_gemm",
-    "moe": "moe_layer",
-    "flash_ffn": "ffn",
+    "matmul": "custom_ops",
+    "sum": "custom_ops",
+    "attention": "custom_ops",
+    "decode_attention": "custom_ops",
+    "grouped_matmul": "custom_ops",
+    "grouped_matmul_dw": "custom_ops",
+    "moe": "custom_ops",
+    "moe_experts": "custom_ops",
+    "flash_ffn": "custom_ops",
     "FlashFFNFunction": "ffn",
     "MultiHeadFFN": "ffn",
     "MultiHeadMoE": "mhmoe",

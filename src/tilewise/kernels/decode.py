@@ -34,7 +34,7 @@ import triton
 import triton.language as tl
 
 from tilewise.errors import InputError, require
-from tilewise.kernels.utils import Launcher, PlanCache, flat_rows, interpreting, sm_count
+from tilewise.kernels.utils import Launcher, PlanCache, flat_rows, interpreting, signature, sm_count
 from tilewise.model.decode import choose_num_splits
 from tilewise.util import cdiv, next_power_of_2
 
@@ -47,18 +47,10 @@ LOG2E = 1.4426950408889634
 LN2 = tl.constexpr(0.6931471805599453)  # a constexpr: jit functions may read only constexpr globals
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
-# Tuning, measured on the H200 (bf16, D 128, triton 3.6).
-# * (BLOCK_N, warps, stages) = (128, 4, 3), plain loads. Session 2 (benchmarks/gpu/queue/decode_sweep_graph.py,
-#   benchmarks/results/h200/decode_sweep_graph.json) timed 7 tiles x 10 split counts as CUDA-graph replays,
-#   i.e. without the ~220 us of host time per call that had flattened session 1's eager sweep (every
-#   configuration of the B1 rows at 142-194 us). (128, 4, 3) at the model's split count is within 1% of the
-#   best of all 70 on all six shapes: 79.6 / 137.9 / 138.0 / 256.8 / 135.3 / 255.9 us for B1 Hq64 L64k,
-#   B1 L128k, B1 Hkv32 L32k, B8 L32k, B16 L8k, B64 L4k, against 80.4 / 141.4 / 142.3 / 265.2 / 139.0 /
-#   281.0 us for session 1's (64, 4, 3). A paged cache whose page is smaller takes the largest of 64, 32,
-#   16 keys that divides its page.
-# * TMA descriptors: as fast on the GPU, but two descriptors cost host time per call (session 1).
-# * No cap on the keys per program: the model's wave-efficiency split count alone (16 x 8192 keys at
-#   L128k) beat capping chunks at 2048 / 4096 keys (139-152 us at L128k) on the geometric mean (session 1).
+# Defaults and the rows that chose them: tests/data/tuning/decode.md (H200, bf16, D 128, triton 3.6). In short:
+# (BLOCK_N, warps, stages) = (128, 4, 3) with plain loads at the model's split count was within 1% of the best of
+# 70 tile x split variants on six shapes (CUDA-graph times); descriptors cost host time for no GPU gain; no cap on
+# the keys per program.
 MAX_CHUNK = 1 << 30
 # The tile above was measured at D 128 in 16-bit: K + V stages of 2 x 128 x 128 x 2 B x 3 = 192 KiB of shared
 # memory. Wider rows (D 256, or fp32) keep that footprint with fewer keys per tile (64, then 32): the same
@@ -573,8 +565,7 @@ def decode_attention(
             q.shape, q.stride(), q.dtype, q.device, q.data_ptr() % 16 == 0,
             k_cache.shape, k_cache.stride(), k_cache.dtype, k_cache.device, k_cache.data_ptr() % 16 == 0,
             v_cache.shape, v_cache.stride(), v_cache.dtype, v_cache.device, v_cache.data_ptr() % 16 == 0,
-            None if block_table is None else (block_table.shape, block_table.stride(), block_table.dtype,
-                                              block_table.device),
+            signature(block_table),
             scale, type(scale), num_splits, max_seq_len, tile, max_chunk, use_desc,
         )  # fmt: skip
         hash(sig)
@@ -582,7 +573,7 @@ def decode_attention(
         sig = None
     if sig is not None and isinstance(seq_lens, torch.Tensor) and seq_lens.device.type != "cpu":
         # the fast path: nothing about the lengths is read on the host
-        key = (sig, seq_lens.shape, seq_lens.dtype, seq_lens.device)
+        key = (sig, seq_lens.shape, seq_lens.dtype, seq_lens.device, seq_lens.data_ptr() % 16 == 0)
         plan = _PLANS.get(key)
         if plan is not None:
             lens = seq_lens if seq_lens.dtype == torch.int32 else seq_lens.to(torch.int32)
@@ -625,3 +616,5 @@ _CHECKED: set = set()
 __all__ = ["DECODE_SMEM", "DECODE_TILE", "MAX_CHUNK", "USE_DESC", "choose_splits", "decode_attention", "default_tile"]
 
 _ = InputError  # raised through `require`
+
+check_decode_attention = _check  # public: tilewise.kernels.custom_ops runs it in the fake impls

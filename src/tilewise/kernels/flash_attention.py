@@ -36,6 +36,7 @@ import triton.language as tl
 from triton.runtime.errors import OutOfResources
 
 from tilewise.errors import InputError, require
+from tilewise.kernels.attention_gluon import gluon_attention, gluon_failed, use_gluon
 from tilewise.kernels.utils import Launcher, PlanCache, flat_rows, interpreting, long_kernel
 from tilewise.model.tensorcore import attention_tile_budget
 from tilewise.util import cdiv
@@ -82,14 +83,9 @@ def _budget(head_dim: int, block_m: int, block_n: int, num_warps: int, stages: i
     )
 
 
-# Candidates per head dim in order of preference, (BLOCK_M, BLOCK_N, warps, stages); the first
-# that the model's register and shared-memory budgets accept is taken. The order is measured:
-# H200, bf16, 2026-11-30, triton 3.6 (benchmarks/gpu/queue/attn_final.py, docs/readme/attention.md),
-# TFLOP/s at B4 H32 S4096 (D 64 / 128) and B2 H16 S4096 (D 256):
-#   D 64 causal:   64x64 w4 s3 393 | 128x64 w4 s3 372 | 128x64 w4 s4 371 | 128x128 w8 s3 316 | 128x128 w4 s3 190
-#   D 128:         128x128 w8 s3 498 / 442 (non-causal / causal, plain loads), 492 / 433 (TMA) |
-#                  128x64 w8 s3 483 / 415 | 128x64 w8 s4 473 / 408 | 128x128 w8 s2 453 / 388
-#   D 256 causal:  128x64 w8 s2 439 | 64x32 w4 s3 360 | 64x64 w4 s2 347
+# Candidates per head dim in order of preference, (BLOCK_M, BLOCK_N, warps, stages); the first that the model's
+# register and shared-memory budgets accept is taken. The order is measured (H200, bf16, triton 3.6, 2026-11-30;
+# the TFLOP/s of every variant: tests/data/tuning/attention.md): at D 128, 128x128 w8 s3 498 TFLOP/s non-causal.
 _CANDIDATES: dict[int, list[tuple[int, int, int, int]]] = {
     16: [(64, 64, 4, 2)],
     32: [(64, 64, 4, 2)],
@@ -387,7 +383,18 @@ def _check(q, k, v, scale) -> None:
 
 
 class _Plan:
-    __slots__ = ("contig", "desc_blocks", "empty", "ints", "launcher", "lse_shape", "out_shape")
+    __slots__ = (
+        "causal",
+        "contig",
+        "desc_blocks",
+        "empty",
+        "gluon",
+        "ints",
+        "launcher",
+        "lse_shape",
+        "out_shape",
+        "scale",
+    )
 
 
 def _make_plan(q, k, v, causal, scale, config) -> _Plan:
@@ -405,6 +412,9 @@ def _make_plan(q, k, v, causal, scale, config) -> _Plan:
     q = q.contiguous() if plan.contig[0] else q
     k = k.contiguous() if plan.contig[1] else k
     v = v.contiguous() if plan.contig[2] else v
+    # FA3 in Gluon on Hopper (tilewise.kernels.attention_gluon); the Triton launcher below stays the fallback
+    plan.gluon = config is None and use_gluon(q, k, v, scale)
+    plan.causal, plan.scale = bool(causal), scale
     cfg = config or _forward_config(D, causal, q.dtype, Sq)
     sm_scale = (1.0 / math.sqrt(D)) if scale is None else float(scale)
     # TMA descriptors only where their host cost hides (`long_kernel`), unless a config asks for them
@@ -435,14 +445,21 @@ def _make_plan(q, k, v, causal, scale, config) -> _Plan:
 
 
 def _run(plan: _Plan, q, k, v):
-    out = torch.empty(plan.out_shape, device=q.device, dtype=q.dtype)
-    lse = torch.empty(plan.lse_shape, device=q.device, dtype=torch.float32)
     if plan.empty:
-        return out, lse
+        return (torch.empty(plan.out_shape, device=q.device, dtype=q.dtype),
+                torch.empty(plan.lse_shape, device=q.device, dtype=torch.float32))  # fmt: skip
     cq, ck, cv = plan.contig
     q = q.contiguous() if cq else q
     k = k.contiguous() if ck else k
     v = v.contiguous() if cv else v
+    if plan.gluon:
+        try:
+            return gluon_attention(q, k, v, causal=plan.causal, scale=plan.scale)
+        except Exception as exc:  # a compile or resource failure on an untested shape: say so once, then Triton
+            gluon_failed(exc)
+            plan.gluon = False
+    out = torch.empty(plan.out_shape, device=q.device, dtype=q.dtype)
+    lse = torch.empty(plan.lse_shape, device=q.device, dtype=torch.float32)
     if plan.desc_blocks is not None:
         k_desc, v_desc = _desc(k, plan.desc_blocks), _desc(v, plan.desc_blocks)
     else:
@@ -506,3 +523,5 @@ def _desc(t: torch.Tensor, block: list):
 
 
 __all__ = ["ForwardConfig", "attention", "forward_config"]
+
+check_attention = _check  # public: tilewise.kernels.custom_ops runs it in the fake impls

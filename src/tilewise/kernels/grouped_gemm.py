@@ -18,7 +18,7 @@ kernel's trace output):
 * `persistent_tiles`: program p takes tiles p, p + P, p + 2P, ...
 
 Two ways of finding a tile's expert are built, and measured against each other on the H200
-(docs/readme/moe.md has the numbers): `"search"` (the seed's binary search over the prefix
+(tests/data/tuning/grouped.md and docs/kernels.md have the numbers): `"search"` (the seed's binary search over the prefix
 sum, ceil(log2 E) dependent loads per tile) and `"map"` (a precomputed tile -> (expert, local)
 map, one load per tile, built by a small kernel in the same stream).
 
@@ -95,17 +95,9 @@ def choose_config(
     """A tile for the average rows per expert.
 
     Under the interpreter the tiles are small so the tests run fast and exercise the edges.
-    On the GPU: the H200 sweeps of 2026-11-30 (bf16, 128 experts, K 2048, N 1536 unless said;
-    benchmarks/gpu/queue/moe_gpu.py; us, and x torch._grouped_mm in the same run; two runs):
-      8 rows:   m16n128k128 w4 s4 flat 197.5 / 198.5 (x1.34; not flattened 202.3; swap_ab 209.8;
-                2 programs per SM 199.6)
-      16 rows:  m16n128k128 w4 s4 flat 201.1 / 201.2 (x1.27)
-      32 rows:  m32n256k64 w4 s3 flat 202.2 (x1.38; m32n128k128 s4 206.8 / 207.3; m16 226.9)
-      64 rows:  m64n256k64 w8 s3 flat 210.8 / 211.2 (x1.29; m64n128k64 s4 215.5)
-      128 rows: m128n256k64 w8 s3 flat 230.7 / 231.1 (x1.16; m128n128k64 s4 235.3; m64n128 306.1)
-      16 x 1024 rows, K 4096, N 14336: m128n256k64 w8 s4 not flattened 2523 (x1.09; s3 2592;
-                s3 flattened 2714; m256n128 2918)
-    All with TMA loads; with pointer loads m128n128k64 took 249.3 vs 247.6.
+    On the GPU: the tile shape of `tilewise.model.waves.grouped_tile`, with warps, stages, flattening and TMA
+    from the H200 sweeps of 2026-11-30 (tests/data/tuning/grouped.md: e.g. 8 rows per expert, 128 experts,
+    K 2048, N 1536: m16n128k128 w4 s4 flattened 197.5 us, 1.34x torch._grouped_mm).
     glu (the MoE gate/up GEMM: a gate and an up tile per step): half the block_n, so a stage
     holds as many weight bytes as without it.
     """
@@ -605,3 +597,5 @@ def grouped_matmul(
 
 
 __all__ = ["GroupedConfig", "choose_config", "grouped_matmul", "launch"]
+
+check_grouped_matmul = _check_inputs  # public: tilewise.kernels.custom_ops runs it in the fake impls

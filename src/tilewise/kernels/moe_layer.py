@@ -62,7 +62,11 @@ def permute(experts: torch.Tensor, num_experts: int):
     flat = experts.reshape(-1)
     key = torch.int16 if num_experts <= 32767 else torch.int32
     sorted_ids, order = torch.sort(flat.to(key), stable=True)
-    offsets = torch.searchsorted(sorted_ids, _expert_ids(num_experts, key, flat.device), right=True, out_int32=True)
+    # the cached ids are real tensors: a trace (fake or functional tensors) builds its own
+    ids = _expert_ids(num_experts, key, flat.device) if type(flat) is torch.Tensor else None
+    if ids is None:
+        ids = torch.arange(num_experts, dtype=key, device=flat.device)
+    offsets = torch.searchsorted(sorted_ids, ids, right=True, out_int32=True)
     return order, offsets
 
 
@@ -230,3 +234,5 @@ def moe_reference(x, router_logits, w_gate_up, w_down, top_k, *, gate="softmax",
 
 
 __all__ = ["moe", "moe_reference", "permute", "route"]
+
+check_moe = _check_moe  # public: tilewise.kernels.custom_ops runs it in the fake impls

@@ -287,3 +287,5 @@ def sum(x: torch.Tensor, dim: int | None = None, *, keepdim: bool = False, confi
 
 
 __all__ = ["SumConfig", "choose_config", "sum"]
+
+check_sum = _check  # public: tilewise.kernels.custom_ops runs it in the fake impls

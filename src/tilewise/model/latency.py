@@ -29,6 +29,7 @@ from typing import Any
 from tilewise import gpus as _gpus
 from tilewise.errors import InputError, positive_int
 from tilewise.model.occupancy import occupancy
+from tilewise.util import cdiv
 
 # Model figures (order of magnitude, not published): cycles from issue to use.
 LATENCY_CYCLES = {"hbm": 600, "l2": 250, "smem": 30, "fma": 4, "mufu": 20}
@@ -134,7 +135,7 @@ def warps_to_hide_memory(
     rate = hbm_bytes_per_cycle_per_sm(g, clock_mhz)
     need_bytes = littles_law(latency_cycles, rate)
     per_warp = g.warp_size * b * ilp
-    need = max(1, -(-int(need_bytes) // per_warp))
+    need = max(1, cdiv(int(need_bytes), per_warp))
     resident, limiter, occ = _resident(g, threads, registers, smem)
     return LatencyHiding(
         kind="memory",

@@ -25,12 +25,13 @@ from typing import Any
 
 from tilewise import gpus as _gpus
 from tilewise.errors import InputError, positive_int
+from tilewise.util import cdiv
 
 LIMIT_NAMES = ("warps", "registers", "shared_memory", "blocks", "barriers")
 
 
 def _round_up(x: int, unit: int) -> int:
-    return -(-x // unit) * unit
+    return cdiv(x, unit) * unit
 
 
 @dataclass(frozen=True)
@@ -159,7 +160,7 @@ def occupancy(
         )
     notes: list[str] = []
 
-    warps_per_block = -(-threads // g.warp_size)
+    warps_per_block = cdiv(threads, g.warp_size)
     max_warps = g.max_warps_per_sm
 
     # Warps.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from typing import Any
 
 from tilewise import gpus as _gpus
@@ -71,8 +72,28 @@ def render(o: Occupancy, tables: dict[str, list[dict[str, Any]]], g: _gpus.GPU) 
     return "\n".join(lines)
 
 
-def plot(tables: dict[str, list[dict[str, Any]]], o: Occupancy, path: str) -> None:
+def check_plot_path(path: str) -> str:
+    """The --plot FILE must lie in an existing folder and end in an image format matplotlib writes.
+
+    Checked before any work, so a typo costs nothing and never shows a traceback.
+    """
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise InputError(f"--plot must name a file in an existing folder, got {path!r} ({folder} does not exist)")
+    if not os.access(folder, os.W_OK):
+        raise InputError(f"--plot must name a file in a folder you can write, got {path!r}")
     require_extra("matplotlib", "plot")
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    formats = sorted(FigureCanvasBase.get_supported_filetypes())
+    ext = os.path.splitext(str(path))[1].lower().lstrip(".")
+    if ext not in formats:
+        raise InputError(f"--plot must name a file ending in one of .{', .'.join(formats)}, got {path!r}")
+    return path
+
+
+def plot(tables: dict[str, list[dict[str, Any]]], o: Occupancy, path: str) -> None:
+    check_plot_path(path)
     import matplotlib
 
     matplotlib.use("Agg")
@@ -99,10 +120,17 @@ def plot(tables: dict[str, list[dict[str, Any]]], o: Occupancy, path: str) -> No
         f"Occupancy on {o.gpu}: {o.blocks_per_sm} blocks, {o.warps_per_sm} warps per SM (limiter: {o.limiter})"
     )
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    try:
+        fig.savefig(path, dpi=110)
+    except OSError as e:  # a folder removed meanwhile, a full disk, a name the filesystem refuses
+        raise InputError(f"--plot could not write {path!r}: {e.strerror or e}") from None
+    finally:
+        plt.close(fig)
 
 
 def run(a: argparse.Namespace) -> int:
+    if a.plot:
+        check_plot_path(a.plot)
     kw = _args_to_kwargs(a)
     o = occupancy(**kw)
     tables = what_if(kw)

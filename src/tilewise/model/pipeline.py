@@ -105,10 +105,25 @@ def simulate(
     softmax: float = 512.0,
     stages: int = 2,
     epilogue: float = 0.0,
+    *,
+    lockstep: bool = False,
+    split_mma: bool = False,
+    load_first: float = 1.0,
 ) -> Timeline:
     """Simulate one SM running `design` over `tiles` K/V tiles; times in cycles.
 
     Returns the timeline (events, makespan) and the Tensor Cores' utilisation.
+
+    The keyword options describe how a real kernel runs a design (`KERNEL_STRUCTURE` has the ones
+    of tilewise.kernels.attention_gluon; the defaults are the tips document's idealised designs):
+
+    * lockstep (serial, ring): the single consumer is two warpgroups of one instruction stream (M = 128
+      over 8 warps): Q K^T of both row blocks, then both softmaxes at once (one per warpgroup), then
+      P V of both: a tile costs 2 mma + softmax, not 2 (mma + softmax).
+    * split_mma (pingpong): a consumer's GEMM block is Q K_j^T then P_{j-1} V_{j-1}; its softmax of
+      S_j starts when the first half (Q K_j^T) retires, while the second half still runs.
+    * load_first: the fraction of a tile's load that must land before its first GEMM (K has its own
+      barrier: 0.5; V must land before P V).
     """
     if design not in DESIGNS:
         raise InputError(f"design must be one of {list(DESIGNS)}, got {design!r}")
@@ -116,6 +131,13 @@ def simulate(
     stages = positive_int("stages", stages, maximum=64)
     _check_times(load, mma, softmax, epilogue)
     load, mma, softmax, epilogue = float(load), float(mma), float(softmax), float(epilogue)
+    from tilewise.errors import fraction
+
+    f_first = fraction("load_first", load_first)
+    if lockstep and design == "pingpong":
+        raise InputError("lockstep describes the single consumer of the serial and ring designs, not pingpong")
+    if split_mma and design != "pingpong":
+        raise InputError("split_mma describes the ping-pong consumers' GEMM blocks; use it with design 'pingpong'")
     ev: list[Event] = []
     load_free = 0.0  # the load engine serves tiles in order
     tc_free = 0.0  # the Tensor Cores serve MMAs in program order
@@ -133,16 +155,35 @@ def simulate(
         ev.append(Event("load", "load", t, -1, ls, le))
         load_free = le
         loaded.append(le)
+        first = ls + f_first * load  # K landed
+
+        if lockstep:
+            qs = max(first, wg_free[0], tc_free)  # Q K^T of both row blocks, back to back
+            for rb in range(ROW_BLOCKS):
+                ev.append(Event("tc", "mma", t, rb, qs + rb * mma / 2, qs + (rb + 1) * mma / 2))
+            qe = qs + mma
+            se = qe + softmax
+            if softmax > 0:
+                for rb in range(ROW_BLOCKS):
+                    ev.append(Event(f"wg{rb}", "softmax", t, rb, qe, se))
+            ps = max(se, le)  # P V of both row blocks needs V
+            for rb in range(ROW_BLOCKS):
+                ev.append(Event("tc", "mma", t, rb, ps + rb * mma / 2, ps + (rb + 1) * mma / 2))
+            tc_free = wg_free[0] = ps + mma
+            release.append(ps + mma)
+            continue
 
         ends = []
         for rb in range(ROW_BLOCKS):
             wg = rb if design == "pingpong" else 0
-            ms = max(le, wg_free[wg], tc_free)  # "full" barrier, own stream, Tensor Cores free
+            gate = max(first, le - mma / 2) if f_first < 1 else le  # K for Q K^T, V for the P V half
+            ms = max(gate, wg_free[wg], tc_free)  # "full" barrier, own stream, Tensor Cores free
             me = ms + mma
             ev.append(Event("tc", "mma", t, rb, ms, me))
             tc_free = me
             ends.append(me)
-            ss, se = me, me + softmax
+            ss = ms + mma / 2 if split_mma else me  # split: S_j is ready when Q K_j^T retires
+            se = ss + softmax
             if softmax > 0:
                 ev.append(Event(f"wg{wg}", "softmax", t, rb, ss, se))
             wg_free[wg] = se
@@ -156,7 +197,9 @@ def simulate(
 
     makespan = max(max(e.end for e in ev), 0.0)
     busy = sum(e.end - e.start for e in ev if e.unit == "tc")
-    steady = steady_cycles_per_tile(design, load, mma, softmax, stages)
+    steady = steady_cycles_per_tile(
+        design, load, mma, softmax, stages, lockstep=lockstep, split_mma=split_mma, load_first=f_first
+    )
     return Timeline(
         design=design,
         title=DESIGN_TITLES[design],
@@ -174,13 +217,33 @@ def simulate(
     )
 
 
-def steady_cycles_per_tile(design: str, load: float, mma: float, softmax: float, stages: int = 2) -> float:
+def steady_cycles_per_tile(
+    design: str,
+    load: float,
+    mma: float,
+    softmax: float,
+    stages: int = 2,
+    *,
+    lockstep: bool = False,
+    split_mma: bool = False,
+    load_first: float = 1.0,
+) -> float:
     """Cycles per tile once the pipeline is full (the closed form the simulation approaches).
 
     serial: load + 2 (mma + softmax). ring: max(load, 2 (mma + softmax)) with enough stages.
     pingpong: max(load, 2 mma, mma + softmax): the Tensor Cores run back to back when softmax <= mma.
+    With `lockstep` (serial, ring): a tile is 2 mma + softmax (serial: + load_first x load, V landing
+    under the GEMMs). With `split_mma` (pingpong): max(load, 2 mma, mma / 2 + softmax).
     """
     r = ROW_BLOCKS
+    if lockstep and design in ("serial", "ring"):
+        per = r * mma + softmax
+        if design == "serial" or stages == 1:  # the next K is requested when P V is done
+            return max(load_first * load + mma + softmax, load) + mma
+        return max(load, per)
+    if split_mma and design == "pingpong":
+        per = max(r * mma, mma / 2 + softmax)
+        return max(load + r * mma, per) if stages == 1 else max(load, per)
     if design == "serial":
         return load + r * (mma + softmax)
     if design == "ring":
@@ -293,14 +356,109 @@ def attention_tile_times(
     )
 
 
+# ------------------------------------------------- the designs as tilewise's Gluon kernels run them
+
+# How tilewise.kernels.attention_gluon runs each design (the `simulate` options): (a) and (b) have one
+# consumer of 8 warps (two warpgroups in one instruction stream), (c) two consumers whose GEMM block is
+# Q K_j^T + P_{j-1} V_{j-1}; K and V have separate "full" barriers in all three.
+KERNEL_STRUCTURE = {
+    "serial": {"lockstep": True, "load_first": 0.5},
+    "ring": {"lockstep": True, "load_first": 0.5},
+    "pingpong": {"split_mma": True, "load_first": 0.5},
+}
+# Cycles from a warpgroup's Q K^T retiring to its P V being issued, per 64-row block and 128-key tile.
+# Measured: design (b) on the H200 (B4 H32 S4096 D128 bf16 non-causal, Nsight Compute, 2026-12-01,
+# benchmarks/results/h200/attention_fa3_designs.json): 2.354 ms at 1.7975 GHz over 32 x 4096 / 132 =
+# 993 K/V tiles per SM = 4261 cycles per tile, of which the Tensor Cores are busy 2 x 1024 (48.1%
+# active, as counted): 4261 - 2048 = 2213. The 64 x 128 exponentials alone are 512 at 16 per cycle; the
+# rest is one warpgroup's dependent chain (row max -> exp2 -> row sum with shuffles, O rescale, P
+# conversion), the wgmma wait and the partition barrier of each mbarrier arrive. One warpgroup alone
+# (pingpong) is no faster than two at once (ring): the chain is latency-bound, not SFU-bound.
+SOFTMAX_CYCLES_MEASURED = 2213.0
+SOFTMAX_MEASURED_AT = {"gpu": "h200", "block_m": 64, "block_n": 128, "head_dim": 128}
+
+
+def kernel_tile_times(
+    head_dim: int = 128,
+    block_n: int = 128,
+    block_m: int = 64,
+    dtype: str = "bf16",
+    hit_rate: float = 0.0,
+    gpu: str = "h200",
+) -> AttentionTileTimes:
+    """Per-(row block, K/V tile) cycles as the Gluon kernels measure, for `simulate` with KERNEL_STRUCTURE.
+
+    Two terms differ from `attention_tile_times` (the idealised inputs the tips document derives):
+    * load: every byte of the K/V tile crosses L2 -> SM at this SM's share of the L2 bandwidth (the
+      H200's measured 7.7 TB/s, gpus.py), plus the misses at its HBM share. The idealised term counts
+      the HBM misses only: 103 cycles at D 128, N 128, 97% hits, where design (a) exposes ~1,000.
+    * softmax: SOFTMAX_CYCLES_MEASURED (scaled by the tile's elements), not the exponentials alone.
+    """
+    from tilewise.errors import fraction
+
+    base = attention_tile_times(head_dim, block_n, block_m, dtype, hit_rate, gpu)
+    g = _gpus.get(gpu)
+    h = fraction("hit_rate", hit_rate)
+    l2_per_cycle = g.l2_bytes_per_s / g.sms / (g.tensor_clock_mhz * 1e6)
+    load = base.kv_tile_bytes * h / l2_per_cycle + base.kv_tile_bytes * (1 - h) / hbm_bytes_per_cycle_per_sm(g)
+    ref = SOFTMAX_MEASURED_AT
+    soft = SOFTMAX_CYCLES_MEASURED * (block_m * block_n) / (ref["block_m"] * ref["block_n"])
+    return AttentionTileTimes(
+        head_dim=base.head_dim,
+        block_n=base.block_n,
+        block_m=base.block_m,
+        mma=base.mma,
+        softmax=soft,
+        load=load,
+        hit_rate=h,
+        kv_tile_bytes=base.kv_tile_bytes,
+        notes=(
+            f"load: {base.kv_tile_bytes} B over L2 at {l2_per_cycle:.1f} B/cycle/SM ({_pct(h)} hits) + misses "
+            f"at the HBM share; softmax: {SOFTMAX_CYCLES_MEASURED:g} cycles measured at 64 x 128 (H200, design b), "
+            f"scaled by elements"
+        ),
+    )
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def predict_kernel_designs(
+    seq_q: int = 4096,
+    seq_k: int = 4096,
+    head_dim: int = 128,
+    block_n: int = 128,
+    stages: dict | None = None,
+    dtype: str = "bf16",
+    gpu: str = "h200",
+) -> dict[str, Timeline]:
+    """The three designs of tilewise.kernels.attention_gluon on one SM, non-causal, in steady state.
+
+    Each head's K/V comes from HBM once and from L2 for its other seq_q / 128 query tiles (the kernel
+    groups heads to fit L2). `stages`: ring depth per design (default: the kernel's for D 128, 1 / 3 / 3).
+    """
+    sq = positive_int("seq_q", seq_q, maximum=1 << 24)
+    sk = positive_int("seq_k", seq_k, maximum=1 << 24)
+    st = {"serial": 1, "ring": 3, "pingpong": 3, **(stages or {})}
+    hit = 1 - 1 / max(1, -(-sq // 128))
+    tt = kernel_tile_times(head_dim, block_n, 64, dtype, hit, gpu)
+    tiles = max(1, -(-sk // block_n))
+    return {d: simulate(d, tiles, tt.load, tt.mma, tt.softmax, st[d], **KERNEL_STRUCTURE[d]) for d in DESIGNS}
+
+
 __all__ = [
     "DESIGNS",
+    "KERNEL_STRUCTURE",
     "SFU_PER_SM_PER_CYCLE",
+    "SOFTMAX_CYCLES_MEASURED",
     "AttentionTileTimes",
     "Event",
     "Timeline",
     "attention_tile_times",
     "compare",
+    "kernel_tile_times",
+    "predict_kernel_designs",
     "render_ascii",
     "simulate",
     "steady_cycles_per_tile",

@@ -6,6 +6,8 @@ measurement (`predicted_ms`, `roofline_fraction`).
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -31,6 +33,19 @@ class Roofline:
         return asdict(self)
 
 
+def _amount(name: str, v: object) -> float:
+    """A finite number >= 0 as a float (an int too large for a float is refused, not an OverflowError)."""
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise InputError(f"{name} must be a number >= 0, got {v!r}")
+    try:
+        f = float(v)
+    except OverflowError:
+        raise InputError(f"{name} must be a finite number >= 0, got an integer of {len(str(v))} digits") from None
+    if not math.isfinite(f) or f < 0:
+        raise InputError(f"{name} must be a finite number >= 0, got {v!r}")
+    return f
+
+
 def time(
     gpu: str | _gpus.GPU,
     flops: float,
@@ -45,10 +60,11 @@ def time(
     `bandwidth` overrides the level's figure (e.g. a measured copy bandwidth).
     """
     g = _gpus.get(gpu)
-    if flops < 0 or nbytes < 0:
-        raise InputError(f"flops and bytes must be >= 0, got flops={flops!r}, bytes={nbytes!r}")
+    flops, nbytes = _amount("flops", flops), _amount("bytes", nbytes)
     peak = _gpus.peak_flops(g, dtype, clock_mhz)
-    bw = bandwidth if bandwidth is not None else _gpus.bandwidth(g, level, clock_mhz)
+    bw = _amount("bandwidth", bandwidth) if bandwidth is not None else _gpus.bandwidth(g, level, clock_mhz)
+    if bw <= 0:
+        raise InputError(f"bandwidth must be > 0 bytes/s, got {bandwidth!r}")
     compute_s = flops / peak
     memory_s = nbytes / bw
     t = max(compute_s, memory_s)

@@ -12,11 +12,7 @@ from collections.abc import Sequence
 
 from tilewise.errors import InputError, positive_int
 from tilewise.gpus import element_bytes
-
-
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
+from tilewise.util import cdiv
 
 # --------------------------------------------------------------------------- GEMM
 
@@ -53,7 +49,7 @@ def gemm_tiled_hbm_elements(m: int, n: int, k: int, block_m: int, block_n: int) 
     ceil(m / block_m) row tiles reads all of B once; C is written once. With square tiles
     of side TS this is the naive traffic divided by TS.
     """
-    return m * k * _cdiv(n, block_n) + k * n * _cdiv(m, block_m) + m * n
+    return m * k * cdiv(n, block_n) + k * n * cdiv(m, block_m) + m * n
 
 
 def gemm_tiled_hbm_bytes(m: int, n: int, k: int, block_m: int, block_n: int, dtype: str = "bf16") -> int:

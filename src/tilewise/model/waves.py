@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from tilewise.errors import positive_int
+from tilewise.util import cdiv
 
 
 @dataclass(frozen=True)
@@ -77,8 +78,8 @@ def grouped_schedule(rows_per_expert: Sequence[int], block_m: int, n: int, block
     block_m = positive_int("block_m", block_m)
     block_n = positive_int("block_n", block_n)
     n = positive_int("n", n)
-    n_tiles = -(-n // block_n)
-    m_tiles = tuple(-(-r // block_m) for r in rows)
+    n_tiles = cdiv(n, block_n)
+    m_tiles = tuple(cdiv(r, block_m) for r in rows)
     tiles = tuple(mt * n_tiles for mt in m_tiles)
     prefix = [0]
     for t in tiles:
@@ -140,7 +141,7 @@ def persistent_schedule(total_tiles: int, sms: int, blocks_per_sm: int = 1) -> P
     total_tiles = positive_int("total_tiles", total_tiles)
     slots = positive_int("sms", sms) * positive_int("blocks_per_sm", blocks_per_sm)
     programs = min(total_tiles, slots)
-    hi = -(-total_tiles // programs)
+    hi = cdiv(total_tiles, programs)
     lo = total_tiles // programs
     return PersistentSchedule(total_tiles, programs, hi, lo, total_tiles / (programs * hi))
 
@@ -196,7 +197,7 @@ def tile_cost(
     e = _gpus.element_bytes(dtype)
     per_cycle = _gpus.tensor_flops_per_cycle_per_sm(g, dtype)
     bw = g.hbm_bytes_per_s / g.sms / (g.tensor_clock_mhz * 1e6)
-    steps = -(-k // bk)
+    steps = cdiv(k, bk)
     mma = 2 * bm * bn * bk / per_cycle
     from tilewise.errors import fraction
 
@@ -272,7 +273,7 @@ def grouped_gemm_cost(
     tc = tile_cost(block_m, block_n, k, block_k, dtype, gpu, b_hit_rate=b_hit)
     rows = sum(sched.rows_per_expert)
     padded = sum(sched.m_tiles) * block_m
-    wg = sum(-(-r // 64) * 64 for r in sched.rows_per_expert)
+    wg = sum(cdiv(r, 64) * 64 for r in sched.rows_per_expert)
     ps = persistent_schedule(sched.total_tiles, g.sms)
     w = grid_waves(sched.total_tiles, g.sms)
     per_tile = tc.prologue_cycles + tc.mainloop_cycles + tc.epilogue_cycles

@@ -5,7 +5,9 @@ Routes (GET and HEAD only):
     /                    the page (static/index.html)
     /static/<file>       a file of the package's static folder, and nothing else
     /api/gpus            the GPU registry, for the page's GPU menu
-    /api/panels          the panels whose model exists, in page order
+    /api/panels          every panel, in page order
+    /api/row?file=&row=  the committed measurement a figure came from (tilewise.web.measured)
+    /api/exercise?topic=&variant=&answer=   a problem; with an answer, the model's answer and why
     /api/<panel>?...     one panel's numbers; bad parameters -> 400 {"error": message}
 
 Static files are served from a table built once at start-up by walking the package's
@@ -28,7 +30,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from tilewise.errors import InputError
-from tilewise.web import api
+from tilewise.web import api, exercises, measured
+from tilewise.web.params import Params
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]", "::1")
 
@@ -84,6 +87,60 @@ def _error(status: int, message: str) -> Response:
     return _json({"error": message, "status": status}, status)
 
 
+class RefuseBodyOnRead:
+    """ASGI middleware: a GET or HEAD that carries a body gets a 400 and the connection is closed.
+
+    The explorer's routes read only the URL. A body on a read (Content-Length above 0, or any
+    Transfer-Encoding) is refused before routing, with `Connection: close` so the unread body
+    cannot be taken for the next request on the connection.
+    """
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and scope["method"] in ("GET", "HEAD"):
+            for name, value in scope["headers"]:
+                if name == b"transfer-encoding" or (name == b"content-length" and value.strip() not in (b"0", b"")):
+                    body = json.dumps({"error": f"{scope['method']} requests take no body", "status": 400}).encode()
+                    headers = [
+                        (b"content-type", b"application/json"),
+                        (b"content-length", str(len(body)).encode()),
+                        (b"connection", b"close"),
+                    ]
+                    headers += [(k.lower().encode(), v.encode()) for k, v in _HEADERS.items()]
+                    await send({"type": "http.response.start", "status": 400, "headers": headers})
+                    await send({"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else body})
+                    return
+        await self.app(scope, receive, send)
+
+
+def http_protocol():
+    """uvicorn's h11 protocol, with its mid-request 400 made final.
+
+    When a request's headers parse but its body does not (a GET with a malformed chunked
+    body), uvicorn has already started the app for the request; it answers 400 itself and
+    closes, and the app's own answer then hits a closed h11 connection, which uvicorn logs as
+    a LocalProtocolError traceback. Here uvicorn's 400 marks the request's cycle disconnected,
+    so the app's later answer is dropped, as for a client that went away; and if the app has
+    already begun its answer, the connection is just closed.
+    """
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class Protocol(H11Protocol):
+        def send_400_response(self, msg: str) -> None:
+            cycle = getattr(self, "cycle", None)
+            if cycle is not None:
+                cycle.disconnected = True
+            if self.conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
+                super().send_400_response(msg)
+            else:
+                self.transport.close()
+
+    return Protocol
+
+
 def create_app(static: dict[str, tuple[bytes, str]] | None = None, allowed_hosts=LOOPBACK_HOSTS) -> Starlette:
     """The ASGI app. `allowed_hosts` guards against DNS rebinding: only loopback names are served."""
     files = load_static() if static is None else static
@@ -111,6 +168,25 @@ def create_app(static: dict[str, tuple[bytes, str]] | None = None, allowed_hosts
             return _error(400, "/api/panels takes no parameters")
         return _json({"panels": [{"id": p.id, "title": p.title, "params": sorted(p.params)} for p in api.available()]})
 
+    async def measured_row(request: Request) -> Response:
+
+        try:
+            params = Params(request.query_params.multi_items(), {"file", "row"})
+            file = params.values.get("file", "")
+            index = params.int("row", -1, 0, 1 << 31)
+        except InputError as e:
+            return _error(400, str(e))
+        hit = measured.row(file, index)
+        if hit is None:
+            return _error(404, f"no packaged measurement names file={file[:80]!r} row={index}")
+        return _json(hit)
+
+    async def exercise(request: Request) -> Response:
+        try:
+            return _json(exercises.exercise(request.query_params.multi_items()))
+        except InputError as e:
+            return _error(400, str(e))
+
     async def endpoint(request: Request) -> Response:
         name = request.path_params["name"]
         if name not in api.PANELS:
@@ -118,12 +194,10 @@ def create_app(static: dict[str, tuple[bytes, str]] | None = None, allowed_hosts
             return _error(404, f"unknown endpoint /api/{name[:40]}; expected one of: {known}")
         try:
             query = request.query_params.multi_items()
-        except Exception:  # undecodable query strings
+        except (UnicodeDecodeError, ValueError):  # undecodable query strings
             return _error(400, "the query string could not be decoded")
         try:
             return _json(api.call(name, query))
-        except KeyError:
-            return _error(404, f"the {name} panel's model is not available in this install")
         except InputError as e:
             return _error(400, str(e))
         except (ValueError, OverflowError) as e:  # a model's own range check
@@ -139,9 +213,13 @@ def create_app(static: dict[str, tuple[bytes, str]] | None = None, allowed_hosts
         Route("/static/{path:path}", static_file, methods=["GET", "HEAD"]),
         Route("/api/gpus", gpus, methods=["GET", "HEAD"]),
         Route("/api/panels", panels, methods=["GET", "HEAD"]),
+        Route("/api/row", measured_row, methods=["GET", "HEAD"]),
+        Route("/api/exercise", exercise, methods=["GET", "HEAD"]),
         Route("/api/{name}", endpoint, methods=["GET", "HEAD"]),
     ]
-    middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts))] if allowed_hosts else []
+    middleware = [Middleware(RefuseBodyOnRead)]
+    if allowed_hosts:
+        middleware.insert(0, Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts)))
     return Starlette(
         routes=routes,
         middleware=middleware,
@@ -157,7 +235,9 @@ def serve(port: int = 8765, open_browser: bool = True, host: str = "127.0.0.1") 
     import uvicorn
 
     app = create_app()
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="off")
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level="warning", access_log=False, lifespan="off", http=http_protocol()
+    )
     server = uvicorn.Server(config)
     url = f"http://{host}:{port}/"
 
@@ -181,14 +261,14 @@ class BackgroundServer:
         urllib.request.urlopen(url + "api/gpus")
     """
 
-    def __init__(self, port: int = 0, host: str = "127.0.0.1"):
+    def __init__(self, port: int = 0, host: str = "127.0.0.1", log_level: str = "error"):
         import socket
 
         if port == 0:
             with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
                 s.bind((host, 0))
                 port = s.getsockname()[1]
-        self.host, self.port = host, port
+        self.host, self.port, self.log_level = host, port, log_level
         self.url = f"http://{host}:{port}/"
         self._server = None
         self._thread = None
@@ -200,7 +280,13 @@ class BackgroundServer:
         import uvicorn
 
         config = uvicorn.Config(
-            create_app(), host=self.host, port=self.port, log_level="error", access_log=False, lifespan="off"
+            create_app(),
+            host=self.host,
+            port=self.port,
+            log_level=self.log_level,
+            access_log=False,
+            lifespan="off",
+            http=http_protocol(),
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, daemon=True)

@@ -287,6 +287,7 @@ def _moe_case(T, heads, head_dim, experts, width, top_k, dtype_name, rounds, rep
     import torch
 
     from tilewise.bench import harness
+    from tilewise.bench.mhmoe_peer import experts_forward_torch
     from tilewise.kernels import mhmoe
     from tilewise.model import traffic
 
@@ -299,15 +300,12 @@ def _moe_case(T, heads, head_dim, experts, width, top_k, dtype_name, rounds, rep
         p = mhmoe.plan(weights, experts_idx, heads * experts)
         tp = harness.time_pair(
             lambda i: layer.experts_forward(z, p),
-            lambda i: mhmoe.experts_forward_torch(z, p, layer.w_gate_up, layer.w_down),
+            lambda i: experts_forward_torch(z, p, layer.w_gate_up, layer.w_down),
             rounds=rounds,
             rep_ms=rep_ms,
         )
         err = (
-            (
-                layer.experts_forward(z, p).float()
-                - mhmoe.experts_forward_torch(z, p, layer.w_gate_up, layer.w_down).float()
-            )
+            (layer.experts_forward(z, p).float() - experts_forward_torch(z, p, layer.w_gate_up, layer.w_down).float())
             .abs()
             .max()
             .item()

@@ -85,9 +85,63 @@ const TW = (() => {
     },
   };
 
+
+  // ------------------------------------------------------------------- shareable state (the URL)
+  // Every control registers under its data-k key; its value lives in the query string when it differs
+  // from the default. A change pushes a history entry (debounced), back/forward and reload restore.
+  const tracked = new Map();
+  let pushTimer = null;
+
+  function fromUrl(key, fallback, valid) {
+    const v = new URLSearchParams(location.search).get(key);
+    return v !== null && valid(v) ? v : fallback;
+  }
+
+  function track(key, get, set, def, fire) {
+    tracked.set(key, { get, set, def: String(def), fire });
+  }
+
+  function urlFor(hash = location.hash) {
+    const q = new URLSearchParams();
+    for (const [k, c] of [...tracked.entries()].sort(([a], [b]) => a.localeCompare(b))) {
+      const v = String(c.get());
+      if (v !== c.def) q.set(k, v);
+    }
+    const qs = q.toString();
+    return `${location.pathname}${qs ? `?${qs}` : ""}${hash}`;
+  }
+
+  /** Put the view in the address bar: a new history entry (a reader's change), or with `replace` the
+   * current one corrected (a panel adjusting its own input, e.g. an animation reset after new data). */
+  function remember({ replace = false } = {}) {
+    const write = () => {
+      const next = urlFor();
+      if (next !== `${location.pathname}${location.search}${location.hash}`) {
+        if (replace) history.replaceState(null, "", next);
+        else history.pushState(null, "", next);
+      }
+      document.body.dataset.url = next;
+    };
+    if (replace) { if (!pushTimer) write(); return; }
+    clearTimeout(pushTimer);
+    pushTimer = setTimeout(() => { pushTimer = null; write(); }, 250);
+  }
+
+  function restore() {
+    const q = new URLSearchParams(location.search);
+    for (const [k, c] of tracked) {
+      const want = q.has(k) ? q.get(k) : c.def;
+      if (String(c.get()) !== want) { c.set(want); c.fire(want); }
+    }
+    document.body.dataset.url = urlFor();
+  }
+  window.addEventListener("popstate", () => { clearTimeout(pushTimer); pushTimer = null; restore(); });
+
   // ----------------------------------------------------------------------------- controls
   /** A labelled range slider. `format(value)` renders the value shown beside the label. */
   function slider({ key, label, min, max, step = 1, value, format = (v) => String(v), onInput }) {
+    const def = value;
+    value = Number(fromUrl(key, value, (v) => /^-?\d+(\.\d+)?$/.test(v) && +v >= min && +v <= max));
     const out = el("span", { class: "ctl-val", dataset: { k: `${key}-value` } }, format(value));
     const input = el("input", {
       type: "range", min, max, step, value, "aria-label": label, dataset: { k: key },
@@ -95,7 +149,10 @@ const TW = (() => {
     input.addEventListener("input", () => {
       out.textContent = format(Number(input.value));
       onInput && onInput(Number(input.value));
+      remember();
     });
+    track(key, () => input.value, (v) => { input.value = v; out.textContent = format(Number(input.value)); }, def,
+      (v) => onInput && onInput(Number(v)));
     const node = el("label", { class: "ctl" }, el("span", { class: "ctl-top" }, el("span", {}, label), out), input);
     return {
       node,
@@ -109,8 +166,10 @@ const TW = (() => {
   function select({ key, label, options, value, onChange }) {
     const sel = el("select", { "aria-label": label, dataset: { k: key } },
       options.map(([v, text]) => el("option", { value: v }, text)));
-    sel.value = String(value);
-    sel.addEventListener("change", () => onChange && onChange(sel.value));
+    const def = String(value);
+    sel.value = fromUrl(key, def, (v) => options.some(([o]) => String(o) === v));
+    sel.addEventListener("change", () => { onChange && onChange(sel.value); remember(); });
+    track(key, () => sel.value, (v) => { sel.value = v; }, def, (v) => onChange && onChange(v));
     return { node: el("label", { class: "ctl" }, el("span", {}, label), sel), input: sel, get value() { return sel.value; } };
   }
 
@@ -227,8 +286,181 @@ const TW = (() => {
     );
   }
 
+
+  // ------------------------------------------------------------------ measured beside the model
+  /**
+   * A box of figures measured on the hardware beside the model's, naming the committed row each came
+   * from (a link to /api/row shows it). rows: [{label, measured, model, k}]; src: {file, row, gpu, date, tools}.
+   */
+  function measuredBox({ key, title, rows, src, note }) {
+    const link = src.file !== undefined && src.row !== undefined
+      ? el("a", { href: `/api/row?${new URLSearchParams({ file: src.file, row: src.row })}`, target: "_blank", rel: "noopener",
+        dataset: { k: `${key}-link` } }, `${src.file} · row ${src.row}`)
+      : el("span", {}, src.file || "");
+    return el("div", { class: "measured", dataset: { k: key } },
+      el("div", { class: "measured-head" }, el("strong", {}, title || "Measured"), " ",
+        el("span", { class: "muted" }, [src.gpu, src.date, src.tools].filter(Boolean).join(" · "))),
+      el("table", { class: "kv measured-kv" },
+        el("tr", {}, el("th", {}, ""), el("th", {}, "measured"), el("th", {}, "model")),
+        rows.map((r) => el("tr", {}, el("td", {}, r.label),
+          el("td", { dataset: { k: `${key}-${r.k}` } }, r.measured), el("td", { dataset: { k: `${key}-${r.k}-model` } }, r.model)))),
+      el("div", { class: "caption" }, "from ", link, note ? ` — ${note}` : ""));
+  }
+
+  /**
+   * GEMM benchmark rows of the H200 beside the model's roofline time (hierarchy and decode panels).
+   * `rows`: the rows of this exact shape; `all`: every measured row of the family (listed as links).
+   */
+  function gemmMeasured(key, rows, gpu, shape, all) {
+    if (gpu.key !== "h200") {
+      return el("p", { class: "caption", dataset: { k: `${key}-none` } }, "Benchmark rows were measured on the H200: ",
+        button("show them", () => TW.useGpu && TW.useGpu("h200")), " (switches the GPU menu).");
+    }
+    const others = (all || []).filter((r) => !rows.includes(r));
+    const list = others.length ? el("div", { class: "caption" }, "Also measured: ", others.map((r, i) => [i ? ", " : "",
+      el("a", { href: `/api/row?${new URLSearchParams({ file: r.file, row: r.row })}`, target: "_blank", rel: "noopener" },
+        `M = ${r.shape.split("x")[0]}: ${fmt.fixed(r.ours_ms * 1e3, 1)} µs`)])) : null;
+    if (!rows.length) {
+      return el("div", {}, el("p", { class: "caption", dataset: { k: `${key}-none` } },
+        `No committed H200 benchmark row has the shape ${shape}; the figures above are the model's alone.`), list);
+    }
+    return el("div", {}, rows.map((r) => measuredBox({
+      key, title: `Measured: ${r.kernel} ${r.shape.replaceAll("x", " × ")} ${r.dtype}`,
+      rows: [
+        { label: "time", measured: `${fmt.fixed(r.ours_ms * 1e3, 1)} µs`, model: `${fmt.fixed(r.model_ms * 1e3, 1)} µs (roofline)`, k: "ms" },
+        { label: "TFLOP/s", measured: fmt.fixed(r.tflops, 1), model: fmt.fixed(r.model_tflops, 1), k: "tflops" },
+        { label: "bound", measured: `${fmt.fixed(100 / r.measured_over_model, 0)}% of the roof`, model: r.model_bound, k: "bound" },
+      ],
+      src: { file: r.file, row: r.row, gpu: r.gpu, date: r.date, tools: `torch ${r.torch}, triton ${r.triton}` },
+      note: `config ${r.config}; ${r.peer} ${fmt.fixed(r.peer_ms * 1e3, 1)} µs; command: ${r.command}`,
+    })), list);
+  }
+
+  // ------------------------------------------------------------------------------ exercises
+  /**
+   * One exercise of a topic: the server poses it (/api/exercise), takes the reader's answer and returns the
+   * model's answer and its reasoning. The page compares nothing itself.
+   */
+  function exercise(topic) {
+    const box = el("div", { class: "exercise", dataset: { k: `ex-${topic}` } });
+    let variant = Number(fromUrl(`ex-${topic}`, "0", (v) => /^\d{1,6}$/.test(v)));
+    const q = el("p", { class: "ex-q", dataset: { k: `ex-${topic}-question` } }, "…");
+    const slot = el("span", { class: "ex-in" });
+    const verdict = el("div", { class: "ex-verdict", role: "status", "aria-live": "polite", dataset: { k: `ex-${topic}-verdict` } });
+    let input = null;
+    const check = button("Check", () => submit(), "primary");
+    check.dataset.k = `ex-${topic}-check`;
+    const another = button("Another problem", () => { variant += 1; remember(); load(); });
+    another.dataset.k = `ex-${topic}-next`;
+    const form = el("form", { class: "ex-form", onsubmit: (e) => { e.preventDefault(); submit(); } }, slot, check, another);
+    box.append(el("div", { class: "ex-head" }, "Try it"), q, form, verdict);
+    track(`ex-${topic}`, () => variant, (v) => { variant = Number(v); }, 0, () => load());
+
+    async function load() {
+      verdict.replaceChildren();
+      box.dataset.busy = "1";
+      const d = await api("exercise", { topic, variant });
+      q.textContent = "";
+      append(q, richText(d.question));
+      if (d.kind === "choice") {
+        input = el("select", { "aria-label": "your answer", dataset: { k: `ex-${topic}-answer` } },
+          el("option", { value: "" }, "choose…"), d.options.map(([v, text]) => el("option", { value: v }, text)));
+      } else {
+        input = el("input", { type: "text", inputmode: "decimal", size: 8, "aria-label": "your answer", placeholder: d.unit || "answer",
+          dataset: { k: `ex-${topic}-answer` } });
+      }
+      slot.replaceChildren(input);
+      box.dataset.busy = "0";
+    }
+
+    async function submit() {
+      if (!input || !input.value.trim()) { verdict.textContent = "Type or pick an answer first."; return; }
+      box.dataset.busy = "1";
+      try {
+        const d = await api("exercise", { topic, variant, answer: input.value.trim() });
+        const shown = d.kind === "choice" ? (d.options.find(([v]) => v === d.answer) || [d.answer, d.answer])[1] : `${d.answer}${d.unit ? ` ${d.unit}` : ""}`;
+        verdict.replaceChildren(
+          el("p", { class: d.correct ? "ex-right" : "ex-wrong", dataset: { k: `ex-${topic}-result` } }, d.correct ? "Right." : "Not quite."),
+          el("p", {}, "The model's answer: ", el("strong", { dataset: { k: `ex-${topic}-answer-shown` } }, shown),
+            d.kind === "number" && d.tolerance ? ` (within ±${d.tolerance})` : ""),
+          prose(d.reasoning));
+      } catch (e) {
+        verdict.textContent = e.message;
+      } finally {
+        box.dataset.busy = "0";
+      }
+    }
+    load();
+    return box;
+  }
+
+  // ------------------------------------------------------------------------- export a figure
+  const EXPORT_STYLE = "svg{fill:#1b2230}text{font-family:system-ui,sans-serif}text.mono{font-family:monospace}" +
+    "text.small{font-size:10px;fill:#5d6778}.grid line{stroke:#eceff3}";
+
+  const xmlEscape = (v) => String(v).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
+
+  /** The panel's drawings stacked into one standalone SVG document (string): its title on top, the
+   * drawings in page order, its legend (if any) underneath, with a margin all round. */
+  function panelSvg(card) {
+    const M = 16;
+    const svgs = [...card.querySelectorAll(".panel-body svg")].filter((g) => g.getAttribute("viewBox"));
+    const title = card.querySelector("h2")?.textContent || "";
+    let y = M + 26, w = 480;
+    const parts = [`<text x="${M}" y="${M + 14}" font-size="16" font-weight="700">${xmlEscape(title)}</text>`];
+    for (const g of svgs) {
+      const [, , vw, vh] = g.getAttribute("viewBox").split(/\s+/).map(Number);
+      parts.push(`<svg x="${M}" y="${y}" width="${vw}" height="${vh}" viewBox="0 0 ${vw} ${vh}" overflow="visible">${g.innerHTML}</svg>`);
+      y += vh + 12; w = Math.max(w, vw + 2 * M + 40);
+    }
+    let x = M;
+    const items = [...card.querySelectorAll(".legend > span")];
+    if (items.length) y += 4;
+    for (const it of items) {
+      const colour = it.querySelector("i")?.style.background || "#999";
+      const label = it.textContent.trim();
+      parts.push(`<rect x="${x}" y="${y}" width="11" height="11" rx="3" fill="${xmlEscape(colour)}"/>`,
+        `<text x="${x + 16}" y="${y + 10}" font-size="12" class="small" style="font-size:12px">${xmlEscape(label)}</text>`);
+      x += 30 + 7 * label.length;
+    }
+    if (items.length) y += 24;
+    const h = y + M - 12;
+    return `<svg xmlns="${SVGNS}" width="${w}" height="${h}" viewBox="0 0 ${w} ${h}">` +
+      `<style>${EXPORT_STYLE}</style><rect width="100%" height="100%" fill="#fff"/>${parts.join("")}</svg>`;
+  }
+
+  function download(name, href) {
+    const a = el("a", { href, download: name });
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
+  }
+
+  function exportSvg(card, name) {
+    const text = panelSvg(card);
+    download(`${name}.svg`, `data:image/svg+xml;charset=utf-8,${encodeURIComponent(text)}`);
+    return text;
+  }
+
+  function exportPng(card, name) {
+    const text = panelSvg(card);
+    const img = new Image();
+    img.onload = () => {
+      const c = document.createElement("canvas");
+      c.width = img.width * 2; c.height = img.height * 2;
+      const g2 = c.getContext("2d");
+      g2.scale(2, 2);
+      g2.drawImage(img, 0, 0);
+      download(`${name}.png`, c.toDataURL("image/png"));
+    };
+    img.src = `data:image/svg+xml;charset=utf-8,${encodeURIComponent(text)}`;
+  }
+
   /** Register a panel: {id, title, source, lede: [lines], build(body, ctx)}. */
   function register(def) { panels.push(def); }
 
-  return { el, s, prose, richText, fmt, slider, select, button, stat, api, live, mount, color, palette, chart, register, panels };
+  return {
+    el, s, prose, richText, fmt, slider, select, button, stat, api, live, mount, color, palette, chart, register, panels,
+    track, remember, restore, fromUrl, urlFor, measuredBox, gemmMeasured, exercise, useGpu: null, panelSvg, exportSvg, exportPng,
+  };
 })();

@@ -7,6 +7,11 @@
   const toc = document.getElementById("toc");
   const gpuSel = document.getElementById("gpu");
   const listeners = [];
+  // The exercise each panel poses (one per seed topic; /api/exercise answers it from the model).
+  const EXERCISE = {
+    access: "access", occupancy: "occupancy", latency: "latency", tensorcore: "feeding", registers: "registers",
+    l2: "l2", pipeline: "pipeline", decode: "decode", moe: "moe",
+  };
   const ctx = {
     gpu: "h100-sxm",
     gpus: [],
@@ -22,13 +27,32 @@
     return;
   }
   ctx.gpus = gpus.gpus;
-  ctx.gpu = gpus.default;
+  ctx.gpu = TW.fromUrl("gpu", gpus.default, (v) => gpus.gpus.some((g) => g.key === v));
   for (const g of gpus.gpus) gpuSel.appendChild(el("option", { value: g.key }, `${g.name.replace(/^NVIDIA /, "")}`));
   gpuSel.value = ctx.gpu;
-  gpuSel.addEventListener("change", () => {
-    ctx.gpu = gpuSel.value;
+  gpuSel.dataset.k = "gpu";
+  const setGpu = (v) => {
+    ctx.gpu = v;
     listeners.forEach((fn) => fn(ctx.gpu));
-  });
+  };
+  gpuSel.addEventListener("change", () => { setGpu(gpuSel.value); TW.remember(); });
+  TW.track("gpu", () => gpuSel.value, (v) => { gpuSel.value = v; }, gpus.default, setGpu);
+  TW.useGpu = (v) => { gpuSel.value = v; setGpu(v); TW.remember(); };
+
+  // The view's address: every input is in it; copy it to share the view.
+  const linkOut = el("input", { type: "text", readonly: true, "aria-label": "link to this view", dataset: { k: "link-url" } });
+  linkOut.hidden = true;  // shown once there is a link to show
+  const copy = (url) => {
+    const full = new URL(url, location.href).href;
+    linkOut.value = full;
+    linkOut.hidden = false;
+    document.body.dataset.copied = full;
+    if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(full).catch(() => linkOut.select());
+    else linkOut.select();
+  };
+  const copyBtn = TW.button("Copy link to this view", () => copy(TW.urlFor()));
+  copyBtn.dataset.k = "copy-link";
+  document.getElementById("side").insertBefore(el("div", { class: "share" }, copyBtn, linkOut), toc);
 
   document.getElementById("loading").remove();
   toc.appendChild(el("div", { class: "toc-head" }, "Panels"));
@@ -39,15 +63,25 @@
     const errBox = el("div", { class: "err", role: "alert" });
     errBox.hidden = true;
     const body = el("div", { class: "panel-body" });
+    const tools = el("div", { class: "tools", role: "group", "aria-label": `${def.short || def.title}: share and export` });
     const card = el("section", { class: "panel", id: `panel-${def.id}`, dataset: { busy: "1" } },
-      el("header", {}, el("h2", {}, def.title), el("div", { class: "src" }, def.source)),
+      el("header", {}, el("div", {}, el("h2", {}, def.title), el("div", { class: "src" }, def.source)), tools),
       el("div", { class: "lede" }, def.lede.map((line) => el("p", {}, TW.richText(line)))),
       errBox,
       body);
+    const linkBtn = TW.button("Link", () => copy(TW.urlFor(`#panel-${def.id}`)));
+    linkBtn.dataset.k = `link-${def.id}`;
+    linkBtn.title = "copy a link to this panel with its inputs";
+    const svgBtn = TW.button("SVG", () => TW.exportSvg(card, `tilewise-${def.id}`));
+    svgBtn.dataset.k = `svg-${def.id}`;
+    const pngBtn = TW.button("PNG", () => TW.exportPng(card, `tilewise-${def.id}`));
+    pngBtn.dataset.k = `png-${def.id}`;
+    tools.append(linkBtn, svgBtn, pngBtn);
     main.appendChild(card);
     toc.appendChild(el("a", { href: `#panel-${def.id}` }, def.short || def.title));
     try {
       def.build(body, { ...ctx, card, errBox, get gpu() { return ctx.gpu; } });
+      if (EXERCISE[def.id]) card.appendChild(TW.exercise(EXERCISE[def.id]));
     } catch (e) {
       errBox.textContent = `This panel failed to draw: ${e.message}`;
       errBox.hidden = false;
@@ -67,5 +101,7 @@
     }, { rootMargin: "-20% 0px -70% 0px" });
     document.querySelectorAll(".panel").forEach((p) => io.observe(p));
   }
+  document.body.dataset.url = TW.urlFor();
+  if (location.hash) document.getElementById(location.hash.slice(1))?.scrollIntoView();
   document.body.dataset.ready = "1";
 })();

@@ -23,9 +23,12 @@ TW.register({
       options: [["contiguous", "contiguous: lane"], ["strided", "rows apart: lane * 1024"], ["column", "a tile's column: lane * 32"],
         ["padded", "padded: lane * 33"], ["swizzled", "swizzled: lane*32 + (lane^1)"], ["broadcast", "broadcast: 0"], ["custom", "your expression →"]],
       onChange: () => { if (presetSel.value !== "custom") exprIn.value = presets ? presets[presetSel.value].expr : exprIn.value; update(); } });
-    const exprIn = el("input", { type: "text", value: "lane * 32", "aria-label": "index expression", dataset: { k: "acc-expr" } });
+    const exprIn = el("input", { type: "text", value: presetSel.value === "custom" ? TW.fromUrl("acc-expr", "lane * 32", (v) => v.length <= 120) : "lane * 32",
+      "aria-label": "index expression", dataset: { k: "acc-expr" } });
     let deb = null;
-    exprIn.addEventListener("input", () => { presetSel.input.value = "custom"; clearTimeout(deb); deb = setTimeout(() => update(), 250); });
+    exprIn.addEventListener("input", () => { presetSel.input.value = "custom"; clearTimeout(deb); deb = setTimeout(() => update(), 250); TW.remember(); });
+    // The expression is part of the view only when it is the reader's own (a preset names its own).
+    TW.track("acc-expr", () => (presetSel.value === "custom" ? exprIn.value : ""), (v) => { if (v) exprIn.value = v; }, "", () => update());
     const maskSel = TW.select({ key: "acc-active", label: "active lanes", value: "all", options: [["all", "all 32"], ["half", "lanes 0–15"], ["even", "even lanes"], ["one", "lane 0 only"]], onChange: () => update() });
     const opSel = TW.select({ key: "acc-op", label: "operation", value: "0", options: [["0", "load"], ["1", "store"], ["atomic", "atomicAdd"]], onChange: () => update() });
     body.append(el("div", { class: "controls" }, spaceSel.node, widthSel.node, presetSel.node,
@@ -33,10 +36,44 @@ TW.register({
     const st = { a: TW.stat("acc-main", "—"), b: TW.stat("acc-second", "—"), c: TW.stat("acc-ideal", "—"), d: TW.stat("acc-lanes", "active lanes") };
     const fig = el("div", { class: "figure" });
     const about = el("div", { class: "caption" });
-    body.append(el("div", { class: "stats" }, Object.values(st).map((x) => x.node)), fig, about);
+    const meas = el("div");
+    body.append(el("div", { class: "stats" }, Object.values(st).map((x) => x.node)), meas, fig, about);
+
+    // Nsight Compute's counters for the pattern this access equals, where the H200 fixture has one.
+    function drawMeasured(d) {
+      const m = d.measured, c = d.counts;
+      if (!m) {
+        TW.mount(meas, el("p", { class: "caption", dataset: { k: "acc-measured-none" } },
+          "No Nsight Compute pattern in the committed fixture equals this access (same lanes, bytes, mask and operation): the count above is the simulator's alone."));
+        return;
+      }
+      const names = d.space === "global" ? [["sectors", "sectors"], ["requests", "requests"]] : [["wavefronts", "wavefronts"], ["bank_conflicts", "bank conflicts"]];
+      TW.mount(meas, TW.measuredBox({
+        key: "acc-measured", title: "Nsight Compute on the H200",
+        rows: names.map(([k, label]) => ({ label, measured: fmt.int(m.counts[k]), model: fmt.int(c[k]), k })),
+        src: { file: m.file, row: m.id, gpu: m.gpu, date: m.date, tools: `ncu ${m.ncu.replace(/^Version /, "")}` },
+        note: `pattern "${m.name}", kernel ${m.kernel.split("(")[0]}`,
+      }));
+    }
+
+    // A lane's index in at most 4 characters (k / M / G for thousands), squeezed to the 24-px box when needed.
+    function shortIndex(v) {
+      if (v < 1e4) return String(v);
+      for (const [u, f] of [["G", 1e9], ["M", 1e6], ["k", 1e3]]) {
+        if (v >= f) { const x = v / f; return `${x < 10 ? x.toFixed(1).replace(/\.0$/, "") : Math.round(x)}${u}`; }
+      }
+      return String(v);
+    }
+    function laneLabel(x, l) {
+      const label = shortIndex(l.index);
+      const attrs = { x: x + 12, y: top + 25, "text-anchor": "middle", class: "mono", "font-size": 8, style: { fill: l.active ? "#dbe7ff" : "#8a93a3" } };
+      if (label.length > 4) Object.assign(attrs, { textLength: 22, lengthAdjust: "spacingAndGlyphs" });
+      return s("text", attrs, s("title", {}, `lane ${l.lane}: index ${l.index}`), label);
+    }
+    const top = 26;
 
     function draw(d) {
-      const W = 940, lx = (i) => 20 + i * 28.5, top = 26, laneH = 30, bottom = 170;
+      const W = 940, lx = (i) => 20 + i * 28.5, laneH = 30, bottom = 170;
       const g = s("svg", { viewBox: `0 0 ${W} 10`, width: W, role: "img", "aria-label": "lanes to memory" });
       g.append(s("text", { x: 20, y: 14, "font-size": 12, "font-weight": 700 }, "lanes 0–31 of one warp, and the element each one reads"));
       // Memory units along the bottom: banks (shared) or the distinct sectors touched (global).
@@ -60,8 +97,7 @@ TW.register({
         const x = lx(l.lane);
         g.append(s("rect", { x, y: top, width: 24, height: laneH, rx: 4, fill: l.active ? "#2563eb" : "#e6e9ef" }),
           s("text", { x: x + 12, y: top + 13, "text-anchor": "middle", "font-size": 10, "font-weight": 700, style: { fill: l.active ? "#fff" : "#8a93a3" } }, String(l.lane)),
-          s("text", { x: x + 12, y: top + 25, "text-anchor": "middle", class: "mono", "font-size": 7.5, style: { fill: l.active ? "#dbe7ff" : "#8a93a3" } },
-            l.index > 99999 ? `${(l.index / 1000).toFixed(0)}k` : String(l.index)));
+          laneLabel(x, l));
       });
       let H;
       if (d.space === "shared") {
@@ -83,7 +119,7 @@ TW.register({
         units.forEach((sec) => {
           const x = unitX.get(sec) - 12;
           g.append(s("rect", { x, y: bottom, width: 24, height: 22, rx: 3, fill: "#1b2230" }),
-            s("text", { x: x + 12, y: bottom + 14, "text-anchor": "middle", class: "mono", "font-size": 8, style: { fill: "#fff" } }, sec > 9999 ? "…" : String(sec)));
+            s("text", { x: x + 12, y: bottom + 14, "text-anchor": "middle", class: "mono", "font-size": 8, style: { fill: "#fff" } }, shortIndex(sec)));
         });
         H = bottom + 44;
         g.append(s("text", { x: 20, y: H - 6, class: "small" },
@@ -140,6 +176,7 @@ TW.register({
         if (d.atomic) about.textContent += " An atomic never merges lanes on one address: " +
           (d.space === "global" ? "per 32-byte sector, the busiest address's lanes go one after another." :
             "each bank serves its lanes one at a time, same word or not (measured on an H200).");
+        drawMeasured(d);
         draw(d);
       };
     });

@@ -31,7 +31,8 @@ TW.register({
     };
     const fragFig = el("div", { class: "figure" });
     const roofFig = el("div", { class: "figure" });
-    body.append(el("div", { class: "stats" }, Object.values(st).map((x) => x.node)),
+    const meas = el("div");
+    body.append(el("div", { class: "stats" }, Object.values(st).map((x) => x.node)), meas,
       el("div", { class: "cols even" },
         el("div", {}, el("h3", { class: "muted" }, "Fragments: rows with data vs zero padding"), fragFig),
         el("div", {}, el("h3", { class: "muted" }, "The decode GEMM on the roofline"), roofFig)));
@@ -88,6 +89,21 @@ TW.register({
           g.append(s("text", { x: sx(p.intensity) + 5, y: sy(p.attainable_flops) + 12, class: "small" }, `b=${p.batch}`));
         }
       });
+      // Measured on the H200: the same GEMM's benchmark rows, at the model's intensity for that batch.
+      (d.measured || []).forEach((r) => {
+        const b = Number(r.shape.split("x")[0]);
+        const p = d.series.find((q) => q.batch === b);
+        if (!p) return;
+        const X = sx(p.intensity), Y = sy(r.tflops * 1e12);
+        g.append(s("path", { d: `M${X},${Y - 5}L${X + 5},${Y}L${X},${Y + 5}L${X - 5},${Y}Z`, fill: "#0f9d76", class: "measured-pt" },
+          s("title", {}, `measured on ${r.gpu}, batch ${b}: ${fmt.fixed(r.tflops, 1)} TFLOP/s (${r.file} row ${r.row})`)));
+      });
+      if ((d.measured || []).length) {
+        // Legend in the empty lower-right corner (high intensity, low FLOP/s: no point lands there).
+        const lx = W - pad.r - 196, ly = H - pad.b - 14;
+        g.append(s("path", { d: `M${lx},${ly - 5}l5,5l-5,5l-5,-5z`, fill: "#0f9d76" }),
+          s("text", { x: lx + 9, y: ly + 3.5, class: "small" }, "measured on the H200 (benchmark rows)"));
+      }
       const c = d.current;
       g.append(s("circle", { cx: sx(c.intensity), cy: sy(c.attainable_flops), r: 6.5, fill: "#e8590c", stroke: "#fff", "stroke-width": 2 }));
       g.append(s("text", { x: (pad.l + W - pad.r) / 2, y: H - 6, "text-anchor": "middle", class: "small" }, "arithmetic intensity (FLOP per HBM byte), log scale"));
@@ -108,6 +124,10 @@ TW.register({
         st.need.set(d.batch_for_compute_bound === null ? "never" : fmt.int(d.batch_for_compute_bound));
         drawFragments(d);
         drawRoof(d);
+        const b = Number(batch.value);
+        const [kk, nn] = shapeSel.value.split(",");
+        const here = (d.measured || []).filter((r) => Number(r.shape.split("x")[0]) === b);
+        TW.mount(meas, TW.gemmMeasured("dec-measured", here, d.gpu, `${b} × ${nn} × ${kk}`, d.measured));
       };
     });
     ctx.onGpu(update);

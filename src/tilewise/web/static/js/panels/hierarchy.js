@@ -43,8 +43,10 @@ TW.register({
     const proseBox = el("div");
     const mmaBox = el("div");
     const memBox = el("div");
+    const meas = el("div");
     body.append(
       el("div", { class: "stats" }, Object.values(st).map((x) => x.node)),
+      meas,
       el("h3", { class: "muted" }, "① The grid: one block per output tile"), gridFig,
       el("h3", { class: "muted" }, "② Blocks on SMs, wave by wave"), waveLabel, smFig, smLegend,
       el("h3", { class: "muted" }, "③ Inside one block: warps of 32 threads"), blockFig,
@@ -151,7 +153,35 @@ TW.register({
           el("tr", {}, ["level", "capacity", "bandwidth", "balance (bf16)"].map((h) => el("td", { class: "muted" }, h))),
           rows,
           el("tr", {}, el("td", {}, "Tensor Cores"), el("td", {}, "—"), el("td", {}, fmt.si(data.peak_flops_bf16, "FLOP/s", 4)), el("td", {}, ""))),
-        el("div", { class: "caption" }, "Balance: FLOPs the Tensor Cores can do per byte the level delivers. Below it, that level is the bottleneck."));
+        el("div", { class: "caption" }, "Balance: FLOPs the Tensor Cores can do per byte the level delivers. Below it, that level is the bottleneck."),
+        drawProbe());
+    }
+
+    // Measured: the H200's read bandwidth over working-set sizes (ld.global.cg skips L1, so what fits in L2 is
+    // read from L2); the registry's L2 figure is the median of these rows from 8 to 48 MiB.
+    function drawProbe() {
+      const p = data.l2_probe;
+      if (!p) return null;
+      const cg = p.rows.filter((r) => r.cg);
+      const series = [[4, 8, "#0f9d76"], [8, 4, "#2563eb"]].map(([prog, w, c]) => ({
+        points: cg.filter((r) => r.programs_per_sm === prog && r.warps === w), color: c, label: `${prog} programs/SM × ${w} warps`,
+      }));
+      const l2 = data.memory.find((lv) => lv.level === "L2").bytes_per_s / 1e12;
+      const hbm = data.memory.find((lv) => lv.level === "HBM").bytes_per_s / 1e12;
+      const biggest = Math.max(...cg.map((r) => r.MiB));
+      const far = cg.filter((r) => r.MiB === biggest).reduce((a, b) => (b.TBps > a.TBps ? b : a));
+      return el("div", { class: "measured", dataset: { k: "hier-l2-probe" } },
+        el("div", { class: "measured-head" }, el("strong", {}, "Measured: read bandwidth by working set"), " ",
+          el("span", { class: "muted" }, [p.gpu, p.date, `torch ${p.torch}, triton ${p.triton}`].join(" · "))),
+        TW.chart({ series, x: (r) => Math.log2(r.MiB), y: (r) => r.TBps, step: false, width: 420, height: 170, yMax: 12,
+          xFormat: (v) => `${fmt.int(2 ** v)} MiB`, xLabel: "working set (log)", yLabel: "TB/s", yFormat: (v) => fmt.fixed(v, 1),
+          hline: l2, hlineLabel: `model L2 ${fmt.fixed(l2, 1)} TB/s` }),
+        el("div", { class: "caption" }, `Past the L2 the reads come from HBM: ${fmt.fixed(far.TBps, 2)} TB/s at `,
+          `${fmt.int(far.MiB)} MiB (`,
+          el("a", { href: `/api/row?${new URLSearchParams({ file: p.file, row: far.row })}`, target: "_blank", rel: "noopener",
+            dataset: { k: "hier-l2-probe-link" } }, `${p.file} · row ${far.row}`),
+          `) against the datasheet's ${fmt.fixed(hbm, 2)} TB/s.`,
+          ` Reproduce: ${p.reproduce || p.command}.`));
     }
 
     const update = TW.live(ctx.card, ctx.errBox, async () => {
@@ -169,6 +199,7 @@ TW.register({
         show(0);
         drawBlock();
         drawMma();
+        TW.mount(meas, TW.gemmMeasured("hier-measured", d.measured, d.gpu, `${d.problem.m} × ${d.problem.n} × ${d.problem.k}`));
         TW.mount(proseBox, TW.prose([...d.explain.tiling, ...d.explain.waves.slice(0, 1), ...d.explain.block, ...(d.explain.roofline || [])]));
       };
     });

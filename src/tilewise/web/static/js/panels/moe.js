@@ -15,10 +15,14 @@ TW.register({
   ],
   build(body, ctx) {
     const { el, s, fmt } = TW;
-    let data = null, picked = 0;
-    const rowsIn = el("input", { type: "text", value: "40,0,130,64,7,200,90,16", "aria-label": "tokens per expert", dataset: { k: "moe-rows" } });
+    let data = null, picked = Number(TW.fromUrl("moe-tile", "0", (v) => /^\d{1,5}$/.test(v)));
+    const ROWS = "40,0,130,64,7,200,90,16";
+    const rowsIn = el("input", { type: "text", value: TW.fromUrl("moe-rows", ROWS, (v) => /^[\d, ]{1,400}$/.test(v)),
+      "aria-label": "tokens per expert", dataset: { k: "moe-rows" } });
     let debounce = null;
-    rowsIn.addEventListener("input", () => { clearTimeout(debounce); debounce = setTimeout(() => update(), 250); });
+    rowsIn.addEventListener("input", () => { clearTimeout(debounce); debounce = setTimeout(() => update(), 250); TW.remember(); });
+    TW.track("moe-rows", () => rowsIn.value, (v) => { rowsIn.value = v; }, ROWS, () => update());
+    TW.track("moe-tile", () => picked, (v) => { picked = Number(v); }, 0, () => data && draw());
     const bmSel = TW.select({ key: "moe-block-m", label: "BLOCK_M", value: 64, options: [[16, "16"], [32, "32"], [64, "64"], [128, "128"]], onChange: () => update() });
     const nSel = TW.select({ key: "moe-n", label: "N (BLOCK_N = 128)", value: 512, options: [[256, "256"], [512, "512"], [1024, "1024"], [2048, "2048"]], onChange: () => update() });
     const kSel = TW.select({ key: "moe-k", label: "K (the main loop's length)", value: 2048, options: [[256, "256"], [1024, "1024"], [2048, "2048"], [7168, "7168"]], onChange: () => update() });
@@ -35,14 +39,26 @@ TW.register({
       ohl: TW.stat("moe-overhead-launch", "prologue + epilogue, a block per tile"),
     };
     const fig = el("div", { class: "figure" });
-    const search = el("div");
+    const search = el("div", { dataset: { k: "moe-picked" } });
     body.append(el("div", { class: "stats" }, Object.values(st).map((x) => x.node)), fig, search);
 
     function draw() {
       const d = data, sc = d.schedule;
       const E = sc.rows_per_expert.length;
       const W = 940;
-      const g = s("svg", { viewBox: `0 0 ${W} 10`, width: W, role: "img", "aria-label": "tile schedule" });
+      // Keyboard: focus the drawing and move the picked tile with the arrow keys (Home / End for the ends).
+      const g = s("svg", { viewBox: `0 0 ${W} 10`, width: W, role: "img", tabindex: 0, dataset: { k: "moe-svg" },
+        "aria-label": `tile schedule; tile ${picked} picked, arrow keys move`,
+        onkeydown: (ev) => {
+          const last = d.schedule.total_tiles - 1;
+          const to = { ArrowRight: picked + 1, ArrowDown: picked + 1, ArrowLeft: picked - 1, ArrowUp: picked - 1, Home: 0, End: last }[ev.key];
+          if (to === undefined || last < 0) return;
+          ev.preventDefault();
+          picked = Math.max(0, Math.min(last, to));
+          draw();
+          TW.remember();
+          fig.querySelector("svg").focus();
+        } });
       // Experts: rows, M tiles, tiles.
       const maxRows = Math.max(1, ...sc.rows_per_expert);
       const bwid = Math.min(100, (W - 20) / E - 6);
@@ -65,7 +81,7 @@ TW.register({
         const x = 10 + (t.tile % per) * cw, y = top + Math.floor(t.tile / per) * (chh + 16);
         g.append(s("rect", { class: "cell-anim", x, y, width: cw - 1.5, height: chh, rx: 3, fill: TW.color(t.expert),
           opacity: t.tile === picked ? 1 : 0.72, stroke: t.tile === picked ? "#1b2230" : "none", "stroke-width": 2,
-          dataset: { tile: t.tile }, onclick: () => { picked = t.tile; draw(); } },
+          dataset: { tile: t.tile }, onclick: () => { picked = t.tile; draw(); TW.remember(); } },
         s("title", {}, `tile ${t.tile}: expert ${t.expert}, local ${t.local} = (m ${t.m_tile}, n ${t.n_tile}), program ${t.program}`)));
         if (cw >= 13) g.append(s("text", { x: x + cw / 2 - 0.75, y: y + 17, "text-anchor": "middle", class: "mono", "font-size": 10, "pointer-events": "none", style: { fill: "#fff" } }, `P${t.program}`));
       });

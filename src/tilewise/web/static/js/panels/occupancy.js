@@ -31,9 +31,11 @@ TW.register({
     const table = el("div");
     const curves = el("div", { class: "cols even" });
     const notes = el("div");
+    const meas = el("div");
     body.append(
       controls,
       el("div", { class: "stats" }, sBlocks.node, sWarps.node, sOcc.node, sLim.node),
+      meas,
       el("div", { class: "cols" }, el("div", {}, bars, el("div", { class: "caption" },
         "Blocks each limit would allow on one SM; the shortest bar binds. Warp slots in use are drawn underneath.")), table),
       notes,
@@ -134,6 +136,17 @@ TW.register({
         drawTable(d);
         drawCurves(d);
         TW.mount(notes, o.notes.length ? TW.prose(o.notes) : null);
+        const m = d.measured;
+        TW.mount(meas, m
+          ? TW.measuredBox({
+            key: "occ-measured", title: "The CUDA runtime's answer",
+            rows: [{ label: "blocks per SM", measured: String(m.blocks_per_sm), model: String(o.blocks_per_sm), k: "blocks" }],
+            src: { file: m.file, row: m.line, gpu: m.gpu, date: m.date, tools: m.nvcc },
+            note: `${m.what} for this configuration (static shared memory 0, one barrier)`,
+          })
+          : el("p", { class: "caption", dataset: { k: "occ-measured-none" } }, d.gpu.key === "h200"
+            ? "The H200's runtime answers (tests/data/occupancy) do not include this exact configuration: try a register count of 32, 64 or 128 and a shared-memory size of 0, 4, 8, 16, 32, 48, 64, 80, 128, 160 or 227 KB."
+            : ["Runtime answers were recorded on the H200: ", TW.button("show them", () => TW.useGpu && TW.useGpu("h200")), " (switches the GPU menu)."]));
       };
     });
     ctx.onGpu(update);

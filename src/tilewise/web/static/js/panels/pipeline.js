@@ -22,12 +22,15 @@ TW.register({
     body.append(el("div", { class: "controls" }, hitSl.node, stSl.node, tSl.node, nSel.node));
     const times = el("div", { class: "stats" });
     const fig = el("div", { class: "figure" });
-    body.append(times, fig, el("div", { class: "legend" },
+    const meas = el("div");
+    body.append(times, meas, fig, el("div", { class: "legend" },
       [["#60a5fa", "load (TMA)"], ["#8b5cf6", "Tensor Cores: consumer 0"], ["#0f9d76", "Tensor Cores: consumer 1"], ["#f59e0b", "softmax"], ["#9aa3b2", "epilogue"]]
         .map(([c, t]) => el("span", {}, el("i", { style: { background: c } }), t))));
 
     const UNIT = { load: "loads", tc: "Tensor Cores", wg0: "consumer 0", wg1: "consumer 1" };
-    const color = (e) => (e.kind === "load" ? "#60a5fa" : e.kind === "mma" ? (e.consumer ? "#0f9d76" : "#8b5cf6") : e.kind === "softmax" ? "#f59e0b" : "#9aa3b2");
+    // A design with one consumer warpgroup draws all its GEMMs in consumer 0's colour; the model's
+    // `consumer` field there counts tiles in flight, not warpgroups.
+    const color = (e, multi) => (e.kind === "load" ? "#60a5fa" : e.kind === "mma" ? (multi && e.consumer === 1 ? "#0f9d76" : "#8b5cf6") : e.kind === "softmax" ? "#f59e0b" : "#9aa3b2");
 
     function draw(d) {
       const W = 940, left = 112, right = 90, rowH = 20;
@@ -41,13 +44,14 @@ TW.register({
             style: { fill: t.tensor_utilisation > 0.85 ? "#0f9d76" : "#e8590c" }, dataset: { k: `pipe-util-${t.design}` } },
             `TC busy ${fmt.pct(t.tensor_utilisation, 0)}`));
         y += 20;
+        const multi = t.events.some((e) => e.unit === "wg1");
         const units = [...new Set(t.events.map((e) => e.unit))].sort((a, b) => ["load", "tc", "wg0", "wg1"].indexOf(a) - ["load", "tc", "wg0", "wg1"].indexOf(b));
         units.forEach((u) => {
           g.append(s("text", { x: left - 8, y: y + 14, "text-anchor": "end", "font-size": 11.5 }, UNIT[u] || u),
             s("rect", { x: left, y: y + 2, width: sx(t.makespan) - left, height: rowH - 4, fill: u === "tc" ? "#fdecec" : "#f3f4f7" }));
           t.events.filter((e) => e.unit === u).forEach((e) => {
-            g.append(s("rect", { x: sx(e.start), y: y + 2, width: Math.max(0.8, sx(e.end) - sx(e.start) - 0.6), height: rowH - 4, rx: 2, fill: color(e) },
-              s("title", {}, `${e.kind} tile ${e.tile}${e.consumer >= 0 ? `, consumer ${e.consumer}` : ""}: ${fmt.int(e.start)}–${fmt.int(e.end)} cycles`)));
+            g.append(s("rect", { x: sx(e.start), y: y + 2, width: Math.max(0.8, sx(e.end) - sx(e.start) - 0.6), height: rowH - 4, rx: 2, fill: color(e, multi), dataset: { consumer: multi ? e.consumer : 0, kind: e.kind } },
+              s("title", {}, `${e.kind} tile ${e.tile}${multi && e.consumer >= 0 ? `, consumer ${e.consumer}` : ""}: ${fmt.int(e.start)}–${fmt.int(e.end)} cycles`)));
           });
           y += rowH;
         });
@@ -61,6 +65,30 @@ TW.register({
       TW.mount(fig, g);
     }
 
+    // The three designs measured as kernels on the H200 (benchmarks/results/h200/attention_fa3_designs.json).
+    function drawMeasured(d) {
+      const rows = d.measured || [];
+      if (!rows.length) {
+        TW.mount(meas, el("p", { class: "caption", dataset: { k: "pipe-measured-none" } },
+          "No measured kernels of these designs are committed yet; the timelines are the model's alone."));
+        return;
+      }
+      const title = Object.fromEntries(d.designs.map((t) => [t.design_letter, t.title]));
+      TW.mount(meas, el("div", { class: "measured", dataset: { k: "pipe-measured" } },
+        el("div", { class: "measured-head" }, el("strong", {}, "Measured as kernels"), " ",
+          el("span", { class: "muted" }, [rows[0].gpu, rows[0].date, `torch ${rows[0].torch}, triton ${rows[0].triton}`].join(" · "))),
+        el("table", { class: "kv measured-kv" },
+          el("tr", {}, ["design", "shape", "time", "TFLOP/s", "Tensor Cores active (ncu)", "model utilisation", "row"].map((h) => el("th", {}, h))),
+          rows.map((r) => el("tr", { dataset: { k: `pipe-measured-${r.design}` } },
+            el("td", {}, title[r.design] || `(${r.design})`), el("td", {}, r.shape),
+            el("td", { dataset: { k: `pipe-measured-${r.design}-ms` } }, `${fmt.fixed(r.measured_ms, 3)} ms`),
+            el("td", { dataset: { k: `pipe-measured-${r.design}-tflops` } }, fmt.fixed(r.tflops, 1)),
+            el("td", {}, r.tc_active === null || r.tc_active === undefined ? "—" : fmt.pct(r.tc_active)),
+            el("td", {}, fmt.pct(r.model_utilization)),
+            el("td", {}, el("a", { href: `/api/row?${new URLSearchParams({ file: r.file, row: r.row })}`, target: "_blank", rel: "noopener" }, `${r.row}`))))),
+        el("div", { class: "caption" }, `from ${rows[0].file}; command: ${rows[0].command}`)));
+    }
+
     const update = TW.live(ctx.card, ctx.errBox, async () => {
       const d = await TW.api("pipeline", { gpu: ctx.gpu, hit: (hitSl.value / 100).toFixed(2), stages: stSl.value, tiles: tSl.value, n: nSel.value, head_dim: 128 });
       return () => {
@@ -70,6 +98,7 @@ TW.register({
             ...d.designs.map((t) => [`${t.title.split(" ")[0]} Tensor Cores busy`, fmt.pct(t.tensor_utilisation, 1)])]
             .map(([l, v]) => el("div", { class: "stat" }, el("div", { class: "v" }, v), el("div", { class: "l" }, l))));
         draw(d);
+        drawMeasured(d);
       };
     });
     ctx.onGpu(update);

@@ -19,6 +19,8 @@ TW.register({
     const blockSel = TW.select({ key: "tile-blocks", label: "BLOCK_M × BLOCK_N × BLOCK_K", value: "2,2,2",
       options: [["2,2,2", "2 × 2 × 2"], ["4,4,2", "4 × 4 × 2"], ["4,4,4", "4 × 4 × 4"], ["2,4,4", "2 × 4 × 4"], ["8,8,8", "8 × 8 × 8"], ["1,1,8", "1 × 1 × 8 (naive)"]],
       onChange: () => update() });
+    // The step is part of the view; its range is known only once the steps arrive, so the URL's value is read here.
+    let firstStep = Number(TW.fromUrl("tile-step", "0", (v) => /^\d{1,5}$/.test(v)));
     const stepSl = TW.slider({ key: "tile-step", label: "step", min: 0, max: 1, value: 0, format: (v) => `${v + 1}`, onInput: (v) => { stop(); show(v); } });
     const play = TW.button("▶ play", () => toggle(), "primary");
     const prev = TW.button("◀", () => { stop(); show(Math.max(0, idx - 1)); });
@@ -129,7 +131,7 @@ TW.register({
     }
 
     function show(i) { idx = i; stepSl.set(i); draw(); }
-    function stop() { if (timer) clearInterval(timer); timer = null; play.textContent = "▶ play"; }
+    function stop() { if (timer) { clearInterval(timer); TW.remember({ replace: true }); } timer = null; play.textContent = "▶ play"; }
     function toggle() {
       if (timer) return stop();
       play.textContent = "❚❚ pause";
@@ -146,7 +148,9 @@ TW.register({
         stepSl.setMax(d.steps.length - 1);
         st.total.set(fmt.int(d.totals.tiled_elements));
         st.naive.set(fmt.int(d.totals.naive_elements));
-        show(0);
+        show(Math.min(firstStep, d.steps.length - 1));
+        firstStep = 0;
+        TW.remember({ replace: true });
       };
     });
     update();

@@ -1,0 +1,175 @@
+"""Write a GPU's calibration file from the sweep's microbenchmarks and its calibration split.
+
+    python benchmarks/sweeps/calibrate.py [--sweep tests/data/sweeps/h200] [--gpu h200]
+        # -> src/tilewise/model/calibration/h200.json
+
+What it takes, and from where (nothing here reads a held-out problem: problems.split_of == "val"):
+* the sustained clock under Tensor-Core load, the HBM read bandwidth and the per-launch cost in a
+  CUDA graph: the sweep's microbenchmarks (calib.json);
+* per config, three dimensionless rates: its MMA efficiency (share of the Tensor-Core peak its main
+  loop reaches), its stream efficiency (share of the bandwidth Little's law allows it) and the scale
+  of its per-program fill + epilogue: the model's own terms at efficiency 1 on every calibration
+  problem the config ran on (one problem in four, problems.split_of == "cal", which includes the
+  named shapes problems.CAL_SHAPES), the three rates chosen on a grid to minimise the mean
+  |log(predicted / measured)| over those problems. The same rates then hold for every shape;
+* global constants (memory latency, pipeline fill, L2 bandwidth, the share of L2 that keeps
+  operands resident) on a small grid, minimising the median error over the GEMM calibration split,
+  with the per-config rates refitted for each candidate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import statistics
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "src"))
+
+import problems as P  # noqa: E402
+
+from tilewise.advise import fixtures  # noqa: E402
+from tilewise.model import predict as M  # noqa: E402
+
+# l2_tbps 1000: the L2 term never binds (every config's loads then count in its own MMA and fill rates)
+GRID = {
+    "latency_us": (0.5, 0.8, 1.2),
+    "fill_us": (0.25, 0.5, 1.0),
+    "l2_tbps": (20.0, 1000.0),
+    "l2_resident_fraction": (0.2, 0.4, 0.8),
+}
+# the rates stay physical: a config reaches at least 10% of the Tensor-Core peak and 30% of the bandwidth
+# Little's law allows, or the fit could explain a compute-bound kernel by a slow stream (or the reverse)
+MMA = np.geomspace(0.1, 1.0, 28)
+STREAM = np.geomspace(0.3, 1.6, 28)
+FIXED = np.array([0.0, 0.5, 1.0, 2.0, 4.0, 8.0])
+
+
+def tag_key(family: str, rec, tag: str) -> str:
+    """The calibration table's key of one config (the model looks it up the same way)."""
+    c = rec.configs[tag]
+    if family == "attention":
+        return f"d{rec.problem['head_dim']}:{tag}"
+    if family == "decode":
+        return f"n{c['block_n']}_w{c['num_warps']}_st{c['num_stages']}_s1"
+    return tag
+
+
+def raw_terms(family: str, recs: dict, consts: dict, gpu: str, split: str | None) -> dict:
+    """{table key: [(tc, hbm, l2, fixed, rest, measured_ms), ...]} at efficiency 1."""
+    out: dict = {}
+    one = {"mma": 1.0, "stream": 1.0, "fixed": 1.0}
+    for key, rec in recs.items():
+        if split is not None and P.split_of(key) != split:
+            continue
+        for tag, ms in rec.space.items():
+            p = M.predict(family, rec.problem, rec.configs[tag], gpu, efficiency=one, constants=consts)
+            t = p.terms
+            tc, hbm, l2, fx = t["tensor_core"], t["hbm"], t["l2"], t["prologue_epilogue"]
+            rest = p.ms - max(tc, hbm, l2) - fx
+            out.setdefault(tag_key(family, rec, tag), []).append((tc, hbm, l2, fx, rest, ms))
+    return out
+
+
+def fit_config(rows) -> tuple[float, float, float, float]:
+    a = np.array(rows)  # n x 6
+    tc, hbm, l2, fx, rest, ms = (a[:, i] for i in range(6))
+    # (mma, stream, fixed, n)
+    body = np.maximum(
+        np.maximum(tc[None, None, :] / MMA[:, None, None], hbm[None, None, :] / STREAM[None, :, None]),
+        l2[None, None, :],
+    )  # mma x stream x n
+    best = None
+    for f in FIXED:
+        pred = body + f * fx[None, None, :] + rest[None, None, :]
+        loss = np.abs(np.log(pred / ms[None, None, :])).mean(axis=2)
+        i, j = np.unravel_index(np.argmin(loss), loss.shape)
+        if best is None or loss[i, j] < best[0]:
+            best = (float(loss[i, j]), float(MMA[i]), float(STREAM[j]), float(f))
+    return best[1], best[2], best[3], best[0]
+
+
+def fit_family(family: str, recs: dict, consts: dict, gpu: str) -> dict:
+    raw = raw_terms(family, recs, consts, gpu, "cal")
+    table: dict = {"mma": {}, "stream": {}, "fixed": {}}
+    for k, rows in raw.items():
+        m, s, f, _ = fit_config(rows)
+        table["mma"][k], table["stream"][k], table["fixed"][k] = round(m, 4), round(s, 4), f
+    return table
+
+
+def errors(family: str, recs: dict, consts: dict, table: dict, gpu: str, split: str) -> list[float]:
+    med = {kind: statistics.median(v.values()) for kind, v in table.items() if v}
+    errs = []
+    for key, rec in recs.items():
+        if P.split_of(key) != split:
+            continue
+        for tag, ms in rec.space.items():
+            k = tag_key(family, rec, tag)
+            eff = {kind: table[kind].get(k, med.get(kind, 1.0)) for kind in ("mma", "stream", "fixed")}
+            pred = M.predict(family, rec.problem, rec.configs[tag], gpu, efficiency=eff, constants=consts).ms
+            errs.append(abs(pred - ms) / ms)
+    return errs
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sweep", default=os.path.join(ROOT, "tests", "data", "sweeps", "h200"))
+    ap.add_argument("--gpu", default="h200")
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--quick", action="store_true", help="one grid point (the committed constants)")
+    a = ap.parse_args(argv)
+    with open(os.path.join(a.sweep, "calib.json")) as f:
+        micro = json.load(f)
+    base = {
+        "clock_mhz": micro["sustained_clock_mhz"],
+        "read_tbps": micro["read_tbps"],
+        "launch_us": micro["launch_us"],
+    }
+    path = a.out or os.path.join(M.CAL_DIR, f"{a.gpu}.json")
+    # every prediction below passes all three rates and every constant it depends on, so the file
+    # being rewritten cannot leak into its own calibration
+    old = M.calibration(a.gpu) if os.path.exists(path) else {}
+    recs = {fam: fixtures.load(fam, a.sweep) for fam in fixtures.FAMILIES}
+    grid = [dict(zip(GRID, v)) for v in itertools.product(*GRID.values())]
+    if a.quick and old:
+        grid = [{k: old["constants"][k] for k in GRID}]
+    best = None
+    for g in grid:
+        consts = {**base, **g}
+        table = fit_family("gemm", recs["gemm"], consts, a.gpu)
+        e = statistics.median(errors("gemm", recs["gemm"], consts, table, a.gpu, "cal"))
+        print(f"{g}: median calibration-split error {e:.3f}", flush=True)
+        if best is None or e < best[0]:
+            best = (e, consts)
+    consts = best[1]
+    configs = {fam: fit_family(fam, recs[fam], consts, a.gpu) for fam in fixtures.FAMILIES}
+    for fam, tab in configs.items():
+        for kind, v in tab.items():
+            if v:
+                consts[f"{fam}_{kind}_eff_median"] = statistics.median(v.values())
+    data = {
+        "gpu": a.gpu,
+        "measured": {k: micro.get(k) for k in ("gpu", "date", "torch", "triton", "host_cpu", "command")},
+        "method": "benchmarks/sweeps/calibrate.py over the calibration split of "
+        + os.path.relpath(a.sweep, ROOT).replace(os.sep, "/"),
+        "microbenchmarks": {k: v for k, v in micro.items() if k != "clock_samples"},
+        "constants": consts,
+        "configs": configs,
+    }
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(data, f, indent=1, sort_keys=True)
+    print(f"median calibration-split error {best[0]:.3f} with {consts} -> {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

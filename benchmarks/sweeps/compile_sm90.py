@@ -1,0 +1,92 @@
+"""Compile every pointer-kernel GEMM config of the advisor's grid for sm_90 on the CPU (no GPU needed).
+
+    python3 -m venv /tmp/v36 && /tmp/v36/bin/pip install triton==3.6.0 numpy
+    /tmp/v36/bin/python benchmarks/sweeps/compile_sm90.py    # -> src/tilewise/advise/sm90_gemm_compiled.json
+
+Triton 3.6 (the H200's) builds the cubin for GPUTarget("cuda", 90, 128) here; the shared memory it
+reserves is the launch's fit test (the kernel fails to launch above the 232448-byte opt-in limit).
+The script stubs the three torch dtypes gemm.py names at import, so it needs no torch; it compiles
+one specialization (16-aligned sizes and strides, row-major A and B), the one most shapes take.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import sys
+import tempfile
+import time
+import types
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, "..", "..")
+
+
+def _stub_torch() -> None:
+    if "torch" in sys.modules:
+        return
+    t = types.ModuleType("torch")
+    for name in ("bfloat16", "float16", "float32"):
+        setattr(t, name, object())
+    t.Tensor = type("Tensor", (), {})
+    t.device = type("device", (), {})
+    sys.modules["torch"] = t
+
+
+def main() -> None:
+    _stub_torch()
+    sys.path.insert(0, os.path.join(ROOT, "src"))
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from tilewise.advise import space
+    from tilewise.kernels import gemm
+
+    fn = gemm._matmul_kernel  # the sweep compiles the same function through matmul()
+    names = list(inspect.signature(fn.fn).parameters)
+    out = {}
+    for dt in ("bf16", "fp32"):
+        for c in space.gemm_grid():
+            if c["persistent"] or (dt == "fp32" and c["block_k"] > 128):
+                continue
+            vals = dict(
+                BLOCK_M=c["block_m"], BLOCK_N=c["block_n"], BLOCK_K=c["block_k"], GROUP_M=c["group_m"],
+                SPLIT_K=c["split_k"], EVEN_K=True, HAS_BIAS=False, ACTIVATION="none", MUL_ML=8, MUL_NL=8,
+                INPUT_PRECISION="tf32" if dt == "fp32" else "ieee", BIG=False,
+                A_EVICT="evict_last" if c["stream_b"] else "", B_EVICT="evict_first" if c["stream_b"] else "",
+                MUL_AM=8, MUL_AK=1, MUL_BK=8, MUL_BN=1, MUL_CM=8, MUL_CN=1,
+            )  # fmt: skip
+            sig, cons, attrs = {}, {}, {}
+            for i, n in enumerate(names):
+                if n in vals:
+                    sig[n], cons[(i,)] = "constexpr", vals[n]
+                elif n.endswith("_ptr"):
+                    sig[n] = {"ws_ptr": "*fp32", "counter_ptr": "*i32"}.get(n, "*" + dt)
+                    attrs[(i,)] = [["tt.divisibility", 16]]
+                elif n in ("stride_ak", "stride_bn", "stride_cn"):
+                    sig[n], cons[(i,)] = "constexpr", 1
+                else:
+                    sig[n], attrs[(i,)] = "i32", [["tt.divisibility", 16]]
+            t = time.time()
+            key = f"{dt}:{space.gemm_tag(c)}"
+            try:
+                k = triton.compile(
+                    ASTSource(fn=fn, signature=sig, constexprs=cons, attrs=attrs),
+                    target=GPUTarget("cuda", 90, 128),
+                    options={"num_warps": c["num_warps"], "num_stages": c["num_stages"]},
+                )
+                out[key] = {"shared": int(k.metadata.shared), "compile_s": round(time.time() - t, 2)}
+            except Exception as e:
+                out[key] = {"error": repr(e)[:200], "compile_s": round(time.time() - t, 2)}
+            print(key, out[key], flush=True)
+    path = os.path.join(ROOT, "src", "tilewise", "advise", "sm90_gemm_compiled.json")
+    with open(path, "w") as f:
+        json.dump({"triton": triton.__version__, "target": "cuda sm_90", "configs": out}, f, indent=1)
+    print(f"{len(out)} -> {path}")
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="tw36cache"))
+    main()

@@ -1,0 +1,146 @@
+"""`tilewise advise gemm|attention|decode|grouped` and `tilewise advise --validate` (no torch)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from tilewise import gpus as _gpus
+from tilewise.errors import InputError
+
+ARGS = {
+    "gemm": (("m", 1024), ("n", 4096), ("k", 4096)),
+    "attention": (
+        ("batch", 4),
+        ("heads", 32),
+        ("kv_heads", None),
+        ("seq_q", 4096),
+        ("seq_k", None),
+        ("head_dim", 128),
+    ),
+    "decode": (("batch", 1), ("heads", 32), ("kv_heads", 8), ("seq_len", 32768), ("head_dim", 128)),
+    "grouped": (("experts", 128), ("rows_per_expert", 64), ("n", 1536), ("k", 2048)),
+}
+
+
+def _problem(kind: str, a: argparse.Namespace) -> dict:
+    p = {name: getattr(a, name) for name, _ in ARGS[kind]}
+    p["dtype"] = a.dtype
+    if kind == "gemm":
+        p["layout"] = a.layout
+    if kind == "attention":
+        p["causal"] = bool(a.causal)
+    return {k: v for k, v in p.items() if v is not None}
+
+
+def _status(gpu: str) -> str:
+    from tilewise.model.predict import calibration
+
+    key = _gpus.get(gpu).key
+    if calibration(key):
+        return f"{key}: calibrated (src/tilewise/model/calibration/{key}.json, measured on this GPU)"
+    return (
+        f"{key}: datasheet-only (never measured: its peaks and bandwidths are the registry's, the per-config "
+        "efficiencies are the H200's)"
+    )
+
+
+def _run(a: argparse.Namespace) -> int:
+    from tilewise.advise import advise
+
+    if a.validate:
+        return _validate(a)
+    if a.kind is None:
+        raise InputError("advise needs a kernel: gemm, attention, decode or grouped (or --validate)")
+    prob = _problem(a.kind, a)
+    out = advise(a.kind, prob, gpu=a.gpu, top_k=a.top)
+    if a.json:
+        print(json.dumps({"kernel": a.kind, "problem": prob, "gpu": a.gpu, "status": _status(a.gpu),
+                          "advice": [x.to_dict() for x in out]}, indent=1))  # fmt: skip
+        return 0
+    print(f"tilewise advise {a.kind} on {_status(a.gpu)}")
+    print(f"{'#':>2} {'config':<34} {'pred us':>9} {'TFLOP/s':>8} {'TB/s':>6}  binding")
+    for i, x in enumerate(out, 1):
+        print(
+            f"{i:>2} {x.tag:<34} {x.prediction.ms * 1e3:>9.1f} {x.tflops:>8.1f} {x.tbps:>6.2f}  {x.prediction.binding}"
+        )
+    print()
+    for i, x in enumerate(out, 1):
+        print(f"{i:>2} {x.reason}")
+    return 0
+
+
+def _validate(a: argparse.Namespace) -> int:
+    from tilewise.advise import validate
+
+    v = validate.verdict(a.sweep, a.gpu)
+    if a.json:
+        for f in v["families"].values():
+            if not a.per_problem:
+                f.pop("per_problem", None)
+        print(json.dumps(v, indent=1, default=float))
+        return 0
+    s = v["sweep"]
+    print(f"sweep: {s.get('gpu')}, {s.get('date')}, torch {s.get('torch')}, triton {s.get('triton')}")
+    print("held-out problems only (benchmarks/sweeps/problems.split_of == 'val')")
+    hdr = f"{'family':<10} {'n':>4} {'top1<=5%':>9} {'err med':>8} {'err p90':>8}  {'vs':<28}"
+    print(hdr)
+    for fam, f in v["families"].items():
+        vs = []
+        for who in ("nmh", "hand"):
+            if who in f:
+                w = f[who]
+                vs.append(f"{who} {w['top1_within_5pct']:.0%}/{w['error_median']:.0%}/{w['error_p90']:.0%}")
+        print(
+            f"{fam:<10} {f['problems']:>4} {f['top1_within_5pct']:>9.0%} {f['error_median']:>8.1%} "
+            f"{f['error_p90']:>8.1%}  {'; '.join(vs)}"
+        )
+        print(f"{'':<10} autotune would spend {f['autotune_device_s']:.0f} s of device time "
+              f"({f['autotune_configs']} configs); the advisor 0 s")  # fmt: skip
+        if "vs_cublas" in f:
+            c = f["vs_cublas"]
+            print(
+                f"{'':<10} vs cuBLAS: advisor median {c['advisor_median']:.2f}x, min {c['advisor_min']:.2f}x, "
+                f"{c['advisor_below_0.8']} below 0.8x; kernel's best median {c['kernel_best_median']:.2f}x, "
+                f"min {c['kernel_best_min']:.2f}x, {c['kernel_best_below_0.8']} below 0.8x"
+            )
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "advise",
+        help="the time model's top-k configs for gemm|attention|decode|grouped (or --validate)",
+        description="Rank every configuration of a kernel's space by the time model (tilewise.model.predict) "
+        "and print the top k with predicted time, TFLOP/s, TB/s, the binding term and a reason.",
+        epilog="examples:\n  tilewise advise gemm --m 1000 --n 1000 --k 1000\n"
+        "  tilewise advise gemm --m 1024 --n 4096 --k 4096 --layout nt --json\n"
+        "  tilewise advise decode --batch 8 --seq-len 32768 --gpu h100\n  tilewise advise --validate",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("kind", nargs="?", choices=list(ARGS), help="the kernel")
+    for kind, args in ARGS.items():
+        for name, default in args:
+            flag = "--" + name.replace("_", "-")
+            if any(flag in a.option_strings for a in p._actions):
+                continue
+            p.add_argument(flag, dest=name, default=None, help=f"{kind}: default {default}" if default else None)
+    p.add_argument("--rows", dest="rows_per_expert", default=None, help="grouped: rows per expert")
+    p.add_argument("--dtype", default="bf16", help="bf16 | fp16 (gemm: fp32 too)")
+    p.add_argument("--layout", default="nn", help="gemm: nn (B [K, N]) or nt (a @ w.T, w [N, K])")
+    p.add_argument("--causal", action="store_true", help="attention: causal mask")
+    p.add_argument("--gpu", default="h200", help="a registry GPU (tilewise gpus)")
+    p.add_argument("--top", type=int, default=5, help="how many configs (default 5)")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--validate", action="store_true", help="the verdict on the committed sweep fixtures")
+    p.add_argument("--sweep", default=None, help="--validate: the fixture folder (default tests/data/sweeps/h200)")
+    p.add_argument("--per-problem", action="store_true", help="--validate --json: every problem's row too")
+    p.set_defaults(func=_wrap)
+
+
+def _wrap(a: argparse.Namespace) -> int:
+    if a.kind is not None:
+        for name, default in ARGS[a.kind]:
+            if getattr(a, name) is None and default is not None:
+                setattr(a, name, default)
+    return _run(a)

@@ -1,0 +1,286 @@
+"""The knob space of each kernel: every configuration the advisor may propose, and the sweep times.
+
+Pure Python (no torch, no triton). One function per family returns the configurations that fit
+the GPU for one problem, as plain dicts whose keys are the kernel's own config fields
+(`tilewise.kernels.gemm.Config`, `flash_attention.ForwardConfig`, decode's `tile` + `num_splits`,
+`grouped_gemm.GroupedConfig`). The sweep (benchmarks/sweeps/sweep.py) times exactly these lists,
+and the advisor ranks exactly these lists, so a proposed config is always one that was timed.
+
+Fit rules (each one a hardware limit, with the number):
+* shared memory: triton 3.6 gives the pointer GEMM `stages` A+B tile buffers when BLOCK_M >= 64
+  (the wgmma path) and `stages - 1` below (mma.sync with a cp.async ring): that is exactly what it
+  reserved compiling every config of the grid for sm_90 (benchmarks/sweeps/compile_sm90.py,
+  sm90_gemm_compiled.json beside this file); the persistent TMA kernel keeps `stages` tiles plus
+  the epilogue's staging half tile; all under the per-block opt-in limit (232448 B on the H200)
+  less the driver's 1 KB;
+* registers: the fp32 accumulator is block_m x block_n / threads registers per thread; more than
+  160 of the 255 leaves too few for addresses and operands (128x256 with 4 warps is 256: spills);
+* persistent (TMA) configs need 16-bit operands, a TMA-capable GPU and at least one tile per SM
+  (the kernel launches min(SMs, tiles) programs, a compile-time constant: below one tile per SM it
+  is the plain grid plus a loop, and a new binary per tile count);
+* split-K only where each split keeps >= 4 BLOCK_K steps (the kernel's fix-up is serial).
+"""
+
+from __future__ import annotations
+
+from tilewise import gpus as _gpus
+from tilewise.util import cdiv
+
+# ---------------------------------------------------------------------------------------------- GEMM
+
+# (block_m, block_n, block_k, num_warps): the pointer kernel's tiles. Skinny tiles (16, 32 rows) take
+# long K steps so one stage still moves >= 16 KB; the wide ones are the compute tiles.
+GEMM_TILES = (
+    (16, 64, 256, 4),
+    (16, 64, 512, 4),
+    (16, 128, 128, 4),
+    (16, 128, 256, 4),
+    (32, 64, 256, 4),
+    (32, 128, 128, 4),
+    (64, 64, 64, 4),
+    (64, 64, 128, 4),
+    (64, 128, 64, 4),
+    (64, 128, 128, 4),
+    (64, 256, 64, 4),
+    (64, 256, 64, 8),
+    (128, 64, 64, 4),
+    (128, 128, 64, 4),
+    (128, 128, 64, 8),
+    (128, 128, 128, 8),
+    (128, 256, 64, 8),
+    (256, 128, 64, 8),
+)
+GEMM_STAGES = (3, 4)
+# split-K variants: (block_m, block_n, block_k, warps, stages) x splits
+GEMM_SPLIT_TILES = ((16, 128, 256, 4, 4), (64, 64, 64, 4, 4), (64, 128, 64, 4, 4), (128, 128, 64, 8, 4))
+GEMM_SPLITS = (2, 4, 8, 16)
+# row-major tile order (group_m 1) against the default grouped order (8)
+GEMM_GROUP1_TILES = ((128, 128, 64, 8, 4), (128, 256, 64, 8, 3))
+# stream B (evict B first, keep A in L2): the skinny tiles, where B is the stream
+GEMM_STREAM_B_TILES = ((16, 64, 512, 4, 3), (16, 128, 256, 4, 4), (64, 256, 64, 4, 4))
+# persistent TMA kernel: (block_m, block_n, block_k, warps, stages, warp_specialize)
+GEMM_PERSISTENT = (
+    (64, 128, 64, 4, 4, False),
+    (128, 64, 64, 4, 4, False),
+    (128, 128, 64, 8, 3, False),
+    (128, 128, 64, 8, 4, False),
+    (128, 128, 64, 8, 3, True),
+    (128, 128, 64, 8, 4, True),
+    (128, 256, 64, 8, 3, False),
+    (128, 256, 64, 8, 4, False),
+    (128, 256, 64, 8, 3, True),
+    (128, 256, 64, 8, 4, True),
+)
+MAX_ACC_REGS = 160  # fp32 accumulator registers per thread that leave room for addresses and operands
+
+
+def _gemm_cfg(bm, bn, bk, w, st, *, group_m=8, split_k=1, persistent=False, ws=False, stream_b=False) -> dict:
+    return {
+        "block_m": bm,
+        "block_n": bn,
+        "block_k": bk,
+        "group_m": group_m,
+        "split_k": split_k,
+        "num_warps": w,
+        "num_stages": st,
+        "persistent": persistent,
+        "warp_specialize": ws,
+        "stream_b": stream_b,
+    }
+
+
+def gemm_tag(c: dict) -> str:
+    """The kernel's own `Config.tag()` spelling (pws/p/sb prefix, tile, group, split, warps, stages)."""
+    p = ("pws" if c["warp_specialize"] else "p") if c["persistent"] else ("sb" if c["stream_b"] else "")
+    return (
+        f"{p}{c['block_m']}x{c['block_n']}x{c['block_k']}_g{c['group_m']}_s{c['split_k']}"
+        f"_w{c['num_warps']}_st{c['num_stages']}"
+    )
+
+
+def gemm_smem_bytes(c: dict, e: int) -> int:
+    """Shared memory of one program (see the module's fit rules)."""
+    tile = (c["block_m"] * c["block_k"] + c["block_k"] * c["block_n"]) * e
+    if c["persistent"]:
+        epi = c["block_m"] * (c["block_n"] // 2 if c["block_n"] >= 128 else c["block_n"]) * e
+        return c["num_stages"] * tile + epi
+    return (c["num_stages"] if c["block_m"] >= 64 else max(1, c["num_stages"] - 1)) * tile
+
+
+def gemm_acc_regs(c: dict) -> float:
+    return c["block_m"] * c["block_n"] / (32 * c["num_warps"])
+
+
+def gemm_fits(c: dict, m: int, n: int, k: int, dtype: str, gpu: str | _gpus.GPU, layout: str = "nn") -> str:
+    """'' when `c` fits the GPU and the problem, else the reason it does not."""
+    g = _gpus.get(gpu)
+    e = _gpus.element_bytes(dtype)
+    limit = g.smem_per_block_optin - g.reserved_smem_per_block
+    smem = gemm_smem_bytes(c, e)
+    if smem > limit:
+        return f"shared memory {smem} B > {limit} B"
+    if gemm_acc_regs(c) > MAX_ACC_REGS:
+        return f"accumulator {gemm_acc_regs(c):.0f} registers/thread > {MAX_ACC_REGS}"
+    if c["persistent"]:
+        if not g.tma or e != 2:
+            return "persistent TMA kernel needs 16-bit operands on a TMA GPU"
+        if layout != "nn":
+            return "persistent TMA kernel needs row-major B (a @ w.T reads B column-major: the pointer kernel runs)"
+        if cdiv(m, c["block_m"]) * cdiv(n, c["block_n"]) < g.sms:
+            return "persistent kernel needs at least one tile per SM"
+    if c["split_k"] > 1 and cdiv(k, c["block_k"]) < 4 * c["split_k"]:
+        return f"split-K {c['split_k']} leaves < 4 BLOCK_K steps per split"
+    if e == 4 and c["block_k"] > 128:
+        return "fp32 tiles take BLOCK_K <= 128"
+    return ""
+
+
+def gemm_grid() -> list[dict]:
+    """Every GEMM configuration of the knob grid, before the fit rules."""
+    out = []
+    for bm, bn, bk, w in GEMM_TILES:
+        for st in GEMM_STAGES:
+            out.append(_gemm_cfg(bm, bn, bk, w, st))
+    for bm, bn, bk, w, st in GEMM_SPLIT_TILES:
+        for s in GEMM_SPLITS:
+            out.append(_gemm_cfg(bm, bn, bk, w, st, split_k=s))
+    for bm, bn, bk, w, st in GEMM_GROUP1_TILES:
+        out.append(_gemm_cfg(bm, bn, bk, w, st, group_m=1))
+    for bm, bn, bk, w, st in GEMM_STREAM_B_TILES:
+        out.append(_gemm_cfg(bm, bn, bk, w, st, stream_b=True))
+    for bm, bn, bk, w, st, ws in GEMM_PERSISTENT:
+        out.append(_gemm_cfg(bm, bn, bk, w, st, persistent=True, ws=ws))
+    return out
+
+
+_GRID = gemm_grid()
+
+
+def gemm_space(
+    m: int, n: int, k: int, dtype: str = "bf16", gpu: str | _gpus.GPU = "h200", layout: str = "nn"
+) -> list[dict]:
+    """The GEMM configurations that fit `gpu` for an M x N x K problem (each a fresh dict).
+
+    layout "nn": B is [K, N] row-major; "nt": B = w.T for a row-major weight w [N, K] (`a @ w.T`)."""
+    return [dict(c) for c in _GRID if not gemm_fits(c, m, n, k, dtype, gpu, layout)]
+
+
+# ---------------------------------------------------------------------------------------------- attention
+
+ATTN_BLOCK_M = (64, 128)
+ATTN_BLOCK_N = (32, 64, 128)
+ATTN_WARPS = (4, 8)
+ATTN_STAGES = (2, 3)
+
+
+def attention_fits(c: dict, head_dim: int, dtype: str, gpu: str | _gpus.GPU) -> str:
+    from tilewise.model.tensorcore import attention_tile_budget
+
+    g = _gpus.get(gpu)
+    groups = max(1, c["num_warps"] // 4)
+    if c["block_m"] // groups < 16:
+        return "fewer than 16 rows per warpgroup"
+    dt = "fp16" if dtype == "fp32" else dtype
+    b = attention_tile_budget(
+        head_dim, c["block_n"], block_m=c["block_m"] // groups, dtype=dt, stages=c["num_stages"], gpu=g.key,
+        consumers=groups,
+    )  # fmt: skip
+    if not b["registers"]["fits"]:
+        return f"registers {b['registers']['total']:.0f} > {b['registers']['limit']}"
+    e = _gpus.element_bytes(dtype)
+    smem = (c["block_m"] * head_dim + c["num_stages"] * 2 * c["block_n"] * head_dim) * e
+    limit = g.smem_per_block_optin - g.reserved_smem_per_block
+    if smem > limit:
+        return f"shared memory {smem} B > {limit} B"
+    return ""
+
+
+def attention_space(head_dim: int, dtype: str = "bf16", gpu: str | _gpus.GPU = "h200") -> list[dict]:
+    out = []
+    for bm in ATTN_BLOCK_M:
+        for bn in ATTN_BLOCK_N:
+            for w in ATTN_WARPS:
+                for st in ATTN_STAGES:
+                    c = {"block_m": bm, "block_n": bn, "num_warps": w, "num_stages": st}
+                    if not attention_fits(c, head_dim, dtype, gpu):
+                        out.append(c)
+    return out
+
+
+def attention_tag(c: dict) -> str:
+    return f"{c['block_m']}x{c['block_n']}_w{c['num_warps']}_st{c['num_stages']}"
+
+
+# ---------------------------------------------------------------------------------------------- decode
+
+# (block_n, warps, stages): the kernel's key tiles
+DECODE_TILES = ((32, 4, 2), (64, 4, 2), (64, 4, 3), (128, 4, 2), (128, 4, 3), (128, 8, 3))
+DECODE_SPLITS = (1, 2, 4, 8, 16, 32, 64)
+DECODE_SMEM = 192 * 1024  # the kernel's K/V stage budget (kernels/decode.py _DECODE_SMEM)
+
+
+def decode_space(
+    batch: int, kv_heads: int, seq_len: int, head_dim: int, dtype: str = "bf16", gpu: str | _gpus.GPU = "h200"
+) -> list[dict]:
+    """(block_n, warps, stages) x num_splits; a split keeps at least one key tile."""
+    e = _gpus.element_bytes(dtype)
+    out = []
+    for bn, w, st in DECODE_TILES:
+        if 2 * bn * head_dim * e * st > DECODE_SMEM:
+            continue
+        for s in DECODE_SPLITS:
+            if s > 1 and cdiv(seq_len, s) < bn:
+                continue
+            out.append({"block_n": bn, "num_warps": w, "num_stages": st, "num_splits": s})
+    return out
+
+
+def decode_tag(c: dict) -> str:
+    return f"n{c['block_n']}_w{c['num_warps']}_st{c['num_stages']}_s{c['num_splits']}"
+
+
+# ---------------------------------------------------------------------------------------------- grouped
+
+GROUPED_TILES = (
+    (16, 128, 128),
+    (32, 128, 128),
+    (64, 128, 64),
+    (64, 256, 64),
+    (128, 128, 64),
+    (128, 256, 64),
+)
+GROUPED_STAGES = (3, 4)
+GROUPED_SCHEDULES = ("map", "search")
+
+
+def grouped_space(rows_per_expert: float, n: int, k: int, dtype: str = "bf16", gpu: str | _gpus.GPU = "h200"):
+    g = _gpus.get(gpu)
+    e = _gpus.element_bytes(dtype)
+    limit = g.smem_per_block_optin - g.reserved_smem_per_block
+    out = []
+    for bm, bn, bk in GROUPED_TILES:
+        w = 4 if bm <= 32 else 8
+        for st in GROUPED_STAGES:
+            if st * (bm * bk + bk * bn) * e > limit or bm * bn / (32 * w) > MAX_ACC_REGS:
+                continue
+            for sched in GROUPED_SCHEDULES:
+                out.append(
+                    {
+                        "block_m": bm,
+                        "block_n": bn,
+                        "block_k": bk,
+                        "num_warps": w,
+                        "num_stages": st,
+                        "schedule": sched,
+                        "flatten": True,
+                        "tma": bool(g.tma and e == 2),
+                    }
+                )
+    return out
+
+
+def grouped_tag(c: dict) -> str:
+    return f"m{c['block_m']}n{c['block_n']}k{c['block_k']}w{c['num_warps']}s{c['num_stages']}-{c['schedule']}"
+
+
+TAGS = {"gemm": gemm_tag, "attention": attention_tag, "decode": decode_tag, "grouped": grouped_tag}

@@ -1,0 +1,176 @@
+"""The advisor's verdict on the sweep's held-out problems (`tilewise advise --validate`).
+
+For each family, over the problems of the held-out split (benchmarks/sweeps/problems.split_of ==
+"val": the calibration never read them):
+* top-1: the advisor's first choice, its measured time against the best measured config of the
+  space; the share within 5%;
+* error: |predicted - measured| / measured over every measured config, median and 90th percentile;
+* the same for the comparison points the sweep timed beside the space: nvidia-matmul-heuristics'
+  Triton top-1 (GEMM; its own runtime estimate as its prediction) and the previous hand rules (the
+  kernels' choose_config; the roofline floor as their prediction, which is what benchmark rows
+  carried as `predicted_ms`);
+* exhaustive autotune's cost: the sweep's measured compile seconds of every config plus triton's
+  do_bench default (25 ms warm-up + 100 ms of repetitions) per config, against the advisor's 0;
+* GEMM: the advisor's top-1 against cuBLAS (CUDA graphs, the same sweep), and the kernel's best.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import statistics
+
+from tilewise.advise import advise, fixtures, space
+from tilewise.errors import InputError
+from tilewise.model import roofline, traffic
+from tilewise.model.predict import predict
+
+DO_BENCH_S = 0.125
+# benchmarks/sweeps/problems.py's split (kept equal by a test): the named calibration shapes plus one in four by hash
+CAL_SHAPES = {
+    "8192x8192x8192_bf16_nn", "8192x8192x8192_fp16_nt", "4096x28672x4096_bf16_nt", "1x28672x4096_bf16_nt",
+    "64x28672x4096_bf16_nt", "b4h32kv32q4096k4096d64n_bf16", "b4h32kv32q4096k4096d128n_bf16",
+    "b2h16kv16q4096k4096d256n_bf16", "b1h32kv8L131072d128_bf16", "e8r4096n8192k8192_bf16", "e128r8n1536k2048_bf16",
+}  # fmt: skip
+
+
+def split_of(key: str) -> str:
+    if key in CAL_SHAPES:
+        return "cal"
+    return "cal" if int(hashlib.sha1(key.encode()).hexdigest(), 16) % 4 == 0 else "val"
+
+
+def _pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    if not xs:
+        return float("nan")
+    i = min(len(xs) - 1, max(0, round(q * (len(xs) - 1))))
+    return xs[i]
+
+
+def _floor_ms(family: str, p: dict) -> float:
+    """The roofline floor the benchmark rows carried as `predicted_ms` (the previous 'model')."""
+    if family == "gemm":
+        f, b = traffic.gemm_flops(p["m"], p["n"], p["k"]), traffic.gemm_bytes(p["m"], p["n"], p["k"], p["dtype"])
+    elif family == "attention":
+        f = traffic.attention_flops(p["batch"], p["heads"], p["seq_q"], p["seq_k"], p["head_dim"], p["causal"])
+        b = traffic.attention_bytes(
+            p["batch"], p["heads"], p["kv_heads"], p["seq_q"], p["seq_k"], p["head_dim"], p["dtype"]
+        )
+    elif family == "decode":
+        lens = [p["seq_len"]] * p["batch"]
+        f = traffic.decode_flops(lens, p["heads"], p["head_dim"])
+        b = traffic.decode_bytes(lens, p["heads"], p["kv_heads"], p["head_dim"], p["dtype"])
+    else:
+        rows = [p["rows_per_expert"]] * p["experts"]
+        f = traffic.grouped_gemm_flops(rows, p["k"], p["n"])
+        b = traffic.grouped_gemm_bytes(rows, p["k"], p["n"], p["dtype"])
+    return roofline.time("h200", f, b, p["dtype"]).time_s * 1e3
+
+
+def _compile_seconds(directory: str) -> dict:
+    path = os.path.join(directory, "compile.jsonl")
+    out: dict = {}
+    if not os.path.exists(path):
+        return out
+    with open(path) as f:
+        for line in f:
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue
+            secs = [v for v in r.get("compile_s", {}).values() if isinstance(v, (int, float))]
+            out[r.get("key")] = (sum(secs), len(secs))
+    return out
+
+
+def family_verdict(family: str, directory: str | None = None, gpu: str = "h200") -> dict:
+    recs = fixtures.load(family, directory)
+    comp = _compile_seconds(directory or fixtures.DEFAULT_DIR)
+    nmh_pred = {}
+    if family == "gemm":
+        path = os.path.join(fixtures.ROOT, "benchmarks", "sweeps", "nmh_gemm.json")
+        if os.path.exists(path):
+            with open(path) as f:
+                nmh_pred = {k: v["predicted_ms"] for k, v in json.load(f)["configs"].items()}
+    top1, errs, per = [], [], []
+    nmh_top, nmh_err, hand_top, hand_err = [], [], [], []
+    vs_cublas, best_vs_cublas = [], []
+    tune_s, configs = 0.0, 0
+    for key, rec in sorted(recs.items()):
+        if split_of(key) != "val":
+            continue
+        best_tag, best_ms = rec.best()
+        adv = advise(family, rec.problem, gpu, top_k=1)[0]
+        tag = space.TAGS[family](adv.config)
+        if tag not in rec.space:
+            raise InputError(f"{family} {key}: the advisor's top-1 {tag} was not measured in the sweep")
+        ratio = rec.space[tag] / best_ms
+        top1.append(ratio)
+        for t, ms in rec.space.items():
+            pred = predict(family, rec.problem, rec.configs[t], gpu).ms
+            errs.append(abs(pred - ms) / ms)
+        if "nmh" in rec.others:
+            _nt, nms, _ = rec.others["nmh"]
+            nmh_top.append(nms / best_ms)
+            if key in nmh_pred:
+                nmh_err.append(abs(nmh_pred[key] - nms) / nms)
+        if "hand" in rec.others:
+            hms = rec.others["hand"][1]
+            hand_top.append(hms / best_ms)
+            hand_err.append(abs(_floor_ms(family, rec.problem) - hms) / hms)
+        if "cublas" in rec.others:
+            cms = rec.others["cublas"][1]
+            vs_cublas.append(cms / rec.space[tag])
+            best_vs_cublas.append(cms / best_ms)
+        cs, n = comp.get(key, (0.0, 0))
+        tune_s += cs + DO_BENCH_S * len(rec.space)
+        configs += len(rec.space)
+        per.append({"key": key, "advisor": tag, "advisor_ms": rec.space[tag], "best": best_tag, "best_ms": best_ms,
+                    "ratio": ratio, "cublas_ms": rec.others.get("cublas", (None, None))[1]})  # fmt: skip
+    n = len(top1)
+    out = {
+        "family": family,
+        "problems": n,
+        "configs_measured": len(errs),
+        "top1_within_5pct": sum(r <= 1.05 for r in top1) / n if n else float("nan"),
+        "top1_ratio_median": statistics.median(top1) if top1 else float("nan"),
+        "top1_ratio_worst": max(top1) if top1 else float("nan"),
+        "error_median": statistics.median(errs) if errs else float("nan"),
+        "error_p90": _pct(errs, 0.9),
+        "autotune_device_s": tune_s,
+        "autotune_configs": configs,
+        "advisor_device_s": 0.0,
+        "per_problem": per,
+    }
+    if hand_top:
+        out["hand"] = {
+            "top1_within_5pct": sum(r <= 1.05 for r in hand_top) / len(hand_top),
+            "error_median": statistics.median(hand_err),
+            "error_p90": _pct(hand_err, 0.9),
+            "prediction": "roofline floor (the benchmark rows' predicted_ms)",
+        }
+    if nmh_top:
+        out["nmh"] = {
+            "top1_within_5pct": sum(r <= 1.05 for r in nmh_top) / len(nmh_top),
+            "error_median": statistics.median(nmh_err) if nmh_err else float("nan"),
+            "error_p90": _pct(nmh_err, 0.9),
+            "prediction": "nvidia-matmul-heuristics' runtime estimate of its top-1",
+        }
+    if vs_cublas:
+        out["vs_cublas"] = {
+            "advisor_median": statistics.median(vs_cublas),
+            "advisor_min": min(vs_cublas),
+            "advisor_below_0.8": sum(r < 0.8 for r in vs_cublas),
+            "kernel_best_median": statistics.median(best_vs_cublas),
+            "kernel_best_min": min(best_vs_cublas),
+            "kernel_best_below_0.8": sum(r < 0.8 for r in best_vs_cublas),
+        }
+    return out
+
+
+def verdict(directory: str | None = None, gpu: str = "h200", families=fixtures.FAMILIES) -> dict:
+    meta = fixtures.meta(directory)
+    return {"sweep": {k: meta.get(k) for k in ("gpu", "date", "torch", "triton", "host_cpu", "command")},
+            "families": {f: family_verdict(f, directory, gpu) for f in families}}  # fmt: skip

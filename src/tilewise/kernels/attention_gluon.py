@@ -1,0 +1,751 @@
+"""FlashAttention-3's forward for Hopper (sm_90a) in Gluon: TMA producer, S-stage ring, two consumers in ping-pong.
+
+    out, lse = gluon_attention(q, k, v, causal=True)   # q [B, H, Sq, D], k/v [B, Hkv, Sk, D]; H200 only
+
+The tips document's design, one partition per role (`gl.warp_specialize`):
+
+* producer (1 warp, 24 registers): issues the TMA loads. Per CTA tile (128 query rows) it loads Q
+  once per consumer (64 rows each, into the consumer's own buffer, "q_full"/"q_empty" barriers), then
+  streams the K and V tiles of the key range into an S-stage ring; stage s has "k_full", "v_full"
+  (the copy engine completes them, `expect` counts the bytes), "k_empty" and "v_empty" (each
+  consumer arrives once when it is done with that tile, so the count is the number of consumers;
+  K is released right after Q K^T, so the next K streams in while the softmax and P V run).
+* consumers (4 warps = one warpgroup each, 64 query rows = one wgmma M): S = Q K^T as an SS wgmma
+  (both operands in shared memory), the online softmax in exp2 with the row max and sum in
+  registers, O += P V as an RS wgmma (P converted in registers to the A-operand layout, never
+  written to shared memory). Intra-warpgroup overlap: S_j = Q K_j^T and O += P_{j-1} V_{j-1} are
+  issued together, the softmax of S_j runs while P_{j-1} V_{j-1} is still on the Tensor Cores.
+* ping-pong: two mbarriers ("turn") order the consumers' GEMM blocks c0, c1, c0, c1, ...: consumer c
+  waits for its turn, issues its wgmmas, hands the turn over, then does its softmax, which thus
+  overlaps the other consumer's GEMMs (the tips document: "while one runs softmax, the other runs
+  its GEMM").
+* persistent grid: one CTA per SM walks the tiles t = pid, pid + grid, ...; tiles are ordered in
+  groups of heads whose K/V fit in L2 together, and inside a group the longest query tiles
+  (most keys under a causal mask) first, so the short tiles fill the tail.
+
+The same code builds the tips document's other two designs (`DESIGNS`):
+  (a) "serial": one consumer (8 warps, 128 rows in one instruction stream), a ring of 1 stage:
+      the next K/V tile is loaded only after the last one is released: load, then compute.
+  (b) "ring": the same single consumer over an S-stage ring: loads hide, softmax does not.
+  (c) "pingpong": 1 producer + 2 consumers in ping-pong over the S-stage ring (FA3).
+
+Causal masking is aligned at the bottom right (query i sees keys j <= i + Sk - Sq) like
+`tilewise.kernels.flash_attention`; rows that see no key get out 0 and lse -inf. Q, K and V
+are read through 4-D TMA descriptors ([B, H, S, D], any 16-byte-aligned strides), so a tile that
+runs past the end of a head reads zeros, never the next head.
+
+This module imports without a GPU; `gluon_available()` says whether the installed Triton has
+the Gluon API this file was written against (checked by name), and `GLUON_VERIFIED` lists the
+Triton versions on which the GPU tests passed; `tilewise.kernels.attention` dispatches here only
+for those (see `use_gluon`).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+from tilewise.util import cdiv
+
+try:
+    import triton
+    from triton.experimental import gluon
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.language.nvidia.hopper import (
+        fence_async_shared,
+        mbarrier,
+        tma,
+        warpgroup_mma,
+        warpgroup_mma_wait,
+    )
+
+    _IMPORT_ERROR = None
+except Exception as exc:
+    _IMPORT_ERROR = exc
+
+# Triton versions on which tests/gpu/test_gpu_attention_gluon.py passed on an H200 (the dispatch
+# enables the Gluon kernel only for these: a version it never ran on falls back to the Triton kernel).
+GLUON_VERIFIED: tuple[str, ...] = ("3.6.0",)  # H200, 2026-12-01: 127/127 float64 checks (attention_fa3_check.jsonl)
+
+DESIGNS = ("serial", "ring", "pingpong")
+LOG2E = 1.4426950408889634
+ROWS_PER_CTA = 128  # two wgmma M = 64 row blocks
+HEAD_DIMS = (64, 128, 256)
+
+
+def gluon_available() -> bool:
+    """True when the installed Triton has every Gluon name this kernel uses."""
+    if _IMPORT_ERROR is not None:
+        return False
+    need = (
+        (gl, "warp_specialize"),
+        (gl, "NVMMADistributedLayout"),
+        (gl, "DotOperandLayout"),
+        (gl, "NVMMASharedLayout"),
+        (gl, "allocate_shared_memory"),
+        (mbarrier, "MBarrierLayout"),
+        (mbarrier, "expect"),
+        (tma, "async_copy_global_to_shared"),
+    )
+    return all(hasattr(mod, name) for mod, name in need)
+
+
+# ------------------------------------------------------------------------ config choice
+
+
+@dataclass(frozen=True)
+class GluonConfig:
+    design: str  # "serial" | "ring" | "pingpong"
+    head_dim: int
+    block_n: int
+    stages: int
+    consumers: int  # consumer partitions (2 in ping-pong, 1 otherwise)
+    consumer_warps: int  # warps per consumer partition (4 = one warpgroup, 8 = two in lockstep)
+    rows_per_consumer: int
+    overlap: bool  # issue S_j = QK_j^T with P_{j-1} V_{j-1} (FA3's intra-warpgroup overlap)
+    pingpong: bool
+    producer_regs: int
+    consumer_regs: int
+    reason: str = ""
+    q_late: bool = True  # request the first K/V tile of a CTA tile before its Q (see _producer)
+    snake: bool = True  # mirror the tile order every other round (see _tile_at)
+
+
+# Block N per head dim. N = 128 makes each wgmma's compute/shared-memory-feed ratio 1.33
+# (0.5 N / (16 + 0.25 N), tensorcore.smem_feed); at D = 256 the 64-row O accumulator is already
+# 128 fp32 registers per thread, so N = 64 (S 32 registers) keeps a consumer under the 240 the
+# register split gives it (model.tensorcore.register_budget checks it below).
+_BLOCK_N = {64: 128, 128: 128, 256: 64}
+# Shared memory kept free of the ring for barriers and the compiler's layout-conversion scratch.
+_SMEM_RESERVE = 2 * 1024  # the compiled kernels use 344 B beyond Q and the ring (sm_90a, triton 3.6)
+_MAX_STAGES = 4
+# Scheduling defaults (benchmarks/attention_fa3.py --variants measures each against its alternative).
+Q_LATE = True
+SNAKE = True
+L2_FRACTION = 0.4  # of the 60 MiB L2: the K/V of one head group (0.4 -> 12 heads at S 4096, D 128, bf16)
+
+
+@functools.lru_cache(maxsize=64)
+def gluon_config(
+    head_dim: int, design: str = "pingpong", dtype: str = "bf16", q_late: bool | None = None, snake: bool | None = None
+) -> GluonConfig:
+    """Tile, ring depth and register split for one design, from `tilewise.model.tensorcore`."""
+    from tilewise.model.tensorcore import register_budget, setmaxnreg_split, smem_budget
+
+    if design not in DESIGNS:
+        from tilewise.errors import InputError
+
+        raise InputError(f"design must be one of {list(DESIGNS)}, got {design!r}")
+    bn = _BLOCK_N[head_dim]
+    two = design == "pingpong"
+    consumers = 2 if two else 1
+    rows = ROWS_PER_CTA // consumers
+    # 1 producer warp + the consumers; setmaxnreg works per warpgroup, so the producer's warp is
+    # counted as a warpgroup: 65,536 - 128 x 24 over 2 x 128 threads = 244 -> 240 (multiple of 8).
+    split = setmaxnreg_split(producers=1, consumers=2, producer_regs=24, gpu="h100-sxm")
+    regs = register_budget(head_dim, bn, 64, dtype, "h100-sxm", limit=split["consumer_regs"])
+    sm = smem_budget(head_dim, bn, rows, 1, dtype, "h100-sxm", consumers)
+    room = (sm.limit_bytes - _SMEM_RESERVE - sm.q_bytes) // sm.kv_stage_bytes
+    stages = 1 if design == "serial" else max(2, min(_MAX_STAGES, room))
+    reason = (
+        f"N={bn}: registers per consumer thread {regs.total:.0f} of {split['consumer_regs']} "
+        f"(S {regs.s:.0f} + P {regs.p:.0f} + O {regs.o:.0f}); shared memory Q {sm.q_bytes // 1024} KB + "
+        f"{stages} x {sm.kv_stage_bytes // 1024} KB K/V stages of {sm.limit_bytes // 1024} KB "
+        f"({_SMEM_RESERVE // 1024} KB kept for barriers and scratch)"
+    )
+    return GluonConfig(
+        design=design,
+        head_dim=head_dim,
+        block_n=bn,
+        stages=stages,
+        consumers=consumers,
+        consumer_warps=4 if two else 8,
+        rows_per_consumer=rows,
+        overlap=two,
+        pingpong=two,
+        producer_regs=split["producer_regs"],
+        consumer_regs=split["consumer_regs"],
+        reason=reason,
+        q_late=Q_LATE if q_late is None else bool(q_late),
+        snake=SNAKE if snake is None else bool(snake),
+    )
+
+
+# ------------------------------------------------------------------------------ kernel
+
+if _IMPORT_ERROR is None:
+
+    @gluon.jit
+    def _tile_info(t, num_bh, num_m, group, seq_q, seq_k, BLOCK_Q: gl.constexpr, BLOCK_N: gl.constexpr,
+                   CAUSAL: gl.constexpr):  # fmt: skip
+        """Tile t of the persistent order -> (b*h index, first query row, keys to visit, key tiles).
+
+        Heads come in groups of `group` (their K/V fit in L2 together); inside a group the query
+        tiles run last-first (under a causal mask the last tile has the most keys), head minor.
+        """
+        per_group = group * num_m
+        g = t // per_group
+        base = g * group
+        gs = gl.minimum(num_bh - base, group)
+        r = t - g * per_group
+        m_blk = num_m - 1 - r // gs
+        bh = base + r % gs
+        m0 = m_blk * BLOCK_Q
+        n_keys = seq_k
+        if CAUSAL:
+            n_keys = gl.minimum(gl.maximum(m0 + BLOCK_Q + seq_k - seq_q, 0), seq_k)
+        n_tiles = (n_keys + BLOCK_N - 1) // BLOCK_N
+        return bh, m0, n_keys, n_tiles
+
+    @gluon.jit
+    def _tile_at(r, pid, nprog, total, snake):
+        """Round r of CTA pid: tile r * grid + pid, or, with `snake`, the mirrored slot in odd full rounds.
+
+        The tiles are sorted longest first inside a head group, so mirroring every other round gives the
+        CTA that drew the longest tile of one round the shortest of the next (causal load balance).
+        """
+        t = r * nprog + pid
+        if (snake != 0) & (r % 2 == 1) & ((r + 1) * nprog <= total):
+            t = r * nprog + nprog - 1 - pid
+        return t
+
+    @gluon.jit
+    def _load_q(q_desc, q_smem, q_full, q_empty, b, h, m0, tile_count, BLOCK_M: gl.constexpr,
+                CONSUMERS: gl.constexpr):  # fmt: skip
+        for c in gl.static_range(CONSUMERS):
+            # the consumer arrives on q_empty after its last Q K^T of the previous tile
+            mbarrier.wait(q_empty.index(c), (tile_count & 1) ^ 1)
+            mbarrier.expect(q_full.index(c), q_desc.block_type.nbytes)
+            tma.async_copy_global_to_shared(q_desc, [b, h, m0 + c * BLOCK_M, 0], q_full.index(c), q_smem.index(c))
+
+    @gluon.jit
+    def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty,
+                  num_heads, num_kv_heads, seq_q, seq_k, num_m, group, total, snake,
+                  BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
+                  CONSUMERS: gl.constexpr, Q_LATE: gl.constexpr, CAUSAL: gl.constexpr):  # fmt: skip
+        pid = gl.program_id(0)
+        nprog = gl.num_programs(0)
+        num_bh = total // num_m  # B * H
+        kv_count = 0
+        tile_count = 0
+        for r in range(0, (total - pid + nprog - 1) // nprog):
+            t = _tile_at(r, pid, nprog, total, snake)
+            bh, m0, _n_keys, n_tiles = _tile_info(
+                t, num_bh, num_m, group, seq_q, seq_k, BLOCK_M * CONSUMERS, BLOCK_N, CAUSAL
+            )
+            b = bh // num_heads
+            h = bh % num_heads
+            hk = h // (num_heads // num_kv_heads)
+            # Q_LATE: the first K/V tile of this CTA tile is requested before Q, whose buffer frees only
+            # at the previous tile's last Q K^T: the ring then refills across the tile boundary
+            if Q_LATE:
+                if n_tiles == 0:
+                    _load_q(q_desc, q_smem, q_full, q_empty, b, h, m0, tile_count, BLOCK_M, CONSUMERS)
+            else:
+                _load_q(q_desc, q_smem, q_full, q_empty, b, h, m0, tile_count, BLOCK_M, CONSUMERS)
+            for j in range(n_tiles):
+                s = kv_count % STAGES
+                ph = ((kv_count // STAGES) & 1) ^ 1
+                mbarrier.wait(k_empty.index(s), ph)
+                mbarrier.expect(k_full.index(s), k_desc.block_type.nbytes)
+                tma.async_copy_global_to_shared(k_desc, [b, hk, j * BLOCK_N, 0], k_full.index(s), k_smem.index(s))
+                mbarrier.wait(v_empty.index(s), ph)
+                mbarrier.expect(v_full.index(s), v_desc.block_type.nbytes)
+                tma.async_copy_global_to_shared(v_desc, [b, hk, j * BLOCK_N, 0], v_full.index(s), v_smem.index(s))
+                if Q_LATE:
+                    if j == 0:
+                        _load_q(q_desc, q_smem, q_full, q_empty, b, h, m0, tile_count, BLOCK_M, CONSUMERS)
+                kv_count += 1
+            tile_count += 1
+
+    @gluon.jit
+    def _softmax_step(s, m_i, l_i, qk_scale, col0, rows, n_keys, causal_shift, MASKED: gl.constexpr,
+                      CAUSAL: gl.constexpr, S_LAYOUT: gl.constexpr):  # fmt: skip
+        """One key tile of the online softmax (log2 domain). Returns P (fp32), the new max, sum, alpha."""
+        if MASKED:
+            cols = col0 + gl.arange(0, s.shape[1], layout=gl.SliceLayout(0, S_LAYOUT))
+            valid = gl.expand_dims(cols < n_keys, 0)
+            if CAUSAL:
+                valid = valid & (gl.expand_dims(cols, 0) <= gl.expand_dims(rows + causal_shift, 1))
+            s = gl.where(valid, s * qk_scale, float("-inf"))
+            m_new = gl.maximum(m_i, gl.max(s, 1))
+            m_use = gl.where(m_new == float("-inf"), 0.0, m_new)  # a row with no key yet stays at 0
+            p = gl.exp2(s - gl.expand_dims(m_use, 1))
+        else:
+            m_new = gl.maximum(m_i, gl.max(s, 1) * qk_scale)
+            m_use = gl.where(m_new == float("-inf"), 0.0, m_new)
+            p = gl.exp2(s * qk_scale - gl.expand_dims(m_use, 1))  # one FMA per element
+        alpha = gl.exp2(m_i - m_use)
+        l_i = l_i * alpha + gl.sum(p, 1)
+        return p, m_new, l_i, alpha
+
+    @gluon.jit
+    def _consumer(q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, turn,
+                  o_ptr, lse_ptr, stride_ob, stride_oh, stride_om,
+                  num_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale,
+                  C: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
+                  STAGES: gl.constexpr, CONSUMERS: gl.constexpr, WARPS: gl.constexpr, OVERLAP: gl.constexpr,
+                  PINGPONG: gl.constexpr, SPLIT_RELEASE: gl.constexpr, CAUSAL: gl.constexpr):  # fmt: skip
+        dtype: gl.constexpr = q_smem.dtype
+        s_layout: gl.constexpr = gl.NVMMADistributedLayout(
+            version=[3, 0], warps_per_cta=[WARPS, 1], instr_shape=[16, BLOCK_N, 16]
+        )
+        o_layout: gl.constexpr = gl.NVMMADistributedLayout(
+            version=[3, 0], warps_per_cta=[WARPS, 1], instr_shape=[16, HEAD_DIM, 16]
+        )
+        p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+        row_s: gl.constexpr = gl.SliceLayout(1, s_layout)
+        row_o: gl.constexpr = gl.SliceLayout(1, o_layout)
+        col_o: gl.constexpr = gl.SliceLayout(0, o_layout)
+
+        pid = gl.program_id(0)
+        nprog = gl.num_programs(0)
+        num_bh = total // num_m  # B * H
+        causal_shift = seq_k - seq_q
+        q_buf = q_smem.index(C)
+        kv_count = 0
+        tile_count = 0
+        turn_count = 0
+        for r in range(0, (total - pid + nprog - 1) // nprog):
+            t = _tile_at(r, pid, nprog, total, snake)
+            bh, m0, n_keys, n_tiles = _tile_info(
+                t, num_bh, num_m, group, seq_q, seq_k, BLOCK_M * CONSUMERS, BLOCK_N, CAUSAL
+            )
+            row0 = m0 + C * BLOCK_M
+            rows = row0 + gl.arange(0, BLOCK_M, layout=row_s)
+            # key tiles [0, full_tiles) need no mask for any row of this consumer
+            full_keys = n_keys
+            if CAUSAL:
+                full_keys = gl.minimum(gl.maximum(row0 + causal_shift + 1, 0), n_keys)
+            full_tiles = full_keys // BLOCK_N
+
+            m_i = gl.full([BLOCK_M], float("-inf"), gl.float32, layout=row_s)
+            l_i = gl.full([BLOCK_M], 0.0, gl.float32, layout=row_s)
+            acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, layout=o_layout)
+            s_zero = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=s_layout)
+            mbarrier.wait(q_full.index(C), tile_count & 1)
+            if n_tiles > 0:
+                if OVERLAP:
+                    # block 0: S_0 = Q K_0^T alone
+                    st = kv_count % STAGES
+                    mbarrier.wait(k_full.index(st), (kv_count // STAGES) & 1)
+                    if PINGPONG:
+                        mbarrier.wait(turn.index(C), (turn_count + 1 - C) & 1)
+                    s_tok = warpgroup_mma(q_buf, k_smem.index(st).permute((1, 0)), s_zero, use_acc=False,
+                                          is_async=True)  # fmt: skip
+                    if PINGPONG:
+                        mbarrier.arrive(turn.index(1 - C))
+                    turn_count += 1
+                    s = warpgroup_mma_wait(0, deps=[s_tok])
+                    mbarrier.arrive(k_empty.index(st))
+                    if n_tiles == 1:
+                        mbarrier.arrive(q_empty.index(C))
+                    if full_tiles > 0:
+                        p, m_i, l_i, alpha = _softmax_step(s, m_i, l_i, qk_scale, 0, rows, n_keys, causal_shift,
+                                                           False, CAUSAL, s_layout)  # fmt: skip
+                    else:
+                        p, m_i, l_i, alpha = _softmax_step(s, m_i, l_i, qk_scale, 0, rows, n_keys, causal_shift,
+                                                           True, CAUSAL, s_layout)  # fmt: skip
+                    p_op = gl.convert_layout(p.to(dtype), p_layout)
+                    for j in range(1, n_tiles):
+                        nt = (kv_count + 1) % STAGES
+                        mbarrier.wait(k_full.index(nt), ((kv_count + 1) // STAGES) & 1)
+                        mbarrier.wait(v_full.index(st), (kv_count // STAGES) & 1)
+                        if PINGPONG:
+                            mbarrier.wait(turn.index(C), (turn_count + 1 - C) & 1)
+                        s_tok = warpgroup_mma(q_buf, k_smem.index(nt).permute((1, 0)), s_zero, use_acc=False,
+                                              is_async=True)  # fmt: skip
+                        o_tok = warpgroup_mma(p_op, v_smem.index(st), acc, is_async=True)
+                        if PINGPONG:
+                            mbarrier.arrive(turn.index(1 - C))
+                        turn_count += 1
+                        s = warpgroup_mma_wait(1, deps=[s_tok])
+                        mbarrier.arrive(k_empty.index(nt))
+                        if j == n_tiles - 1:
+                            mbarrier.arrive(q_empty.index(C))
+                        if j < full_tiles:
+                            p, m_i, l_i, alpha = _softmax_step(s, m_i, l_i, qk_scale, j * BLOCK_N, rows, n_keys,
+                                                               causal_shift, False, CAUSAL, s_layout)  # fmt: skip
+                        else:
+                            p, m_i, l_i, alpha = _softmax_step(s, m_i, l_i, qk_scale, j * BLOCK_N, rows, n_keys,
+                                                               causal_shift, True, CAUSAL, s_layout)  # fmt: skip
+                        acc = warpgroup_mma_wait(0, deps=[o_tok])
+                        mbarrier.arrive(v_empty.index(st))
+                        acc = acc * gl.expand_dims(gl.convert_layout(alpha, row_o), 1)
+                        p_op = gl.convert_layout(p.to(dtype), p_layout)
+                        kv_count += 1
+                        st = nt
+                    # last block: O += P_{n-1} V_{n-1}
+                    mbarrier.wait(v_full.index(st), (kv_count // STAGES) & 1)
+                    if PINGPONG:
+                        mbarrier.wait(turn.index(C), (turn_count + 1 - C) & 1)
+                    o_tok = warpgroup_mma(p_op, v_smem.index(st), acc, is_async=True)
+                    if PINGPONG:
+                        mbarrier.arrive(turn.index(1 - C))
+                    turn_count += 1
+                    acc = warpgroup_mma_wait(0, deps=[o_tok])
+                    mbarrier.arrive(v_empty.index(st))
+                    kv_count += 1
+                else:
+                    for j in range(n_tiles):
+                        st = kv_count % STAGES
+                        ph = (kv_count // STAGES) & 1
+                        mbarrier.wait(k_full.index(st), ph)
+                        if PINGPONG:
+                            mbarrier.wait(turn.index(C), (turn_count + 1 - C) & 1)
+                        s_tok = warpgroup_mma(q_buf, k_smem.index(st).permute((1, 0)), s_zero, use_acc=False,
+                                              is_async=True)  # fmt: skip
+                        if PINGPONG:
+                            mbarrier.arrive(turn.index(1 - C))
+                        turn_count += 1
+                        s = warpgroup_mma_wait(0, deps=[s_tok])
+                        if SPLIT_RELEASE:  # K may be refilled while the softmax and P V run
+                            mbarrier.arrive(k_empty.index(st))
+                        if j == n_tiles - 1:
+                            mbarrier.arrive(q_empty.index(C))
+                        if j < full_tiles:
+                            p, m_i, l_i, alpha = _softmax_step(s, m_i, l_i, qk_scale, j * BLOCK_N, rows, n_keys,
+                                                               causal_shift, False, CAUSAL, s_layout)  # fmt: skip
+                        else:
+                            p, m_i, l_i, alpha = _softmax_step(s, m_i, l_i, qk_scale, j * BLOCK_N, rows, n_keys,
+                                                               causal_shift, True, CAUSAL, s_layout)  # fmt: skip
+                        acc = acc * gl.expand_dims(gl.convert_layout(alpha, row_o), 1)
+                        p_op = gl.convert_layout(p.to(dtype), p_layout)
+                        mbarrier.wait(v_full.index(st), ph)
+                        if PINGPONG:
+                            mbarrier.wait(turn.index(C), (turn_count + 1 - C) & 1)
+                        o_tok = warpgroup_mma(p_op, v_smem.index(st), acc, is_async=True)
+                        if PINGPONG:
+                            mbarrier.arrive(turn.index(1 - C))
+                        turn_count += 1
+                        acc = warpgroup_mma_wait(0, deps=[o_tok])
+                        if not SPLIT_RELEASE:  # load then compute: K and V are refilled together
+                            mbarrier.arrive(k_empty.index(st))
+                        mbarrier.arrive(v_empty.index(st))
+                        kv_count += 1
+            else:
+                mbarrier.arrive(q_empty.index(C))  # no key: Q is not read
+
+            # epilogue: O / l and lse = (m + log2 l) ln 2, rows past Sq are not stored
+            b = bh // num_heads
+            h = bh % num_heads
+            l_o = gl.convert_layout(l_i, row_o)
+            has_o = l_o > 0.0
+            out = acc * gl.expand_dims(1.0 / gl.where(has_o, l_o, 1.0), 1)  # 2 divisions per thread, not 64
+            offs_m = row0 + gl.arange(0, BLOCK_M, layout=row_o)
+            offs_d = gl.arange(0, HEAD_DIM, layout=col_o)
+            o_base = o_ptr + b.to(gl.int64) * stride_ob + h.to(gl.int64) * stride_oh
+            o_ptrs = o_base + gl.expand_dims(offs_m, 1) * stride_om + gl.expand_dims(offs_d, 0)
+            o_mask = gl.expand_dims(offs_m < seq_q, 1) & gl.expand_dims(offs_d < HEAD_DIM, 0)
+            gl.store(o_ptrs, out.to(dtype), mask=o_mask)
+            has = l_i > 0.0
+            lse = gl.where(has, (m_i + gl.log2(gl.where(has, l_i, 1.0))) * 0.6931471805599453, float("-inf"))
+            gl.store(lse_ptr + bh.to(gl.int64) * seq_q + rows, lse, mask=rows < seq_q)
+            tile_count += 1
+
+    # sizes are not specialized (a new Sq would otherwise recompile whenever its divisibility by 16 changes)
+    @gluon.jit(do_not_specialize=["num_heads", "num_kv_heads", "seq_q", "seq_k", "num_m", "group", "total", "snake"])
+    def _fa3_fwd_kernel(q_desc, k_desc, v_desc, o_ptr, lse_ptr,
+                        stride_ob, stride_oh, stride_om,
+                        num_heads, num_kv_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale,
+                        HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
+                        STAGES: gl.constexpr, CONSUMERS: gl.constexpr, OVERLAP: gl.constexpr,
+                        PINGPONG: gl.constexpr, SPLIT_RELEASE: gl.constexpr, Q_LATE: gl.constexpr,
+                        CAUSAL: gl.constexpr, PRODUCER_REGS: gl.constexpr, CONSUMER_REGS: gl.constexpr):  # fmt: skip
+        gl.static_assert(CONSUMERS == 1 or CONSUMERS == 2)
+        gl.static_assert(STAGES >= 2 or not OVERLAP)  # the overlapped loop holds two stages at once
+        dtype: gl.constexpr = q_desc.dtype
+        q_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_M, HEAD_DIM], dtype)
+        kv_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_N, HEAD_DIM], dtype)
+        q_smem = gl.allocate_shared_memory(dtype, [CONSUMERS, BLOCK_M, HEAD_DIM], q_layout)
+        k_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], kv_layout)
+        v_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], kv_layout)
+        bar_layout: gl.constexpr = mbarrier.MBarrierLayout()
+        q_full = gl.allocate_shared_memory(gl.int64, [CONSUMERS, 1], bar_layout)
+        q_empty = gl.allocate_shared_memory(gl.int64, [CONSUMERS, 1], bar_layout)
+        k_full = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
+        v_full = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
+        k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
+        v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
+        turn = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)
+        for c in gl.static_range(CONSUMERS):
+            mbarrier.init(q_full.index(c), count=1)
+            mbarrier.init(q_empty.index(c), count=1)
+        for s in gl.static_range(STAGES):
+            mbarrier.init(k_full.index(s), count=1)
+            mbarrier.init(v_full.index(s), count=1)
+            mbarrier.init(k_empty.index(s), count=CONSUMERS)
+            mbarrier.init(v_empty.index(s), count=CONSUMERS)
+        mbarrier.init(turn.index(0), count=1)
+        mbarrier.init(turn.index(1), count=1)
+        fence_async_shared()
+
+        # (tuples are written out: Gluon 3.6 keeps constexprs only in literal argument tuples)
+        zero: gl.constexpr = 0
+        one: gl.constexpr = 1
+        two: gl.constexpr = 2
+        four: gl.constexpr = 4
+        eight: gl.constexpr = 8
+        if CONSUMERS == 2:
+            gl.warp_specialize(
+                [
+                    (_consumer, (q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, turn,
+                                 o_ptr, lse_ptr, stride_ob, stride_oh, stride_om,
+                                 num_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale,
+                                 zero, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, two, four, OVERLAP, PINGPONG, SPLIT_RELEASE, CAUSAL)),
+                    (_consumer, (q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, turn,
+                                 o_ptr, lse_ptr, stride_ob, stride_oh, stride_om,
+                                 num_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale,
+                                 one, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, two, four, OVERLAP, PINGPONG, SPLIT_RELEASE, CAUSAL)),
+                    (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full,
+                                 k_empty, v_empty, num_heads, num_kv_heads, seq_q, seq_k, num_m, group, total,
+                                 snake, BLOCK_M, BLOCK_N, STAGES, CONSUMERS, Q_LATE, CAUSAL)),
+                ],
+                [4, 1],
+                [CONSUMER_REGS, PRODUCER_REGS],
+            )  # fmt: skip
+        else:
+            gl.warp_specialize(
+                [
+                    (_consumer, (q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, turn,
+                                 o_ptr, lse_ptr, stride_ob, stride_oh, stride_om,
+                                 num_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale,
+                                 zero, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, one, eight, OVERLAP, PINGPONG, SPLIT_RELEASE, CAUSAL)),
+                    (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full,
+                                 k_empty, v_empty, num_heads, num_kv_heads, seq_q, seq_k, num_m, group, total,
+                                 snake, BLOCK_M, BLOCK_N, STAGES, CONSUMERS, Q_LATE, CAUSAL)),
+                ],
+                [1],
+                [PRODUCER_REGS],
+            )  # fmt: skip
+
+
+# ---------------------------------------------------------------------------- dispatch
+
+
+def _tma_ok(t) -> bool:
+    """A 4-D TMA descriptor needs a 16-byte-aligned base and 16-byte-aligned strides, unit last stride."""
+    e = t.element_size()
+    return t.stride(3) == 1 and t.data_ptr() % 16 == 0 and all((t.stride(i) * e) % 16 == 0 for i in range(3))
+
+
+@functools.lru_cache(maxsize=16)
+def _device_ok(index: int) -> bool:
+    import torch
+
+    return torch.cuda.get_device_capability(index) == (9, 0)
+
+
+@functools.lru_cache(maxsize=16)
+def _sm_count(index: int) -> int:
+    import torch
+
+    return torch.cuda.get_device_properties(index).multi_processor_count
+
+
+_FAILED: list[str] = []  # the first failure, kept for `gluon_status()`; the Gluon path is off afterwards
+
+
+def gluon_failed(exc: BaseException) -> None:
+    """Called by the dispatch when the Gluon kernel raised (compile error, out of resources): turn it off."""
+    import warnings
+
+    if not _FAILED:
+        _FAILED.append(f"{type(exc).__name__}: {str(exc)[:500]}")
+        warnings.warn(f"tilewise: the Gluon attention kernel failed ({_FAILED[0][:200]}); using the Triton kernel",
+                      RuntimeWarning, stacklevel=3)  # fmt: skip
+
+
+def use_gluon(q, k, v, scale) -> bool:
+    """Whether `tilewise.kernels.attention` should run the Gluon kernel for these (already checked) inputs.
+
+    Hopper (sm 9.0) GPU, a Triton version on which the GPU tests passed (`GLUON_VERIFIED`) with the
+    Gluon names this file uses, fp16/bf16, head_dim 64/128/256, a positive scale (the unmasked
+    softmax scales the row max), TMA-compatible layouts; TILEWISE_GLUON=0 turns it off.
+    """
+    import os
+
+    import torch
+
+    if os.environ.get("TILEWISE_GLUON", "1") == "0" or os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+        return False
+    if _FAILED or _IMPORT_ERROR is not None or triton.__version__ not in GLUON_VERIFIED or not gluon_available():
+        return False
+    if not q.is_cuda or q.dtype not in (torch.float16, torch.bfloat16) or q.shape[-1] not in HEAD_DIMS:
+        return False
+    if scale is not None and not scale > 0:
+        return False
+    if not (_tma_ok(q) and _tma_ok(k) and _tma_ok(v)):
+        return False
+    return _device_ok(q.device.index if q.device.index is not None else torch.cuda.current_device())
+
+
+# ---------------------------------------------------------------------------- launcher
+
+
+def kernel_constexprs(cfg: GluonConfig, causal: bool) -> dict:
+    return dict(
+        HEAD_DIM=cfg.head_dim,
+        BLOCK_M=cfg.rows_per_consumer,
+        BLOCK_N=cfg.block_n,
+        STAGES=cfg.stages,
+        CONSUMERS=cfg.consumers,
+        OVERLAP=cfg.overlap,
+        PINGPONG=cfg.pingpong,
+        SPLIT_RELEASE=cfg.design != "serial",
+        Q_LATE=cfg.q_late,
+        CAUSAL=bool(causal),
+        PRODUCER_REGS=cfg.producer_regs,
+        CONSUMER_REGS=cfg.consumer_regs,
+    )
+
+
+def num_warps_for(cfg: GluonConfig) -> int:
+    """Warps of the default partition (the first consumer): 4 in ping-pong, 8 for the single consumer."""
+    return cfg.consumer_warps
+
+
+def head_group(
+    batch_heads: int,
+    seq_k: int,
+    head_dim: int,
+    elem_bytes: int,
+    fraction: float | None = None,
+    l2_bytes: int = 60 * 2**20,
+) -> int:
+    """Heads whose K and V fit together in `fraction` of L2 (the persistent order visits them as a group).
+
+    Measured on the H200 (attention_fa3_variants.json): B4 H32 S4096 D128 non-causal runs 646 TFLOP/s
+    with groups of 12 heads and 509 with all 128 heads in one group (K/V re-read from HBM).
+    """
+    f = L2_FRACTION if fraction is None else fraction
+    per_head = 2 * seq_k * head_dim * elem_bytes
+    return max(1, min(batch_heads, int(l2_bytes * f) // max(per_head, 1)))
+
+
+def _nvmma(block, dtype_bits: int):
+    return gl.NVMMASharedLayout(swizzle_byte_width=_swizzle(block[-1] * dtype_bits // 8), element_bitwidth=dtype_bits,
+                                rank=len(block))  # fmt: skip
+
+
+def _swizzle(row_bytes: int) -> int:
+    for w in (128, 64, 32):
+        if row_bytes % w == 0:
+            return w
+    return 0
+
+
+def gluon_attention(q, k, v, *, causal: bool = False, scale: float | None = None, design: str = "pingpong",
+                    num_sms: int | None = None, config: GluonConfig | None = None, group: int | None = None):  # fmt: skip
+    """FA3's forward on Hopper. Inputs as `tilewise.kernels.attention` (already checked there):
+    q [B, H, Sq, D], k/v [B, Hkv, Sk, D], fp16/bf16, D in (64, 128, 256), last dim contiguous."""
+    import torch
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    B, H, Sq, D = q.shape
+    Hk, Sk = k.shape[1], k.shape[2]
+    dt = "bf16" if q.dtype == torch.bfloat16 else "fp16"
+    cfg = config or gluon_config(D, design, dt, Q_LATE, SNAKE)  # `config` / `group`: overrides for sweeps
+    out = torch.empty((B, H, Sq, D), device=q.device, dtype=q.dtype)
+    lse = torch.empty((B, H, Sq), device=q.device, dtype=torch.float32)
+    if B * H * Sq == 0:
+        return out, lse
+    bm, bn = cfg.rows_per_consumer, cfg.block_n
+
+    def desc(t, rows):
+        block = [1, 1, rows, D]
+        return TensorDescriptor(t, list(t.shape), list(t.stride()), block, _nvmma(block, 16))
+
+    q_desc, k_desc, v_desc = desc(q, bm), desc(k, bn), desc(v, bn)
+    num_m = cdiv(Sq, ROWS_PER_CTA)
+    total = B * H * num_m
+    if num_sms is None:
+        num_sms = _sm_count(q.device.index if q.device.index is not None else torch.cuda.current_device())
+    grid = (min(total, num_sms),)
+    if group is None:
+        group = head_group(B * H, Sk, D, q.element_size())
+    sm_scale = (1.0 / math.sqrt(D)) if scale is None else float(scale)
+    _fa3_fwd_kernel[grid](
+        q_desc, k_desc, v_desc, out, lse,
+        out.stride(0), out.stride(1), out.stride(2),
+        H, Hk, Sq, Sk, num_m, group, total, int(cfg.snake), sm_scale * LOG2E,
+        num_warps=num_warps_for(cfg), **kernel_constexprs(cfg, causal),
+    )  # fmt: skip
+    return out, lse
+
+
+def _resource_usage(cubin: bytes) -> tuple[int, int]:
+    """(registers per thread, stack frame bytes) from cuobjdump, the tool Triton's wheel ships."""
+    import os
+    import re
+    import subprocess
+    import tempfile
+
+    tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        txt = subprocess.run([tool, "--dump-resource-usage", f.name], capture_output=True, text=True).stdout
+    reg = re.search(r"REG:(\d+)", txt)
+    stack = re.search(r"STACK:(\d+)", txt)
+    return (int(reg.group(1)) if reg else -1, int(stack.group(1)) if stack else -1)
+
+
+def compile_sm90(design: str, head_dim: int, dtype: str = "bf16", causal: bool = False) -> dict:
+    """Build the kernel for sm_90a without a GPU; returns registers, spills and shared memory per CTA.
+
+    Uses only Triton (no torch, no device): the PyPI wheel carries ptxas.
+    """
+    from triton.backends.compiler import GPUTarget
+    from triton.experimental.gluon._runtime import GluonASTSource
+
+    cfg = gluon_config(head_dim, design, dtype)
+    tname = {"bf16": "bf16", "fp16": "fp16"}[dtype]
+    bits = 16
+
+    def dsig(rows):
+        block = [1, 1, rows, head_dim]
+        return f"tensordesc<{tname}[{','.join(map(str, block))}],{_nvmma(block, bits)!r}>"
+
+    consts = kernel_constexprs(cfg, causal)
+    sig = {
+        "q_desc": dsig(cfg.rows_per_consumer),
+        "k_desc": dsig(cfg.block_n),
+        "v_desc": dsig(cfg.block_n),
+        "o_ptr": f"*{tname}",
+        "lse_ptr": "*fp32",
+    }
+    for name in ("stride_ob", "stride_oh", "stride_om", "num_heads", "num_kv_heads", "seq_q", "seq_k", "num_m",
+                 "group", "total", "snake"):  # fmt: skip
+        sig[name] = "i32"
+    sig["qk_scale"] = "fp32"
+    for name in consts:
+        sig[name] = "constexpr"
+    src = GluonASTSource(_fa3_fwd_kernel, sig, consts)
+    k = triton.compile(src, target=GPUTarget("cuda", 90, 128), options={"num_warps": num_warps_for(cfg)})
+    regs, stack = _resource_usage(k.asm["cubin"])
+    return {
+        "design": design,
+        "head_dim": head_dim,
+        "causal": causal,
+        "registers": regs,
+        "stack_bytes": stack,
+        "shared_bytes": k.metadata.shared,
+        "stages": cfg.stages,
+        "block_n": cfg.block_n,
+        "asm": k.asm,
+    }
+
+
+__all__ = [
+    "DESIGNS",
+    "GLUON_VERIFIED",
+    "GluonConfig",
+    "gluon_attention",
+    "gluon_available",
+    "gluon_config",
+    "gluon_failed",
+    "head_group",
+    "use_gluon",
+]

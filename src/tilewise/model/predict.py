@@ -1,0 +1,507 @@
+"""The time model: how long one kernel launch takes for a problem, a config and a GPU, term by term.
+
+    predict("gemm", {"m": 1024, "n": 4096, "k": 4096, "dtype": "bf16", "layout": "nt"},
+            {"block_m": 128, "block_n": 128, "block_k": 64, "num_warps": 4, "num_stages": 3}, "h200")
+    -> Prediction(ms=..., terms={"tensor_core": ..., "hbm": ..., ...}, binding="tensor_core")
+
+Pure Python (no torch, no triton), built from the model's own pieces: FLOPs and bytes from
+`traffic`, waves from `waves.grid_waves`, residency from `occupancy`, peaks from the registry, and
+the constants no datasheet gives from one calibration file per GPU (`calibration/<gpu>.json`,
+measured by benchmarks/sweeps/sweep.py's microbenchmarks and calibration shapes; see
+docs/advise.md). A GPU without a calibration file is predicted from its datasheet figures with the
+H200's dimensionless efficiencies (`Prediction.calibrated` is False then).
+
+The shape of the model, per launch:
+
+    ms = launch + fixed + max(tensor_core, hbm, l2) + fixup
+
+* tensor_core: the busiest SM's programs x each program's padded tile FLOPs at the SM's share of
+  the Tensor-Core peak at the clock sustained under load, times the config's MMA efficiency
+  (calibrated once per config on one compute-bound shape). Wave quantization and fragment padding
+  are inside it, and reported as their own terms (`wave_tail`, `padding`: the part of tensor_core
+  they add).
+* hbm: the bytes that miss L2 (compulsory A, B, C plus the re-reads the tile order cannot keep in
+  L2) at the bandwidth the resident programs can keep in flight (Little's law with the calibrated
+  memory latency), capped by the measured read bandwidth, times the config's stream efficiency
+  (calibrated once per config on one memory-bound shape).
+* l2: every byte the programs request, at the measured L2 bandwidth.
+* fixed: per program generation, the pipeline fill (latency + one stage) and the epilogue (the C
+  tile written at the SM's share of bandwidth); a persistent kernel pays the fill once.
+* fixup: split-K partials written and summed through L2, and the serial last program per tile.
+* launch: the measured per-kernel cost inside a CUDA graph (decode's merge and grouped's schedule
+  kernel are second launches).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+from dataclasses import dataclass, field
+
+from tilewise import gpus as _gpus
+from tilewise.errors import InputError
+from tilewise.model import traffic, waves
+from tilewise.model.occupancy import occupancy
+from tilewise.util import cdiv
+
+KERNELS = ("gemm", "attention", "decode", "grouped")
+CAL_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "calibration")
+
+# Fallbacks when a calibration file lacks a figure (order of magnitude; the H200 file has them all).
+DEFAULTS = {
+    "sms": None,  # None: the registry's
+    "clock_mhz": None,  # None: the registry's tensor clock
+    "read_tbps": None,  # None: 0.9 x the datasheet HBM bandwidth
+    "l2_tbps": None,  # None: the registry's L2 figure
+    "launch_us": 2.0,
+    "latency_us": 1.2,  # memory latency in Little's law: bytes in flight / latency = bandwidth
+    "fill_us": 1.0,  # a program's pipeline fill beyond the latency
+    "l2_resident_fraction": 0.5,  # operands up to this share of L2 are read from HBM once
+    "mma_eff": 0.75,
+    "stream_eff": 0.85,
+}
+
+
+@dataclass(frozen=True)
+class Prediction:
+    kernel: str
+    ms: float
+    terms: dict  # name -> ms
+    binding: str
+    gpu: str
+    calibrated: bool
+    detail: dict = field(default_factory=dict)  # waves, programs, bytes, efficiencies
+
+    def to_dict(self) -> dict:
+        return {
+            "kernel": self.kernel,
+            "ms": self.ms,
+            "terms": dict(self.terms),
+            "binding": self.binding,
+            "gpu": self.gpu,
+            "calibrated": self.calibrated,
+            "detail": dict(self.detail),
+        }
+
+
+# ------------------------------------------------------------------------------------------ calibration
+
+
+@functools.lru_cache(maxsize=16)
+def calibration(gpu: str) -> dict:
+    """The calibration constants of `gpu` (a registry key), or {} when it was never measured."""
+    path = os.path.join(CAL_DIR, f"{gpu}.json")
+    if not os.path.exists(path):
+        return {}
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError) as e:
+        raise InputError(
+            f"calibration file {path} must be JSON written by benchmarks/sweeps/calibrate.py: {e}"
+        ) from None
+    if not isinstance(data, dict):
+        raise InputError(f"calibration file {path} must hold a JSON object, got {type(data).__name__}")
+    return data
+
+
+@dataclass(frozen=True)
+class _Machine:
+    key: str
+    sms: int
+    calibrated: bool
+    peak_flops: float  # dense 16-bit Tensor-Core FLOP/s at the sustained clock
+    peak_flops_tf32: float
+    read_bps: float
+    l2_bps: float
+    l2_bytes: int
+    launch_s: float
+    latency_s: float
+    fill_s: float
+    l2_res: float
+    cal: dict
+
+
+@functools.lru_cache(maxsize=64)
+def machine(gpu: str, overrides: tuple = ()) -> _Machine:
+    """The GPU's figures as the model uses them; `overrides` ((name, value), ...) replace constants."""
+    g = _gpus.get(gpu)
+    own = calibration(g.key)
+    cal = own or calibration("h200")  # dimensionless efficiencies carry over; absolute figures do not
+    c = {**DEFAULTS, **{k: v for k, v in cal.get("constants", {}).items() if v is not None}, **dict(overrides)}
+    if own:
+        clock = c["clock_mhz"] or g.tensor_clock_mhz
+        read = (c["read_tbps"] or 0.9 * g.hbm_bytes_per_s / 1e12) * 1e12
+        l2 = (c["l2_tbps"] or g.l2_bytes_per_s / 1e12) * 1e12
+    else:  # datasheet-only: the H200's measured ratios applied to this GPU's datasheet figures
+        h = _gpus.get("h200")
+        hc = {**DEFAULTS, **calibration("h200").get("constants", {})}
+        clock = g.tensor_clock_mhz * ((hc["clock_mhz"] or h.tensor_clock_mhz) / h.tensor_clock_mhz)
+        read = g.hbm_bytes_per_s * ((hc["read_tbps"] or 0.9 * h.hbm_bytes_per_s / 1e12) * 1e12 / h.hbm_bytes_per_s)
+        l2 = g.l2_bytes_per_s * ((hc["l2_tbps"] or h.l2_bytes_per_s / 1e12) * 1e12 / h.l2_bytes_per_s)
+    sms = int(c.get("sms") or g.sms)  # an override scales the Tensor-Core peak with it (properties, what-ifs)
+    return _Machine(
+        key=g.key,
+        sms=sms,
+        calibrated=bool(own),
+        peak_flops=_gpus.peak_flops(g, "bf16", clock) * sms / g.sms,
+        peak_flops_tf32=_gpus.peak_flops(g, "tf32", clock) * sms / g.sms,
+        read_bps=read,
+        l2_bps=l2,
+        l2_bytes=g.l2_bytes,
+        launch_s=c["launch_us"] * 1e-6,
+        latency_s=c["latency_us"] * 1e-6,
+        fill_s=c["fill_us"] * 1e-6,
+        l2_res=c["l2_resident_fraction"],
+        cal=cal,
+    )
+
+
+def _eff(mach: _Machine, kernel: str, kind: str, tag: str, default: float, forced: dict | None) -> float:
+    """Per-config efficiency measured on the calibration shape (kind "mma" or "stream")."""
+    if forced is not None and kind in forced:
+        return float(forced[kind])
+    table = mach.cal.get("configs", {}).get(kernel, {}).get(kind, {})
+    v = table.get(tag)
+    if v is None:
+        v = mach.cal.get("constants", {}).get(f"{kernel}_{kind}_eff_median", default)
+    return float(v)
+
+
+# ------------------------------------------------------------------------------------------ helpers
+
+
+def _stream_bw(mach: _Machine, inflight_bytes: float, stream: float) -> float:
+    """Bandwidth a config sustains: Little's law (bytes in flight / latency) times its calibrated stream
+    rate, never above the measured read bandwidth (a rate > 1 only says Little's law undercounts its bytes
+    in flight, not that it beats the HBM)."""
+    return max(1e9, min(mach.read_bps * min(1.0, stream), stream * inflight_bytes / mach.latency_s))
+
+
+def _finish(kernel, mach, terms: dict, main: dict, detail: dict, fixed_scale: float = 1.0) -> Prediction:
+    terms = {**terms, "prologue_epilogue": terms.get("prologue_epilogue", 0.0) * fixed_scale}
+    detail = {**detail, "fixed_scale": fixed_scale}
+    body = max(main.values())
+    binding = max(main, key=main.get)
+    extra = {k: v for k, v in terms.items() if k not in main and k not in ("wave_tail", "padding")}
+    total = body + sum(extra.values())
+    # the reported terms: everything in ms; wave_tail and padding are shares of tensor_core
+    out = {k: v * 1e3 for k, v in {**main, **terms}.items()}
+    fixed = {k: v for k, v in extra.items()}
+    if fixed and max(fixed.values()) > body:
+        binding = max(fixed, key=fixed.get)
+    return Prediction(kernel, total * 1e3, out, binding, mach.key, mach.calibrated, detail)
+
+
+def _clamped_sum(a: int, b: int, n: int, cap: int) -> float:
+    """sum over i < n of min(cap, max(0, a + b i)), b > 0, in O(1)."""
+    lo = 0 if a >= 0 else min(n, cdiv(-a, b))  # first i with a + b i >= 0 (approximately: >= 0 only)
+    hi = n if a + b * (n - 1) <= cap else max(lo, min(n, (cap - a) // b + 1))  # first i above cap
+    s = 0.0
+    if hi > lo:
+        s += (hi - lo) * a + b * (hi - 1 + lo) * (hi - lo) / 2
+    return s + (n - hi) * cap
+
+
+def _blocks_per_sm(gpu: str, warps: int, acc_regs: float, smem: int) -> int:
+    regs = int(min(255, 48 + acc_regs))
+    try:
+        return max(1, occupancy(gpu, threads=32 * warps, registers=regs, dynamic_smem=smem).blocks_per_sm)
+    except InputError:
+        return 1
+
+
+# ------------------------------------------------------------------------------------------ GEMM
+
+
+def _gemm(p: dict, c: dict, mach: _Machine, eff: dict | None = None) -> Prediction:
+    from tilewise.advise import space
+
+    m, n, k = p["m"], p["n"], p["k"]
+    dtype = p.get("dtype", "bf16")
+    e = _gpus.element_bytes(dtype)
+    bm, bn, bk = c["block_m"], c["block_n"], c["block_k"]
+    persistent = bool(c.get("persistent", False))
+    split = 1 if persistent else max(1, int(c.get("split_k", 1)))
+    warps = c.get("num_warps", 4)
+    stages = c.get("num_stages", 3)
+    tag = space.gemm_tag({**_GEMM_DEFAULTS, **c})
+    tiles_m, tiles_n = cdiv(m, bm), cdiv(n, bn)
+    tiles = tiles_m * tiles_n
+    k_steps = cdiv(k, bk)
+    k_per = cdiv(k_steps, split) * bk
+    split = cdiv(k, k_per)  # the launcher drops empty splits
+    smem = space.gemm_smem_bytes({**_GEMM_DEFAULTS, **c}, e)
+    b = 1 if persistent else _blocks_per_sm(mach.key, warps, bm * bn / (32 * warps), smem)
+    sms = mach.sms
+    peak = mach.peak_flops_tf32 if e == 4 else mach.peak_flops
+    mma_eff = _eff(mach, "gemm", "mma", tag, DEFAULTS["mma_eff"], eff)
+    stream_eff = _eff(mach, "gemm", "stream", tag, DEFAULTS["stream_eff"], eff)
+    per_sm = peak / sms * mma_eff
+
+    if persistent:
+        programs = min(sms, tiles)
+        per_prog = cdiv(tiles, programs)
+        busiest = per_prog  # tiles on the busiest program
+        active = programs
+    else:
+        programs = tiles * split
+        grid = waves.grid_waves(programs, sms, b)
+        busiest = cdiv(programs, sms)  # programs on the busiest SM
+        active = min(programs, sms * b)
+        per_prog = None
+    tile_flops = 2 * bm * bn * k_per
+    t_tc = busiest * tile_flops / per_sm
+    # wave tail: the busiest SM's work over the average SM's
+    avg = tiles * split / sms
+    t_even = avg * tile_flops / per_sm
+    useful = traffic.gemm_flops(m, n, k)
+    t_pad = t_even * (1 - useful / (tiles * split * tile_flops))
+
+    # bytes: compulsory, plus re-reads when the operands do not stay in L2
+    a_bytes, b_bytes, c_bytes = m * k * e, k * n * e, m * n * e
+    if a_bytes + b_bytes <= mach.l2_res * mach.l2_bytes:
+        hbm_bytes = a_bytes + b_bytes + c_bytes
+    else:
+        # the programs that run at once cover `rows` row tiles x `cols` column tiles (grouped order); each
+        # such wave reads its A rows and B columns from HBM: tiles / (rows x cols) waves (not rounded up, so
+        # more concurrency never reads more)
+        group = min(int(c.get("group_m", 8)), tiles_m)
+        conc = max(1, min(tiles, active))
+        rows = min(tiles_m, max(group, cdiv(conc, tiles_n)))
+        cols = min(tiles_n, max(1, conc / rows))
+        reread = tiles * k * e * (bm / cols + bn / rows)
+        hbm_bytes = max(a_bytes + b_bytes, reread) + c_bytes
+    req_bytes = tiles * split * (bm + bn) * k_per * e
+    ring = stages if bm >= 64 or persistent else max(1, stages - 1)
+    inflight = active * max(1, ring - 1) * (bm + bn) * bk * e
+    bw = _stream_bw(mach, inflight, stream_eff)
+    t_hbm = hbm_bytes / bw
+    t_l2 = req_bytes / mach.l2_bps
+
+    # per program: the fill (latency + one stage) and the epilogue (C tile), at the program's share of
+    # the bandwidth among the programs resident at once
+    sm_bw = mach.read_bps / _gpus.get(mach.key).sms  # an SM's share of the bandwidth (the registry's SM count)
+    fill = mach.latency_s + mach.fill_s + (bm + bn) * bk * e / sm_bw
+    epi = bm * bn * e / sm_bw
+    if persistent:
+        t_fixed = fill + busiest * epi * 0.5  # the next tile's loads overlap the store
+    else:
+        gens = cdiv(busiest, b)  # program generations on the busiest SM
+        t_fixed = gens * (fill + epi)
+    t_fix = 0.0
+    if split > 1:
+        part = bm * bn * 4
+        # partials written and read back through L2, and per program generation one round trip of the
+        # counter before the last split sums (serial, deterministic)
+        gens_fix = cdiv(busiest, b) if not persistent else 1
+        t_fix = (3 * tiles * split * part) / mach.l2_bps + gens_fix * mach.latency_s
+    t_launch = mach.launch_s
+    if p.get("layout", "nn") not in ("nn", "nt"):
+        raise InputError(f"gemm layout must be 'nn' or 'nt', got {p.get('layout')!r}")
+    terms = {
+        "wave_tail": max(0.0, t_tc - t_even),
+        "padding": max(0.0, t_pad),
+        "prologue_epilogue": t_fixed,
+        "split_k_fixup": t_fix,
+        "launch": t_launch,
+    }
+    detail = {
+        "tiles": tiles,
+        "programs": programs,
+        "split_k": split,
+        "blocks_per_sm": b,
+        "waves": grid.waves if not persistent else tiles / programs,
+        "hbm_bytes": hbm_bytes,
+        "l2_bytes": req_bytes,
+        "mma_eff": mma_eff,
+        "stream_eff": stream_eff,
+        "bytes_in_flight": inflight,
+        "flops": useful,
+    }
+    fixed = _eff(mach, "gemm", "fixed", tag, 1.0, eff)
+    return _finish("gemm", mach, terms, {"tensor_core": t_tc, "hbm": t_hbm, "l2": t_l2}, detail, fixed)
+
+
+_GEMM_DEFAULTS = {
+    "group_m": 8,
+    "split_k": 1,
+    "num_warps": 4,
+    "num_stages": 3,
+    "persistent": False,
+    "warp_specialize": False,
+    "stream_b": False,
+}
+
+
+# ------------------------------------------------------------------------------------------ attention
+
+
+def _attention(p: dict, c: dict, mach: _Machine, eff: dict | None = None) -> Prediction:
+    from tilewise.advise import space
+
+    B, H, Hk = p["batch"], p["heads"], p["kv_heads"]
+    sq, sk, d = p["seq_q"], p["seq_k"], p["head_dim"]
+    causal = bool(p.get("causal", False))
+    e = _gpus.element_bytes(p.get("dtype", "bf16"))
+    bm, bn, w, st = c["block_m"], c["block_n"], c["num_warps"], c["num_stages"]
+    tag = f"d{d}:" + space.attention_tag(c)
+    sms = mach.sms
+    q_tiles = cdiv(sq, bm)
+    programs = q_tiles * B * H
+    mma_eff = _eff(mach, "attention", "mma", tag, 0.5, eff)
+    per_sm = mach.peak_flops / sms * mma_eff
+    # each query tile walks the key tiles it sees (causal: up to the diagonal, bottom-right aligned);
+    # in closed form so a 4M-token sequence costs no more to predict than a short one
+    full = cdiv(sk, bn) * bn
+    if causal:
+        keys = _clamped_sum(bm + sk - sq, bm, q_tiles, sk) + q_tiles * bn / 2  # + half a tile of rounding
+        longest = min(full, cdiv(max(0, q_tiles * bm + sk - sq), bn) * bn)
+    else:
+        keys, longest = q_tiles * full, full
+    total = 4 * bm * keys * d * B * H
+    longest = 4 * bm * longest * d
+    smem = (bm * d + st * 2 * bn * d) * e
+    b = _blocks_per_sm(mach.key, w, bm * d / (32 * w) * 2, smem)
+    # longest-first greedy over sms x b slots, programs of one head next to each other
+    t_even = total / (sms * per_sm)
+    t_tc = max(t_even, longest / (per_sm / b) if programs <= sms * b else t_even + longest / per_sm * 0.5)
+    if programs > sms * b:
+        w_ = waves.grid_waves(programs, sms, b)
+        t_tc = max(t_tc, t_even / max(w_.efficiency, 1e-9) if not causal else t_even)
+    useful = traffic.attention_flops(B, H, sq, sk, d, causal)
+    hbm = (2 * B * H * sq * d + 2 * B * Hk * sk * d) * e
+    kv_req = programs * (cdiv(sk, bn) * bn if not causal else sk / 2 + bm) * 2 * d * e
+    active = min(programs, sms * b)
+    inflight = active * max(1, st - 1) * 2 * bn * d * e
+    t_hbm = hbm / _stream_bw(mach, inflight, _eff(mach, "attention", "stream", tag, 0.85, eff))
+    t_l2 = kv_req / mach.l2_bps
+    sm_bw = mach.read_bps / _gpus.get(mach.key).sms
+    fill = mach.latency_s + mach.fill_s + (bm * d + 2 * bn * d) * e / sm_bw
+    t_fixed = cdiv(cdiv(programs, sms), b) * (fill + bm * d * e / sm_bw)
+    terms = {"prologue_epilogue": t_fixed, "launch": mach.launch_s, "wave_tail": max(0.0, t_tc - t_even)}
+    detail = {"programs": programs, "blocks_per_sm": b, "flops": useful, "hbm_bytes": hbm, "mma_eff": mma_eff}
+    fixed = _eff(mach, "attention", "fixed", tag, 1.0, eff)
+    return _finish("attention", mach, terms, {"tensor_core": t_tc, "hbm": t_hbm, "l2": t_l2}, detail, fixed)
+
+
+# ------------------------------------------------------------------------------------------ decode
+
+
+def _decode(p: dict, c: dict, mach: _Machine, eff: dict | None = None) -> Prediction:
+    from tilewise.advise import space
+
+    B, Hq, Hk, L, d = p["batch"], p["heads"], p["kv_heads"], p["seq_len"], p["head_dim"]
+    e = _gpus.element_bytes(p.get("dtype", "bf16"))
+    bn, w, st, s = c["block_n"], c["num_warps"], c["num_stages"], c["num_splits"]
+    tag = space.decode_tag({**c, "num_splits": 1})
+    chunk = cdiv(cdiv(max(L, 1), s), bn) * bn
+    splits = cdiv(max(L, 1), chunk)
+    sms = mach.sms
+    programs = B * Hk * splits
+    smem = 2 * bn * d * e * st
+    b = _blocks_per_sm(mach.key, w, 16 * d / (32 * w) * 2, smem)
+    active = min(programs, sms * b)
+    kv = 2 * B * Hk * L * d * e
+    group = Hq // Hk
+    part = splits * B * Hq * (d + 1) * 4 if splits > 1 else 0
+    inflight = active * max(1, st - 1) * 2 * bn * d * e
+    stream = _eff(mach, "decode", "stream", tag, 0.8, eff)
+    bw = _stream_bw(mach, inflight, stream)
+    # the busiest SM streams its programs' chunks one generation after another
+    gens = cdiv(programs, sms * b)
+    per_prog_bytes = 2 * chunk * d * e
+    # a program streams its chunk at its share of the bandwidth among the programs resident at once (counted
+    # on the registry's SMs, so that more SMs only shorten the generations)
+    per_prog_bw = bw / min(active, _gpus.get(mach.key).sms * b)
+    t_stream = max(kv / bw, gens * per_prog_bytes / per_prog_bw)
+    t_l2 = (kv + 2 * part) / mach.l2_bps
+    sm_bw = mach.read_bps / _gpus.get(mach.key).sms
+    t_fixed = gens * (mach.latency_s + mach.fill_s + 2 * bn * d * e / sm_bw)
+    t_merge = (mach.launch_s + mach.latency_s + part / mach.read_bps) if splits > 1 else 0.0
+    flops = 4 * B * Hq * L * d
+    mma_eff = _eff(mach, "decode", "mma", tag, 0.3, eff)
+    t_tc = cdiv(programs, sms) * 4 * max(16, group) * chunk * d / (mach.peak_flops / sms * mma_eff)
+    terms = {"prologue_epilogue": t_fixed, "split_merge": t_merge, "launch": mach.launch_s}
+    detail = {"programs": programs, "splits": splits, "chunk": chunk, "blocks_per_sm": b, "hbm_bytes": kv + part,
+              "stream_eff": stream, "bytes_in_flight": inflight, "flops": flops}  # fmt: skip
+    fixed = _eff(mach, "decode", "fixed", tag, 1.0, eff)
+    return _finish("decode", mach, terms, {"hbm": t_stream, "l2": t_l2, "tensor_core": t_tc}, detail, fixed)
+
+
+# ------------------------------------------------------------------------------------------ grouped GEMM
+
+
+def _grouped(p: dict, c: dict, mach: _Machine, eff: dict | None = None) -> Prediction:
+    from tilewise.advise import space
+
+    E, r, n, k = p["experts"], p["rows_per_expert"], p["n"], p["k"]
+    e = _gpus.element_bytes(p.get("dtype", "bf16"))
+    bm, bn, bk, st = c["block_m"], c["block_n"], c["block_k"], c["num_stages"]
+    sched = c.get("schedule", "map")
+    tag = space.grouped_tag(c)
+    sms = mach.sms
+    m_tiles = cdiv(r, bm) if r > 0 else 0
+    tiles = E * m_tiles * cdiv(n, bn)
+    per_prog = cdiv(tiles, sms)
+    mma_eff = _eff(mach, "grouped", "mma", tag, 0.6, eff)
+    per_sm = mach.peak_flops / sms * mma_eff
+    tile_flops = 2 * bm * bn * k
+    t_tc = per_prog * tile_flops / per_sm
+    t_even = tiles * tile_flops / (sms * per_sm)
+    useful = 2 * E * r * n * k
+    w_bytes = E * k * n * e
+    hbm = w_bytes + E * r * (k + n) * e
+    active = min(tiles, sms)
+    inflight = active * max(1, st - 1) * (bm + bn) * bk * e
+    stream = _eff(mach, "grouped", "stream", tag, 0.8, eff)
+    t_hbm = hbm / _stream_bw(mach, inflight, stream)
+    t_l2 = tiles * (bm + bn) * k * e / mach.l2_bps
+    sm_bw = mach.read_bps / _gpus.get(mach.key).sms
+    # per tile: a refill of the pipeline (one latency) and the store; the schedule's lookup
+    steps = max(0, math.ceil(math.log2(E))) if E > 1 else 0
+    lookup = mach.latency_s * (steps * 0.25 if sched == "search" else 0.25)
+    t_fixed = mach.fill_s + per_prog * (mach.latency_s * 0.5 + bm * bn * e / sm_bw + lookup)
+    t_sched = mach.launch_s + mach.latency_s if sched in ("map", "search") else 0.0
+    terms = {
+        "prologue_epilogue": t_fixed,
+        "schedule": t_sched,
+        "launch": mach.launch_s,
+        "wave_tail": max(0.0, t_tc - t_even),
+        "padding": max(0.0, t_even * (1 - useful / max(1, tiles * tile_flops))),
+    }
+    detail = {"tiles": tiles, "tiles_per_program": per_prog, "flops": useful, "hbm_bytes": hbm, "mma_eff": mma_eff}
+    fixed = _eff(mach, "grouped", "fixed", tag, 1.0, eff)
+    return _finish("grouped", mach, terms, {"tensor_core": t_tc, "hbm": t_hbm, "l2": t_l2}, detail, fixed)
+
+
+# ------------------------------------------------------------------------------------------ public
+
+
+def predict(
+    kernel: str,
+    problem: dict,
+    config: dict,
+    gpu: str = "h200",
+    *,
+    efficiency: dict | None = None,
+    constants: dict | None = None,
+) -> Prediction:
+    """Predicted time of one launch of `kernel` with `config` on `problem` (see the module doc).
+
+    problem / config are dicts with the keys `tilewise.advise` uses (the kernels' own config
+    field names); `tilewise.advise.problems.normalize` checks them. Raises InputError for an
+    unknown kernel or GPU. `efficiency` ({"mma": x, "stream": y}) and `constants` (names of
+    DEFAULTS) override the calibration: benchmarks/sweeps/calibrate.py measures with them.
+    """
+    if kernel not in KERNELS:
+        raise InputError(f"kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
+    mach = machine(_gpus.get(gpu).key, tuple(sorted((constants or {}).items())))
+    return _FAMILIES[kernel](problem, config, mach, efficiency)
+
+
+_FAMILIES = {"gemm": _gemm, "attention": _attention, "decode": _decode, "grouped": _grouped}
+
+__all__ = ["KERNELS", "Prediction", "calibration", "machine", "predict"]

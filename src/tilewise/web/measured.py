@@ -1,0 +1,118 @@
+"""The hardware's answers the explorer shows beside the model, read from the packaged `data/measured.json.gz`.
+
+That file is made by `python -m tilewise.web.measured_build` from the committed rows (CUDA
+runtime occupancy answers, Nsight Compute access counters, H200 benchmark rows) and kept in
+sync by tests/test_web_measured.py. Every lookup returns the entry with the file and row it
+came from and that source's GPU, date and versions, or None where nothing was measured.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from functools import cache
+from importlib import resources
+
+from tilewise.model import roofline, traffic
+from tilewise.web.measured_build import access_key, occupancy_key, sweep_key
+
+MEASURED_GPU = "h200"  # every committed row is the H200's
+
+
+@cache
+def load() -> dict:
+    blob = (resources.files("tilewise.web") / "data" / "measured.json.gz").read_bytes()
+    return json.loads(gzip.decompress(blob))
+
+
+def occupancy(gpu_key: str, registers: int, threads: int, dynamic_smem: int, carveout: int | None) -> dict | None:
+    """The CUDA runtime's blocks per SM for this configuration (static smem 0, one barrier), if recorded."""
+    occ = load()["occupancy"]
+    if gpu_key != occ["source"]["gpu_key"]:
+        return None
+    hit = occ["table"].get(occupancy_key(registers, threads, dynamic_smem, -1 if carveout is None else carveout))
+    if hit is None:
+        return None
+    blocks, line = hit
+    return {"blocks_per_sm": blocks, "line": line, **occ["source"]}
+
+
+def access(space: str, op: str, width: int, mask: int, offsets: list[int]) -> dict | None:
+    """Nsight Compute's counters for the pattern equal to this warp access (same lanes, bytes, mask), if any."""
+    a = load()["access"]
+    hit = a["table"].get(access_key(space, op, width, mask, offsets))
+    if hit is None:
+        return None
+    return {**hit, **a["source"]["files"][hit["file"]], "what": a["source"]["what"]}
+
+
+def gemm_rows(m: int, n: int, k: int, dtype: str) -> list[dict]:
+    """The H200 benchmark rows of the GEMM C[m, n] = A[m, k] B[k, n] in `dtype`."""
+    shape = f"{m}x{n}x{k}"
+    return [r for r in load()["gemm"]["rows"] if r["shape"] == shape and r["dtype"] == dtype]
+
+
+def gemm_beside_model(gpu, m: int, n: int, k: int, dtype: str) -> list[dict]:
+    """Each H200 row of this GEMM with the model's roofline time for it today (the harness's own formula:
+    `roofline.time` of `traffic.gemm_flops` and `traffic.gemm_bytes`). Empty for any other GPU."""
+    if gpu.key != MEASURED_GPU:
+        return []
+    model = roofline.time(gpu, traffic.gemm_flops(m, n, k), traffic.gemm_bytes(m, n, k, dtype), dtype)
+    return [
+        {
+            **r,
+            "model_ms": model.time_s * 1e3,
+            "model_bound": model.bound,
+            "model_tflops": model.flops / model.time_s / 1e12,
+            "measured_over_model": r["ours_ms"] / (model.time_s * 1e3),
+        }
+        for r in gemm_rows(m, n, k, dtype)
+    ]
+
+
+def l2_probe(gpu) -> dict | None:
+    """The H200's read-bandwidth probe over working-set sizes (the rows the registry's L2 figure is the median of)."""
+    if gpu.key != MEASURED_GPU:
+        return None
+    p = load()["l2_probe"]
+    (file,) = p["sources"]
+    return {"file": file, **p["sources"][file], "rows": p["rows"]}
+
+
+def row(file: str, index: int) -> dict | None:
+    """The packaged entry that names `file` and `index` (a benchmark row number, a CSV line, an Nsight
+    Compute pattern id): what a measured figure's link shows."""
+    d = load()
+    for section in ("gemm", "designs", "l2_probe"):
+        for r in d.get(section, {}).get("rows", []):
+            if r["file"] == file and r["row"] == index:
+                return {"file": file, "row": index, "source": d[section]["sources"][file], "entry": r}
+    occ = d["occupancy"]
+    if file == occ["source"]["file"]:
+        for key, (blocks, line) in occ["table"].items():
+            if line == index:
+                regs, threads, dyn, carveout = (int(x) for x in key.split(","))
+                entry = {"num_regs": regs, "threads": threads, "dynamic_smem": dyn, "carveout": carveout}
+                entry |= {"static_smem": 0, "barriers": 1, "blocks": blocks}
+                return {"file": file, "row": index, "source": occ["source"], "entry": entry}
+    acc = d["access"]
+    if file in acc["source"]["files"]:
+        for key, e in acc["table"].items():
+            if e["file"] == file and e["id"] == index:
+                space, op, width, mask, lanes = key.split("|")
+                entry = {**e, "space": space, "op": op, "width": int(width), "mask": int(mask), "offsets": lanes}
+                return {"file": file, "row": index, "source": acc["source"]["files"][file], "entry": entry}
+    return None
+
+
+def sweep_best(kernel: str, problem: dict, gpu_key: str) -> dict | None:
+    """The fastest config the committed sweeps (tests/data/sweeps/) measured for this exact problem, if any."""
+    if gpu_key != MEASURED_GPU:
+        return None
+    table = load().get("sweeps", {}).get("table", {})
+    return table.get(sweep_key(kernel, problem))
+
+
+def design_rows() -> list[dict]:
+    """The FA3 designs' measured rows (benchmarks/results/h200/attention_fa3_designs.json), once committed."""
+    return load().get("designs", {}).get("rows", [])

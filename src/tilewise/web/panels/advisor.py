@@ -1,0 +1,105 @@
+"""The advisor: a problem in, ranked configs out (`tilewise.advise.advise`, the same function as `tilewise advise`).
+
+Where the committed sweeps (tests/data/sweeps/, packaged by `measured_build`) timed the same problem
+on the H200, the measured best config and time stand beside the advice.
+"""
+
+from __future__ import annotations
+
+from tilewise.advise import advise
+from tilewise.web import measured
+from tilewise.web.params import Params
+from tilewise.web.registry import gpu_summary, panel
+
+KERNELS = ("gemm", "attention", "decode", "grouped")
+MAX_DIM = 1 << 20  # the explorer's bound; `advise` has its own, larger ones
+
+
+def problem(kernel: str, p: Params) -> dict:
+    """The problem dict `advise` takes (`tilewise.advise.problems.FIELDS`); `advise` checks the ranges."""
+    dtype = p.choice("dtype", "bf16", ("bf16", "fp16"))
+    if kernel == "gemm":
+        return {
+            "m": p.int("m", 64, 1, MAX_DIM),
+            "n": p.int("n", 24576, 1, MAX_DIM),
+            "k": p.int("k", 8192, 1, MAX_DIM),
+            "dtype": dtype,
+            "layout": p.choice("layout", "nn", ("nn", "nt")),
+        }
+    head_dim = int(p.choice("head_dim", "128", ("16", "32", "64", "128", "256")))
+    if kernel == "attention":
+        seq = p.int("seq", 4096, 1, 1 << 22)
+        return {
+            "batch": p.int("batch", 4, 1, 4096),
+            "heads": p.int("heads", 32, 1, 256),
+            "kv_heads": p.int("kv_heads", 32, 1, 256),
+            "seq_q": seq,
+            "seq_k": seq,
+            "head_dim": head_dim,
+            "causal": p.choice("causal", "1", ("0", "1")) == "1",
+            "dtype": dtype,
+        }
+    if kernel == "decode":
+        return {
+            "batch": p.int("batch", 8, 1, 4096),
+            "heads": p.int("heads", 32, 1, 256),
+            "kv_heads": p.int("kv_heads", 8, 1, 256),
+            "seq_len": p.int("seq", 32768, 1, 1 << 24),
+            "head_dim": head_dim,
+            "dtype": dtype,
+        }
+    return {
+        "experts": p.int("experts", 128, 1, 4096),
+        "rows_per_expert": p.int("rows", 32, 1, 1 << 16),
+        "n": p.int("n", 1536, 1, MAX_DIM),
+        "k": p.int("k", 2048, 1, MAX_DIM),
+        "dtype": dtype,
+    }
+
+
+@panel(
+    "advisor",
+    "The advisor: a problem in, ranked configs out",
+    (
+        "gpu",
+        "kernel",
+        "top_k",
+        "m",
+        "n",
+        "k",
+        "dtype",
+        "layout",
+        "batch",
+        "heads",
+        "kv_heads",
+        "seq",
+        "head_dim",
+        "causal",
+        "experts",
+        "rows",
+    ),
+)
+def advisor_panel(p: Params) -> dict:
+    g = p.gpu(default="h200")
+    kernel = p.choice("kernel", "gemm", KERNELS)
+    top_k = p.int("top_k", 5, 1, 20)
+    prob = problem(kernel, p)
+    ranked = advise(kernel, prob, gpu=g.key, top_k=top_k)
+    # The sweep's timings of this exact problem on the H200, if the committed sweeps have it: the measured
+    # best, and beside each advised config its own measured time and rank among every config timed.
+    sweep = measured.sweep_best(kernel, prob, g.key)
+    advice = []
+    for a in ranked:
+        d = a.to_dict()
+        ms = sweep["times"].get(a.tag) if sweep else None
+        d["measured_ms"] = ms
+        # rank = 1 + the configs measured strictly faster (ties share a rank)
+        d["measured_rank"] = 1 + sum(t < ms for t in sweep["times"].values()) if ms is not None else None
+        advice.append(d)
+    return {
+        "gpu": gpu_summary(g),
+        "kernel": kernel,
+        "problem": prob,
+        "advice": advice,
+        "measured": {k: v for k, v in sweep.items() if k != "times"} if sweep else None,
+    }
