@@ -58,6 +58,8 @@ def test_gluon_taken_on_verified_hopper(hopper):
     t = FakeCuda()
     assert ag.use_gluon(t, t, t, None)
     assert ag.use_gluon(t, t, t, 0.1)
+    t256 = FakeCuda(shape=(1, 2, 7, 256))
+    assert ag.use_gluon(t256, t256, t256, None)
 
 
 def test_unverified_triton_falls_back(hopper):
@@ -71,6 +73,7 @@ def test_unverified_triton_falls_back(hopper):
     [
         ("fp32", FakeCuda(dtype=torch.float32, esize=4)),
         ("head dim 32", FakeCuda(shape=(2, 4, 100, 32))),
+        ("head dim 64: the Triton kernel measured as fast or faster", FakeCuda(shape=(2, 4, 100, 64))),
         ("head dim 16", FakeCuda(shape=(2, 4, 100, 16))),
         ("last dim strided", FakeCuda(strides=(4 * 100 * 256, 100 * 256, 256, 2))),
         ("row stride not 16-byte aligned", FakeCuda(strides=(4 * 100 * 132, 100 * 132, 132 + 1, 1))),

@@ -76,3 +76,12 @@ def test_poison_torch_and_allocator(poison):
     poison(torch, "empty")
     assert torch.isnan(torch.empty(4)).all()
     assert_close(torch.ones(3, dtype=torch.float16), np.ones(3), atol=0)
+
+
+def test_assert_close_takes_a_per_element_bound():
+    e = np.zeros((2, 3))
+    a = np.full((2, 3), 0.5)
+    bound = np.array([[1.0, 1.0, 1.0], [1.0, 0.1, 1.0]])
+    with pytest.raises(AssertionError, match=r"1 of 6 elements mismatch \(atol=per element, max 1.*\(1, 1\): got 0.5"):
+        assert_close(a, e, atol=bound)
+    assert_close(a, e, atol=bound[0])  # broadcast over rows

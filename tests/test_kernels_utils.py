@@ -112,7 +112,8 @@ def test_launcher_jit_first_then_the_compiled_kernel(monkeypatch):
     launch("x2", 10)
     assert k.log[0] == ("jit", (3, 1), ("x0", 10), {"BLOCK": 64, "FLAG": True, "num_warps": 4})
     # every argument in signature order, the constexprs last: the call Triton's compiled kernel takes
-    assert k.log[1:] == [("compiled", (3, 1), ("x1", 10, 64, True)), ("compiled", (3, 1), ("x2", 10, 64, True))]
+    # (and a three-entry grid: the compiled kernel's runner reads grid[2])
+    assert k.log[1:] == [("compiled", (3, 1, 1), ("x1", 10, 64, True)), ("compiled", (3, 1, 1), ("x2", 10, 64, True))]
 
 
 def test_launcher_keeps_the_jit_path_when_unsafe(monkeypatch):

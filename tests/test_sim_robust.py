@@ -337,3 +337,9 @@ def test_lazy_array_is_deterministic_and_indexes_like_numpy():
     assert int(c[3, 3]) == np.iinfo(np.int32).min and c.pages_made == 1
     small = normal((3, 4), np.float32, np.random.default_rng(1))
     np.testing.assert_array_equal(small, np.random.default_rng(1).standard_normal((3, 4)).astype(np.float32))
+
+
+@pytest.mark.parametrize("flag,value", [("--max-steps", "0"), ("--time-limit", "nan"), ("--time-limit", "-1")])
+def test_limit_flags_are_validated(capsys, flag, value):
+    rc, _, err = _trace(capsys, GEMM, "--grid", "1,1", flag, value)
+    assert rc == 2 and flag in _one_line_error(err)

@@ -38,6 +38,8 @@ def independent_answer(topic: str, v: dict):
         return latency.warps_to_hide_memory(
             int(v["latency"]), int(v["width"]), int(v["ilp"]), g, int(v["threads"]), int(v["registers"])
         ).warps_needed
+    if topic == "feeding" and "n" in v:
+        return round(tensorcore.smem_feed(int(v["n"]), v["dtype"], "SS", g.key).ratio, 2)
     if topic == "feeding":
         return tensorcore.smem_feed(64, v["dtype"], "SS", g.key).break_even_n
     if topic == "registers":
@@ -95,11 +97,17 @@ def test_answers_are_the_model_functions(topic):
 def test_the_seeds_own_figures():
     """The tips document's examples, by hand: a tile's column is a 32-way conflict, padding to 33 removes it;
     40, 0, 130, 64 rows in 64-row tiles over 4 n tiles is (1 + 0 + 3 + 1) x 4 = 20 tiles."""
-    assert ask("access", 0, 32)["correct"] and ask("access", 1, 1)["correct"]
+
+    def variant(topic, **inputs):
+        return next(i for i, v in enumerate(EXERCISES[topic].variants) if all(v.get(k) == x for k, x in inputs.items()))
+
+    assert ask("access", variant("access", expr="lane * 32"), 32)["correct"]
+    assert ask("access", variant("access", expr="lane * 33"), 1)["correct"]
     assert ask("moe", 0, 20)["correct"]
-    assert ask("feeding", 0, 64)["correct"]  # SS keeps up from N = 64 (bf16)
+    assert ask("feeding", 1, 64)["correct"]  # SS keeps up from N = 64 (bf16)
+    assert ask("feeding", 0, 1.33)["correct"] and ask("feeding", 3, 1.6)["correct"]  # the seed's 4/3 and 1.6
     assert ask("occupancy", 0, "registers")["correct"]  # 256 threads x 128 registers: 2 blocks of 64K
-    d = ask("decode", 0, 311)
+    d = ask("decode", variant("decode", n="24576", k="8192", dtype="bf16"), 311)
     assert d["correct"] and "311" in " ".join(d["reasoning"])  # the article's ~311 on the H100
 
 
@@ -116,7 +124,7 @@ def test_variant_wraps_and_bad_input_is_refused():
     ):
         with pytest.raises(InputError, match=msg):
             exercise(query)
-    assert ask("l2", 0, "78.3%")["correct"]  # a percent sign is fine
+    assert ask("l2", 2, "78.3%")["correct"]  # M = 64 on the H100; a percent sign is fine
 
 
 def test_over_http():
@@ -127,7 +135,7 @@ def test_over_http():
     from tilewise.web.server import create_app
 
     with TestClient(create_app(), base_url="http://127.0.0.1") as c:
-        r = c.get("/api/exercise", params={"topic": "access", "variant": 0, "answer": 32})
+        r = c.get("/api/exercise", params={"topic": "access", "variant": 1, "answer": 1})
         assert r.status_code == 200 and r.json()["correct"] is True
         r = c.get("/api/exercise", params={"topic": "access", "answer": "x"})
         assert r.status_code == 400 and "answer must be a number" in r.json()["error"]

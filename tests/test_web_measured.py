@@ -145,12 +145,12 @@ def test_designs_file_is_packaged_row_by_row_when_committed(tmp_path):
         *measured_build.NCU_ROUNDS,
         *measured_build.GEMM_FILES,
         measured_build.L2_PROBE_FILE,
+        f"{measured_build.SWEEP_DIR}/meta.json",
+        *(f"{measured_build.SWEEP_DIR}/{f}.jsonl" for f in measured_build.SWEEP_FAMILIES),
     ]:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).symlink_to(ROOT / rel)
-    if not (ROOT / measured_build.DESIGNS_FILE).exists():
-        assert "designs" not in measured_build.build(tmp_path)
-        assert api.call("pipeline", {})["measured"] == []
+    assert "designs" not in measured_build.build(tmp_path)  # no file, no section
     tags = {"gpu": "NVIDIA H200", "date": "2026-12-01", "torch": "2.11.0+cu130", "triton": "3.6.0", "command": "x"}
     rows = [
         {
@@ -199,3 +199,24 @@ def test_l2_probe_beside_the_registrys_l2_figure():
     assert len(cg) == 12
     assert gpus.bandwidth(gpus.get("h200"), "l2") / 1e12 == pytest.approx(statistics.median(cg), abs=0.005)
     assert api.call("hierarchy", {"gpu": "a100"})["l2_probe"] is None
+
+
+def test_pipeline_measured_designs_are_the_committed_rows():
+    from tilewise.model import pipeline
+
+    committed = json.loads((ROOT / measured_build.DESIGNS_FILE).read_text())["rows"]
+    got = api.call("pipeline", {"gpu": "h200"})["measured"]
+    assert [r["design"] for r in got] == ["a", "b", "c"] == [r["design"] for r in committed]
+    for i, (g, c) in enumerate(zip(got, committed)):
+        assert (g["file"], g["row"]) == (measured_build.DESIGNS_FILE, i)
+        for k in ("measured_ms", "tflops", "tc_active", "block", "gpu", "date", "torch", "triton", "command"):
+            assert g[k] == c[k], k
+        # the model beside it is the kernel model today, at the measured shape
+        assert (
+            g["model_utilization_now"]
+            == pipeline.predict_kernel_designs(4096, 4096, 128)[c["design_name"]].tensor_utilisation
+        )
+        assert g["model_utilization_now"] == pytest.approx(c["model_utilization"])  # unchanged since the run
+    # ping-pong keeps the Tensor Cores busiest, measured and modelled
+    assert max(got, key=lambda r: r["tc_active"])["design"] == "c"
+    assert api.call("pipeline", {"gpu": "h100-sxm"})["measured"] == []

@@ -11,21 +11,8 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 PANEL_DIR = SRC / "tilewise" / "web" / "panels"
 
 
-def _advise_landed() -> bool:
-    try:
-        from tilewise.advise import advise  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def test_every_panel_module_registers_one_panel_in_page_order():
     modules = sorted(p.stem for p in PANEL_DIR.glob("*.py") if p.stem != "__init__")
-    if not _advise_landed():
-        # Until `tilewise.advise.advise` is merged the advisor panel cannot import, so it is not registered;
-        # once it lands this branch fails until panels/__init__.py imports it.
-        assert "advisor" not in api.PANELS
-        modules.remove("advisor")
     assert sorted(api.PANELS) == modules  # one module per panel, each registered under its own name
     assert [p.id for p in api.available()] == [i for i in registry.ORDER if i in api.PANELS]
     for p in api.available():

@@ -82,11 +82,11 @@ def bounded(name: str, count: int, limit: int, why: str) -> int:
 
 
 def _human(n: int) -> str:
-    n = float(n)
+    x = float(n)
     for unit, s in (("EB", 1e18), ("PB", 1e15), ("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
-        if n >= s:
-            return f"{n / s:.3g} {unit}" if n < 1e30 else f"{n:.3g} B"
-    return f"{n:.0f} B"
+        if x >= s:
+            return f"{x / s:.3g} {unit}" if x < 1e30 else f"{x:.3g} B"
+    return f"{x:.0f} B"
 
 
 __all__ = ["MAX_EXPERTS", "MAX_SIZE", "bounded", "fits_memory", "multiple", "size"]

@@ -29,7 +29,7 @@ class ProblemRecord:
     errors: dict = field(default_factory=dict)  # tag -> error text
 
     def best(self) -> tuple[str, float]:
-        tag = min(self.space, key=self.space.get)
+        tag = min(self.space, key=lambda t: self.space[t])
         return tag, self.space[tag]
 
 

@@ -18,7 +18,7 @@ MAX_BATCH_HEADS = 2**20
 MAX_EXPERTS = 4096
 HEAD_DIMS = (16, 32, 64, 128, 256)
 
-FIELDS = {
+FIELDS: dict[str, dict[str, object]] = {
     "gemm": {"m": None, "n": None, "k": None, "dtype": "bf16", "layout": "nn"},
     "attention": {
         "batch": None,

@@ -23,6 +23,8 @@ Fit rules (each one a hardware limit, with the number):
 
 from __future__ import annotations
 
+import functools
+
 from tilewise import gpus as _gpus
 from tilewise.util import cdiv
 
@@ -196,6 +198,11 @@ def attention_fits(c: dict, head_dim: int, dtype: str, gpu: str | _gpus.GPU) -> 
 
 
 def attention_space(head_dim: int, dtype: str = "bf16", gpu: str | _gpus.GPU = "h200") -> list[dict]:
+    return [dict(c) for c in _attention_space(head_dim, dtype, _gpus.get(gpu).key)]
+
+
+@functools.lru_cache(maxsize=256)
+def _attention_space(head_dim: int, dtype: str, gpu: str) -> tuple:
     out = []
     for bm in ATTN_BLOCK_M:
         for bn in ATTN_BLOCK_N:
@@ -204,7 +211,7 @@ def attention_space(head_dim: int, dtype: str = "bf16", gpu: str | _gpus.GPU = "
                     c = {"block_m": bm, "block_n": bn, "num_warps": w, "num_stages": st}
                     if not attention_fits(c, head_dim, dtype, gpu):
                         out.append(c)
-    return out
+    return tuple(out)
 
 
 def attention_tag(c: dict) -> str:

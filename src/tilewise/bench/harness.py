@@ -241,8 +241,13 @@ def make_row(
     gpu_key: str | None = None,
     model_dtype: str | None = None,
     extra: dict[str, Any] | None = None,
+    model: tuple[str, dict, dict] | None = None,
 ) -> dict[str, Any]:
-    """One result row. `flops` and `nbytes` must come from `tilewise.model.traffic`."""
+    """One result row. `flops` and `nbytes` must come from `tilewise.model.traffic`.
+
+    `model` = (kernel, problem, config) in `tilewise.model.predict`'s terms adds `model_ms` (the time
+    model's prediction for the config that ran, beside the roofline floor `predicted_ms`), its binding
+    term and `model_fraction` (model_ms / ours_ms)."""
     key = gpu_key or registry_key_for(tags.get("gpu", ""))
     pred = roofline.time(key, flops, nbytes, model_dtype or dtype)
     row: dict[str, Any] = {
@@ -265,9 +270,25 @@ def make_row(
         "model_gpu": key,
         **{k: tags.get(k) for k in ("gpu", "cpu", "date", "torch", "triton", "command")},
     }
+    if model is not None:
+        row.update(model_columns(*model, key))
+        row["model_fraction"] = row["model_ms"] / ours_ms if (row["model_ms"] and ours_ms) else None
     if extra:
         row.update(extra)
     return row
+
+
+def model_columns(kernel: str, problem: dict, config: dict, gpu_key: str = "h200") -> dict[str, Any]:
+    """{"model_ms", "model_binding"} of `tilewise.model.predict` (None with "model_error" when it refuses)."""
+    from tilewise.advise.problems import normalize
+    from tilewise.errors import InputError
+    from tilewise.model.predict import predict
+
+    try:
+        p = predict(kernel, normalize(kernel, problem), config, gpu_key)
+    except (InputError, KeyError) as e:
+        return {"model_ms": None, "model_binding": None, "model_error": str(e)[:160]}
+    return {"model_ms": p.ms, "model_binding": p.binding}
 
 
 def write_rows(path: str, rows: list[dict[str, Any]], *, meta: dict[str, Any] | None = None) -> None:

@@ -263,6 +263,20 @@ def explain(
         f"busy at most {pct(rf.compute_s / rf.time_s)} of it."
     )
 
+    # The time model (tilewise.model.predict) beside the floor: the advisor's best config of the kernel.
+    if _gpus.dtype_name(dtype) in ("bf16", "fp16"):
+        from tilewise.advise import advise
+
+        best = advise("gemm", {"m": m, "n": n, "k": k, "dtype": _gpus.dtype_name(dtype)}, g.key, top_k=1)[0]
+        pm = best.prediction
+        s.values.update(model_ms=pm.ms, model_config=best.tag, model_binding=pm.binding, model_calibrated=pm.calibrated)
+        s.say(
+            f"The time model (`tilewise advise gemm`) predicts {pm.ms * 1e3:.1f} us for tilewise's kernel at its best "
+            f"config {best.tag} ({pm.binding} binds; "
+            f"{'calibrated on this GPU' if pm.calibrated else 'datasheet-only: never measured on this GPU'}), "
+            f"{pm.ms / (rf.time_s * 1e3):.2f}x the floor."
+        )
+
     # 8. Fragment padding when M is small.
     fill16 = decode.fragment_fill(m, 16)
     fill64 = decode.fragment_fill(m, 64)
@@ -303,7 +317,7 @@ def explain(
         i_full = traffic.gemm_flops(full_m, n, k) / traffic.gemm_bytes(full_m, n, k, dt)
         if i_full < rf.balance:
             frag = (
-                f"M = {m} fills every 16-row fragment"
+                f"M = {m} fills every 16-row fragment yet gives only {i_full:.0f} FLOP/B"
                 if full_m == m
                 else f"Filling the fragments (M = {full_m}) would give only {i_full:.0f} FLOP/B"
             )

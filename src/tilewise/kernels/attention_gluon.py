@@ -71,7 +71,11 @@ GLUON_VERIFIED: tuple[str, ...] = ("3.6.0",)  # H200, 2026-12-01: 127/127 float6
 DESIGNS = ("serial", "ring", "pingpong")
 LOG2E = 1.4426950408889634
 ROWS_PER_CTA = 128  # two wgmma M = 64 row blocks
-HEAD_DIMS = (64, 128, 256)
+HEAD_DIMS = (64, 128, 256)  # the kernel builds and passes its GPU tests for these
+# The dispatch takes it only where it measured faster than the Triton kernel (H200, bf16, 2026-12-01,
+# benchmarks/results/h200/attention_fa3.json, CUDA graphs): D 128 1.20-1.35x on 9 of 10 shapes (0.96x at
+# B1 H16 S32768 causal; 1.11x in the earlier run), D 256 1.10x; D 64 0.86-1.00x, so D 64 stays on Triton.
+DISPATCH_HEAD_DIMS = (128, 256)
 
 
 def gluon_available() -> bool:
@@ -561,7 +565,7 @@ def use_gluon(q, k, v, scale) -> bool:
     """Whether `tilewise.kernels.attention` should run the Gluon kernel for these (already checked) inputs.
 
     Hopper (sm 9.0) GPU, a Triton version on which the GPU tests passed (`GLUON_VERIFIED`) with the
-    Gluon names this file uses, fp16/bf16, head_dim 64/128/256, a positive scale (the unmasked
+    Gluon names this file uses, fp16/bf16, head_dim in DISPATCH_HEAD_DIMS, a positive scale (the unmasked
     softmax scales the row max), TMA-compatible layouts; TILEWISE_GLUON=0 turns it off.
     """
     import os
@@ -572,7 +576,7 @@ def use_gluon(q, k, v, scale) -> bool:
         return False
     if _FAILED or _IMPORT_ERROR is not None or triton.__version__ not in GLUON_VERIFIED or not gluon_available():
         return False
-    if not q.is_cuda or q.dtype not in (torch.float16, torch.bfloat16) or q.shape[-1] not in HEAD_DIMS:
+    if not q.is_cuda or q.dtype not in (torch.float16, torch.bfloat16) or q.shape[-1] not in DISPATCH_HEAD_DIMS:
         return False
     if scale is not None and not scale > 0:
         return False

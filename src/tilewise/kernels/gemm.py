@@ -34,7 +34,7 @@ import triton.language as tl
 from tilewise import gpus as _gpus
 from tilewise.errors import InputError
 from tilewise.kernels.utils import Launcher, PlanCache, capability, counters, gpu_key, interpreting, sm_count
-from tilewise.model import roofline, traffic, waves
+from tilewise.model import predict, traffic, waves
 from tilewise.model.occupancy import occupancy
 from tilewise.util import cdiv
 
@@ -124,104 +124,27 @@ def bytes_in_flight(cfg: Config, m: int, n: int, e: int, sms: int, gpu: str = "h
     return resident * (cfg.num_stages - 1) * (cfg.block_m + cfg.block_n) * cfg.block_k * e
 
 
-# The candidates and the rows that chose them: tests/data/tuning/gemm.md (H200, triton 3.6, 2026-11-30).
-_MEM = dict(group_m=8, split_k=1)
-SKINNY_8 = Config(
-    block_m=16, block_n=128, block_k=256, num_warps=4, num_stages=4, **_MEM,
-    reason="memory-bound, M <= 8: stream B, 16x128x256 tiles",
-)  # fmt: skip
-SKINNY_16 = Config(
-    block_m=16, block_n=64, block_k=512, num_warps=4, num_stages=3, **_MEM,
-    reason="memory-bound, M <= 16: stream B, 16x64x512 tiles",
-)  # fmt: skip
-SKINNY_64 = Config(
-    block_m=64, block_n=256, block_k=64, num_warps=4, num_stages=4, **_MEM,
-    reason="memory-bound, M <= 64: BLOCK_N 256 reads A N/256 times",
-)  # fmt: skip
-SKINNY_64_FEW = Config(
-    block_m=64, block_n=128, block_k=64, num_warps=4, num_stages=4, **_MEM,
-    reason="memory-bound, M <= 64, few tiles: BLOCK_N 128",
-)  # fmt: skip
-SKINNY_128 = Config(
-    block_m=128, block_n=256, block_k=64, num_warps=8, num_stages=4, **_MEM,
-    reason="memory-bound, M <= 128: 128x256 tiles",
-)  # fmt: skip
-# 64 < M <= 128 with too few 128x256 tiles: 64x128 w4 st4 beat 128x128 w8 st3 by 14-25% on five shapes
-SKINNY_128_FEW = Config(
-    block_m=64, block_n=128, block_k=64, num_warps=4, num_stages=4, **_MEM,
-    reason="memory-bound, M <= 128, few tiles: 64x128 tiles, 2x the programs",
-)  # fmt: skip
-# Compute-bound candidates, largest tile first; the first whose grid keeps the last wave
-# >= 80% full (model.waves.grid_waves) wins.
-COMPUTE = (
-    Config(
-        block_m=128, block_n=256, block_k=64, num_warps=8, num_stages=3, persistent=True, warp_specialize=True,
-        reason="compute-bound: persistent, warp-specialized 128x256",
-    ),
-    # warp specialization: 163.3 us against 164.5 without it on 256 x 24576 x 8192 (round 3)
-    Config(
-        block_m=128, block_n=128, block_k=64, num_warps=8, num_stages=4, persistent=True, warp_specialize=True,
-        reason="compute-bound, fewer tiles: persistent, warp-specialized 128x128",
-    ),
-    Config(
-        block_m=64, block_n=128, block_k=64, num_warps=4, num_stages=4, **_MEM,
-        reason="small problem: 64x128 tiles to fill the SMs",
-    ),
-    Config(
-        block_m=64, block_n=64, block_k=64, num_warps=4, num_stages=4, **_MEM,
-        reason="small problem: 64x64 tiles to fill the SMs",
-    ),
-)  # fmt: skip
-TF32 = Config(
-    block_m=128, block_n=128, block_k=32, num_warps=8, num_stages=3, **_MEM, reason="tf32: 128x128x32 (4-byte operands)"
-)  # fmt: skip
-
-
+# The default config is the advisor's top-1 (tilewise.advise: every config of the kernel's space ranked by
+# tilewise.model.predict, calibrated on the H200 sweep in tests/data/sweeps/h200). The hand table it replaces
+# and the rows that chose it are in tests/data/tuning/gemm.md; the sweep timed that rule beside the space
+# ("hand" rows): within 5% of the best config on 33% of the held-out shapes, the advisor on ~70%
+# (docs/advise.md).
 @functools.lru_cache(maxsize=4096)
-def _choose_cached(m: int, n: int, k: int, dtype: str, key: str, sms: int) -> Config:
-    e = _gpus.element_bytes(dtype)
-    model_dtype = "tf32" if dtype == "fp32" else dtype
-    pred = roofline.time(key, traffic.gemm_flops(m, n, k), traffic.gemm_bytes(m, n, k, dtype), model_dtype)
-    if e == 4:
-        return _fill(TF32, m, n, k, key, sms, e)
-    if pred.bound == "memory" and m <= 128 and n >= 16 * m:
-        # Skinny: the time is streaming B once (the roofline says so). Measured rows: tests/data/tuning/gemm.md;
-        # wide tiles unless they leave fewer than ~70% of the SMs a program.
-        if m <= 8:
-            cfg = SKINNY_8
-        elif m <= 16:
-            cfg = SKINNY_16
-        elif m <= 64:
-            cfg = SKINNY_64 if _tiles(m, n, 64, 256) >= 0.7 * sms else SKINNY_64_FEW
-        else:
-            cfg = SKINNY_128 if _tiles(m, n, 128, 256) >= 0.7 * sms else SKINNY_128_FEW
-        return _fill(cfg, m, n, k, key, sms, e)
-    for cand in COMPUTE:
-        # One tile per SM keeps its Tensor Cores busy (the tips document: cutlass runs one block
-        # per SM on Hopper), so the waves are counted at one program per SM.
-        w = waves.grid_waves(_tiles(m, n, cand.block_m, cand.block_n), sms, 1)
-        if w.efficiency >= 0.8 or w.waves >= 4:
-            return cand
-    return _fill(COMPUTE[-1], m, n, k, key, sms, e)
+def _choose_cached(m: int, n: int, k: int, dtype: str, key: str, layout: str) -> Config:
+    from tilewise.advise import advise
+
+    best = advise("gemm", {"m": m, "n": n, "k": k, "dtype": dtype, "layout": layout}, gpu=key, top_k=1)[0]
+    return Config(**best.config, reason=best.reason)
 
 
-def _fill(cfg: Config, m: int, n: int, k: int, key: str, sms: int, e: int) -> Config:
-    """Split K when this config leaves more than half of the SMs without a program and K is
-    long (>= 8 BLOCK_K steps per split); persistent configs never split."""
-    if cfg.persistent or _tiles(m, n, cfg.block_m, cfg.block_n) >= sms // 2:
-        return cfg
-    split = choose_split_k(m, n, k, cfg.block_m, cfg.block_n, cfg.block_k, sms, 1)
-    if split == 1:
-        return cfg
-    return dataclasses.replace(cfg, split_k=split, reason=cfg.reason + f"; split-K {split}: too few tiles")
+def choose_config(m: int, n: int, k: int, dtype: str, device: torch.device | None = None, layout: str = "nn") -> Config:
+    """The advisor's top-1 configuration for this shape (`tilewise.advise.default_config`), cached.
 
-
-def choose_config(m: int, n: int, k: int, dtype: str, device: torch.device | None = None) -> Config:
-    """Pick a configuration from the roofline (`model.roofline`), the waves (`model.waves`) and
-    the occupancy (`model.occupancy`) of the shape; the candidates are the measured ones above."""
+    layout: "nn" when B is row-major [K, N], "nt" when B is a transposed row-major weight (`a @ w.T`);
+    only "nn" can take the persistent TMA kernel."""
     key = gpu_key(device) if device is not None else "h200"
-    sms = sm_count(device) if device is not None else _gpus.get(key).sms
-    return _choose_cached(int(m), int(n), int(k), _gpus.dtype_name(dtype) if dtype != "fp32" else "fp32", key, sms)
+    dt = _gpus.dtype_name(dtype) if dtype != "fp32" else "fp32"
+    return _choose_cached(int(m), int(n), int(k), dt, key, layout)
 
 
 # --------------------------------------------------------------------------- kernels
@@ -497,10 +420,9 @@ def _padded(t: torch.Tensor) -> torch.Tensor:
     return view
 
 
-# Operands whose rows cannot be read with 16-byte loads (333 x 7777 x 2049: both leading
-# dimensions odd) are copied to padded rows when the GEMM does at least this many FLOPs per
-# byte copied: the copy streams at ~4 TB/s, the unaligned GEMM ran 5-10x slower than cuBLAS.
-PAD_MIN_FLOPS_PER_BYTE = 64
+# Operands whose rows cannot be read with 16-byte loads are copied to padded rows above this intensity;
+# the rule and its numbers live with the time model, which predicts the copy.
+PAD_MIN_FLOPS_PER_BYTE = predict.PAD_MIN_FLOPS_PER_BYTE
 
 
 _WS_FAILED: set[str] = set()
@@ -641,7 +563,7 @@ def _new_plan(key, a, b, out, bias, activation, config):
     m, k = a.shape
     n = b.shape[1]
     c = out if out is not None else torch.empty((m, n), dtype=a.dtype, device=a.device)
-    cfg = config or choose_config(m, n, k, _DTYPES[a.dtype], a.device)
+    cfg = config or choose_config(m, n, k, _DTYPES[a.dtype], a.device, "nn" if b.stride(1) == 1 else "nt")
     flops = traffic.gemm_flops(m, n, k)
     pad_a = not _row_aligned(a) and flops >= PAD_MIN_FLOPS_PER_BYTE * a.numel() * a.element_size()
     pad_b = not _row_aligned(b) and flops >= PAD_MIN_FLOPS_PER_BYTE * b.numel() * b.element_size()

@@ -34,6 +34,7 @@ the tile count from it, so `grouped_matmul` can run inside a CUDA graph (with
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 
@@ -43,7 +44,7 @@ import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from tilewise.errors import InputError
-from tilewise.kernels.utils import Launcher, PlanCache, interpreting, long_kernel, signature, sm_count
+from tilewise.kernels.utils import Launcher, PlanCache, gpu_key, interpreting, long_kernel, signature, sm_count
 from tilewise.model.waves import grouped_tile
 from tilewise.util import cdiv, next_power_of_2
 
@@ -90,9 +91,20 @@ class GroupedConfig:
 
 
 def choose_config(
-    rows_per_expert: float, n: int, k: int, dtype: torch.dtype, on_gpu: bool = True, glu: bool = False
+    rows_per_expert: float,
+    n: int,
+    k: int,
+    dtype: torch.dtype,
+    on_gpu: bool = True,
+    glu: bool = False,
+    experts: int | None = None,
+    gpu: str = "h200",
 ) -> GroupedConfig:
     """A tile for the average rows per expert.
+
+    With `experts` (16-bit, no glu, on the GPU) it is the advisor's top-1 (tilewise.advise: the space of
+    tiles x stages x schedules ranked by the time model; on the H200 sweep's held-out problems within 5%
+    of the best on ~70%, the table below on 45%; docs/advise.md). Otherwise the table:
 
     Under the interpreter the tiles are small so the tests run fast and exercise the edges.
     On the GPU: the tile shape of `tilewise.model.waves.grouped_tile`, with warps, stages, flattening and TMA
@@ -103,6 +115,12 @@ def choose_config(
     """
     if not on_gpu:
         return GroupedConfig(block_m=16, block_n=32, block_k=32, num_warps=4, num_stages=2, tma=True, flatten=True)
+    if experts is not None and not glu and dtype in (torch.float16, torch.bfloat16) and rows_per_expert >= 1:
+        adv = _advised(
+            int(experts), round(rows_per_expert), int(n), int(k), "bf16" if dtype == torch.bfloat16 else "fp16", gpu
+        )
+        if adv is not None:
+            return adv
     f = dict(tma=True, flatten=True)
     if dtype == torch.float32:
         cfg = GroupedConfig(block_m=64, block_n=64, block_k=32, num_warps=4, num_stages=3, **f)
@@ -118,6 +136,19 @@ def choose_config(
     if glu:
         cfg = dataclasses.replace(cfg, block_n=max(16, cfg.block_n // 2))
     return cfg
+
+
+@functools.lru_cache(maxsize=4096)
+def _advised(experts: int, rows: int, n: int, k: int, dtype: str, gpu: str) -> GroupedConfig | None:
+    from tilewise.advise import default_config
+
+    try:
+        c = default_config(
+            "grouped", {"experts": experts, "rows_per_expert": rows, "n": n, "k": k, "dtype": dtype}, gpu
+        )
+    except InputError:
+        return None
+    return GroupedConfig(**c)
 
 
 # ------------------------------------------------------------------------------ kernels
@@ -530,7 +561,7 @@ def _choose_checked(x, w, offsets, out, config) -> GroupedConfig:
         )
     if config is not None:
         return config
-    cfg = choose_config(T / E, N, K, x.dtype, on_gpu=x.is_cuda)
+    cfg = choose_config(T / E, N, K, x.dtype, on_gpu=x.is_cuda, experts=E, gpu=gpu_key(x.device))
     if x.is_cuda and not long_kernel(x.device, 2.0 * T * K * N, (E * K * N + T * (K + N)) * x.element_size(), x.dtype):
         # Too short to hide the host: no TMA descriptors (utils.long_kernel), and the prefix sum inside the
         # GEMM (one launch, one allocation instead of two and three; the CPU-bound MoE layer at T 512 ran

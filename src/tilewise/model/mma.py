@@ -26,6 +26,7 @@ each row for every dense kind here (k16 for 16-bit types, k8 for tf32, k32 for 8
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from tilewise import gpus as _gpus
 from tilewise.errors import InputError
@@ -59,7 +60,7 @@ class MmaPath:
     tma: bool
     async_mma: bool  # the MMA returns before its result is ready (wgmma, tcgen05)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -136,12 +137,17 @@ class WarpFeed:
     ratio: float  # compute / feed: >= 1 means shared memory keeps up
     break_even_rows_per_warp: float  # rows per warp where compute == feed (Q in registers)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
 def warp_feed(
-    rows: int, warps: int, n: int, dtype: str = "bf16", gpu: str | _gpus.GPU = "a100-sxm", q_in_registers=False
+    rows: int,
+    warps: int,
+    n: int,
+    dtype: str = "bf16",
+    gpu: str | _gpus.GPU = "a100-sxm",
+    q_in_registers: bool = False,
 ) -> WarpFeed:
     """Compute vs shared-memory feed of S = Q K^T when warps split the rows and each reads all of K.
 
@@ -182,7 +188,7 @@ class InstructionFeed:
     break_even_n: float  # N where compute == feed (inf when it never is)
     limit_ratio: float  # the ratio as N grows
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -222,7 +228,7 @@ class TmemBudget:
     fits: bool
     max_n: int  # the largest N (multiple of 16) with tiles x (N + d) <= 512
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 

@@ -39,6 +39,7 @@ import json
 import math
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 from tilewise import gpus as _gpus
 from tilewise.errors import InputError
@@ -47,10 +48,14 @@ from tilewise.model.occupancy import occupancy
 from tilewise.util import cdiv
 
 KERNELS = ("gemm", "attention", "decode", "grouped")
+# Operands whose rows cannot be read with 16-byte loads (333 x 7777 x 2049: both leading dimensions odd)
+# are copied to padded rows when the GEMM does at least this many FLOPs per byte copied: the copy
+# streams at ~4 TB/s, the unaligned GEMM ran 5-10x slower than cuBLAS (kernels.gemm applies it).
+PAD_MIN_FLOPS_PER_BYTE = 64
 CAL_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "calibration")
 
 # Fallbacks when a calibration file lacks a figure (order of magnitude; the H200 file has them all).
-DEFAULTS = {
+DEFAULTS: dict[str, Any] = {
     "sms": None,  # None: the registry's
     "clock_mhz": None,  # None: the registry's tensor clock
     "read_tbps": None,  # None: 0.9 x the datasheet HBM bandwidth
@@ -68,13 +73,13 @@ DEFAULTS = {
 class Prediction:
     kernel: str
     ms: float
-    terms: dict  # name -> ms
+    terms: dict[str, float]  # name -> ms
     binding: str
     gpu: str
     calibrated: bool
-    detail: dict = field(default_factory=dict)  # waves, programs, bytes, efficiencies
+    detail: dict[str, Any] = field(default_factory=dict)  # waves, programs, bytes, efficiencies
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "kernel": self.kernel,
             "ms": self.ms,
@@ -90,7 +95,7 @@ class Prediction:
 
 
 @functools.lru_cache(maxsize=16)
-def calibration(gpu: str) -> dict:
+def calibration(gpu: str) -> dict[str, Any]:
     """The calibration constants of `gpu` (a registry key), or {} when it was never measured."""
     path = os.path.join(CAL_DIR, f"{gpu}.json")
     if not os.path.exists(path):
@@ -121,11 +126,11 @@ class _Machine:
     latency_s: float
     fill_s: float
     l2_res: float
-    cal: dict
+    cal: dict[str, Any]
 
 
 @functools.lru_cache(maxsize=64)
-def machine(gpu: str, overrides: tuple = ()) -> _Machine:
+def machine(gpu: str, overrides: tuple[tuple[str, Any], ...] = ()) -> _Machine:
     """The GPU's figures as the model uses them; `overrides` ((name, value), ...) replace constants."""
     g = _gpus.get(gpu)
     own = calibration(g.key)
@@ -159,7 +164,7 @@ def machine(gpu: str, overrides: tuple = ()) -> _Machine:
     )
 
 
-def _eff(mach: _Machine, kernel: str, kind: str, tag: str, default: float, forced: dict | None) -> float:
+def _eff(mach: _Machine, kernel: str, kind: str, tag: str, default: float, forced: dict[str, Any] | None) -> float:
     """Per-config efficiency measured on the calibration shape (kind "mma" or "stream")."""
     if forced is not None and kind in forced:
         return float(forced[kind])
@@ -180,18 +185,25 @@ def _stream_bw(mach: _Machine, inflight_bytes: float, stream: float) -> float:
     return max(1e9, min(mach.read_bps * min(1.0, stream), stream * inflight_bytes / mach.latency_s))
 
 
-def _finish(kernel, mach, terms: dict, main: dict, detail: dict, fixed_scale: float = 1.0) -> Prediction:
+def _finish(
+    kernel: str,
+    mach: _Machine,
+    terms: dict[str, float],
+    main: dict[str, float],
+    detail: dict[str, Any],
+    fixed_scale: float = 1.0,
+) -> Prediction:
     terms = {**terms, "prologue_epilogue": terms.get("prologue_epilogue", 0.0) * fixed_scale}
     detail = {**detail, "fixed_scale": fixed_scale}
     body = max(main.values())
-    binding = max(main, key=main.get)
+    binding = max(main, key=lambda k: main[k])
     extra = {k: v for k, v in terms.items() if k not in main and k not in ("wave_tail", "padding")}
     total = body + sum(extra.values())
     # the reported terms: everything in ms; wave_tail and padding are shares of tensor_core
     out = {k: v * 1e3 for k, v in {**main, **terms}.items()}
     fixed = {k: v for k, v in extra.items()}
     if fixed and max(fixed.values()) > body:
-        binding = max(fixed, key=fixed.get)
+        binding = max(fixed, key=lambda k: fixed[k])
     return Prediction(kernel, total * 1e3, out, binding, mach.key, mach.calibrated, detail)
 
 
@@ -205,6 +217,7 @@ def _clamped_sum(a: int, b: int, n: int, cap: int) -> float:
     return s + (n - hi) * cap
 
 
+@functools.lru_cache(maxsize=4096)
 def _blocks_per_sm(gpu: str, warps: int, acc_regs: float, smem: int) -> int:
     regs = int(min(255, 48 + acc_regs))
     try:
@@ -216,7 +229,7 @@ def _blocks_per_sm(gpu: str, warps: int, acc_regs: float, smem: int) -> int:
 # ------------------------------------------------------------------------------------------ GEMM
 
 
-def _gemm(p: dict, c: dict, mach: _Machine, eff: dict | None = None) -> Prediction:
+def _gemm(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str, Any] | None = None) -> Prediction:
     from tilewise.advise import space
 
     m, n, k = p["m"], p["n"], p["k"]
@@ -237,8 +250,8 @@ def _gemm(p: dict, c: dict, mach: _Machine, eff: dict | None = None) -> Predicti
     b = 1 if persistent else _blocks_per_sm(mach.key, warps, bm * bn / (32 * warps), smem)
     sms = mach.sms
     peak = mach.peak_flops_tf32 if e == 4 else mach.peak_flops
-    mma_eff = _eff(mach, "gemm", "mma", tag, DEFAULTS["mma_eff"], eff)
-    stream_eff = _eff(mach, "gemm", "stream", tag, DEFAULTS["stream_eff"], eff)
+    mma_eff = _eff(mach, "gemm", "mma", tag, 0.75, eff)
+    stream_eff = _eff(mach, "gemm", "stream", tag, 0.85, eff)
     per_sm = peak / sms * mma_eff
 
     if persistent:
@@ -301,9 +314,19 @@ def _gemm(p: dict, c: dict, mach: _Machine, eff: dict | None = None) -> Predicti
     t_launch = mach.launch_s
     if p.get("layout", "nn") not in ("nn", "nt"):
         raise InputError(f"gemm layout must be 'nn' or 'nt', got {p.get('layout')!r}")
+    # operands the launcher copies to 16-byte aligned rows first: a read and a write, and a launch each
+    t_copy = 0.0
+    nt = p.get("layout", "nn") == "nt"
+    for nbytes, aligned in (
+        (a_bytes, (k * e) % 16 == 0 or m == 1 or k == 1),
+        (b_bytes, (k * e) % 16 == 0 if nt else ((n * e) % 16 == 0 or n == 1 or k == 1)),
+    ):
+        if not aligned and useful >= PAD_MIN_FLOPS_PER_BYTE * nbytes:
+            t_copy += 2 * nbytes / mach.read_bps + mach.launch_s
     terms = {
         "wave_tail": max(0.0, t_tc - t_even),
         "padding": max(0.0, t_pad),
+        "operand_copy": t_copy,
         "prologue_epilogue": t_fixed,
         "split_k_fixup": t_fix,
         "launch": t_launch,
@@ -325,7 +348,7 @@ def _gemm(p: dict, c: dict, mach: _Machine, eff: dict | None = None) -> Predicti
     return _finish("gemm", mach, terms, {"tensor_core": t_tc, "hbm": t_hbm, "l2": t_l2}, detail, fixed)
 
 
-_GEMM_DEFAULTS = {
+_GEMM_DEFAULTS: dict[str, Any] = {
     "group_m": 8,
     "split_k": 1,
     "num_warps": 4,
@@ -339,7 +362,7 @@ _GEMM_DEFAULTS = {
 # ------------------------------------------------------------------------------------------ attention
 
 
-def _attention(p: dict, c: dict, mach: _Machine, eff: dict | None = None) -> Prediction:
+def _attention(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str, Any] | None = None) -> Prediction:
     from tilewise.advise import space
 
     B, H, Hk = p["batch"], p["heads"], p["kv_heads"]
@@ -390,7 +413,7 @@ def _attention(p: dict, c: dict, mach: _Machine, eff: dict | None = None) -> Pre
 # ------------------------------------------------------------------------------------------ decode
 
 
-def _decode(p: dict, c: dict, mach: _Machine, eff: dict | None = None) -> Prediction:
+def _decode(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str, Any] | None = None) -> Prediction:
     from tilewise.advise import space
 
     B, Hq, Hk, L, d = p["batch"], p["heads"], p["kv_heads"], p["seq_len"], p["head_dim"]
@@ -434,7 +457,7 @@ def _decode(p: dict, c: dict, mach: _Machine, eff: dict | None = None) -> Predic
 # ------------------------------------------------------------------------------------------ grouped GEMM
 
 
-def _grouped(p: dict, c: dict, mach: _Machine, eff: dict | None = None) -> Prediction:
+def _grouped(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str, Any] | None = None) -> Prediction:
     from tilewise.advise import space
 
     E, r, n, k = p["experts"], p["rows_per_expert"], p["n"], p["k"]
@@ -482,12 +505,12 @@ def _grouped(p: dict, c: dict, mach: _Machine, eff: dict | None = None) -> Predi
 
 def predict(
     kernel: str,
-    problem: dict,
-    config: dict,
+    problem: dict[str, Any],
+    config: dict[str, Any],
     gpu: str = "h200",
     *,
-    efficiency: dict | None = None,
-    constants: dict | None = None,
+    efficiency: dict[str, Any] | None = None,
+    constants: dict[str, Any] | None = None,
 ) -> Prediction:
     """Predicted time of one launch of `kernel` with `config` on `problem` (see the module doc).
 

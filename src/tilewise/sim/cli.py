@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 
-from tilewise.errors import InputError, positive_int
+from tilewise.errors import InputError, fraction, positive_int
 
 EPILOG = """examples:
   tilewise trace examples/sim/gemm_tiled.py --grid 4,4 --block 32,32
@@ -216,6 +216,10 @@ def _cmd_trace(a: argparse.Namespace) -> int:
 
     if a.sample is not None and a.sample < 1:
         raise InputError(f"--sample must be a positive number of blocks, got {a.sample}")
+    if a.max_steps is not None:
+        positive_int("--max-steps", a.max_steps)
+    if a.time_limit is not None:
+        fraction("--time-limit", a.time_limit, low=1e-3, high=1e9)
     _, rep = run_file(
         a.file,
         grid=_dims("grid", a.grid),

@@ -257,7 +257,7 @@ class ControlFlow:
             return True  # every thread still in the loop breaks: an ordinary break
         L.broken = self.mask if L.broken is None else (L.broken | self.mask)
         L.dirty = True
-        self.set_mask(self._zeros)
+        self.set_mask(self.no_lanes)
         return False
 
     def cont(self):
@@ -267,7 +267,7 @@ class ControlFlow:
             return True
         L.cont = self.mask if L.cont is None else (L.cont | self.mask)
         L.dirty = True
-        self.set_mask(self._zeros)
+        self.set_mask(self.no_lanes)
         return False
 
     def exit(self):
@@ -275,7 +275,7 @@ class ControlFlow:
         for f in self.stack:
             if isinstance(f, LoopFrame):
                 f.dirty = True
-        self.set_mask(self._zeros)
+        self.set_mask(self.no_lanes)
         return not (~self.dead).any()
 
     # ---------------------------------------------------------------- expressions

@@ -185,8 +185,8 @@ class Executor(ControlFlow, AccessRecorder, HazardTracker, Intrinsics):
         self.touched: dict[int, dict] = {}  # base address -> {"ld": bool array, "st": bool array}
         self.smem = np.empty(SMEM_OPTIN_LIMIT, dtype=np.uint8)
         self.max_shared = 0
-        self._ones = np.ones(self.n, dtype=bool)
-        self._zeros = np.zeros(self.n, dtype=bool)
+        self.all_lanes = np.ones(self.n, dtype=bool)
+        self.no_lanes = np.zeros(self.n, dtype=bool)
         self.synthetic: dict[int, tuple] = {}  # builtin sites (atomics), keyed by -line
         self.max_steps = max_steps
         self.time_limit = time_limit
@@ -199,9 +199,9 @@ class Executor(ControlFlow, AccessRecorder, HazardTracker, Intrinsics):
         self.bidx = bidx
         self.steps = 0
         self.next_check = self._next_check()
-        self.dead = self._zeros.copy()
+        self.dead = self.no_lanes.copy()
         self.stack: list = []
-        self.set_mask(self._ones)
+        self.set_mask(self.all_lanes)
         self.smem[:] = 0xFF  # uninitialised shared memory: NaN for floats, -1 for ints
         self.static_cursor = align(self.shared_dyn, SMEM_ALIGN)
         self.static_bytes = 0

@@ -123,6 +123,8 @@ def _latency(v: dict[str, str]) -> dict:
 
 
 def _feeding(v: dict[str, str]) -> dict:
+    if "n" in v:
+        return _feed_ratio(v)
     d = _q(v, "tensorcore")
     table = d["table"]["ss"]
     first = next(r for r in table if r["keeps_up"])
@@ -134,6 +136,30 @@ def _feeding(v: dict[str, str]) -> dict:
     ]
     q = f"In SS form ({v['dtype']}), what is the smallest wgmma N whose compute covers its shared-memory feed (ratio >= 1)?"
     return {"question": q, "kind": "number", "unit": "", "answer": first["n"], "tolerance": 0, "reasoning": why}
+
+
+def _feed_ratio(v: dict[str, str]) -> dict:
+    d = _q(v, "tensorcore")
+    ss = d["ss"]
+    why = [
+        f"Compute: 64 x {ss['n']} x 16 x 2 FLOPs at the SM's rate = {ss['compute_cycles']:.0f} cycles.",
+        f"Feed in SS form: A {ss['a_bytes']} B ({ss['a_cycles']:.0f} cycles, paid by every instruction) + "
+        f"B {ss['b_bytes']} B ({ss['b_cycles']:.0f} cycles) at {ss['smem_bytes_per_cycle']} B/cycle = {ss['feed_cycles']:.0f} cycles.",
+        f"Ratio {ss['compute_cycles']:.0f} / {ss['feed_cycles']:.0f} = {ss['ratio']:.2f}: "
+        + ("shared memory keeps up." if ss["keeps_up"] else "the Tensor Cores wait for their operands."),
+    ]
+    q = (
+        f"A wgmma m64 n{v['n']} k16 ({v['dtype']}) with both operands from shared memory (SS): what is its "
+        "compute / feed ratio (compute cycles over shared-memory cycles)?"
+    )
+    return {
+        "question": q,
+        "kind": "number",
+        "unit": "",
+        "answer": round(ss["ratio"], 2),
+        "tolerance": 0.02,
+        "reasoning": why,
+    }
 
 
 # --------------------------------------------------------------------------------------- registers
@@ -253,11 +279,11 @@ EXERCISES: dict[str, Exercise] = {
             "access",
             "access",
             (
-                {"space": "shared", "expr": "lane * 32"},
+                {"space": "shared", "expr": "(lane // 2) * 32"},
                 {"space": "shared", "expr": "lane * 33"},
                 {"space": "shared", "expr": "lane * 2"},
                 {"space": "global", "expr": "lane * 8"},
-                {"space": "shared", "expr": "(lane // 2) * 32"},
+                {"space": "shared", "expr": "lane * 32"},
             ),
             _access,
         ),
@@ -276,22 +302,32 @@ EXERCISES: dict[str, Exercise] = {
             "latency",
             "latency",
             (
-                {"gpu": "h100-sxm", "width": "16", "ilp": "1", "latency": "600", "threads": "256", "registers": "32"},
                 {"gpu": "h100-sxm", "width": "4", "ilp": "1", "latency": "600", "threads": "256", "registers": "32"},
+                {"gpu": "h100-sxm", "width": "16", "ilp": "1", "latency": "600", "threads": "256", "registers": "32"},
                 {"gpu": "h100-sxm", "width": "16", "ilp": "4", "latency": "800", "threads": "256", "registers": "32"},
             ),
             _latency,
         ),
-        Exercise("feeding", "tensorcore", ({"dtype": "bf16"}, {"dtype": "fp8"}), _feeding),
-        Exercise("registers", "registers", ({"head_dim": "128"}, {"head_dim": "64"}, {"head_dim": "256"}), _registers),
-        Exercise("l2", "l2", ({"m": "64"}, {"m": "128"}, {"m": "32", "gpu": "h200"}), _l2),
+        Exercise(
+            "feeding",
+            "tensorcore",
+            (
+                {"dtype": "bf16", "n": "128"},
+                {"dtype": "bf16"},
+                {"dtype": "bf16", "n": "32"},
+                {"dtype": "bf16", "n": "256"},
+            ),
+            _feeding,
+        ),
+        Exercise("registers", "registers", ({"head_dim": "256"}, {"head_dim": "64"}, {"head_dim": "128"}), _registers),
+        Exercise("l2", "l2", ({"m": "128"}, {"m": "32", "gpu": "h200"}, {"m": "64"}), _l2),
         Exercise(
             "pipeline",
             "pipeline",
             (
-                {"n": "128", "hit": "0.9", "stages": "2", "tiles": "6"},
-                {"n": "128", "hit": "0.3", "stages": "1", "tiles": "6"},
                 {"n": "64", "hit": "0.9", "stages": "3", "tiles": "8"},
+                {"n": "128", "hit": "0.3", "stages": "1", "tiles": "6"},
+                {"n": "128", "hit": "0.9", "stages": "2", "tiles": "6"},
             ),
             _pipeline,
         ),
@@ -299,8 +335,8 @@ EXERCISES: dict[str, Exercise] = {
             "decode",
             "decode",
             (
-                {"n": "24576", "k": "8192", "dtype": "bf16"},
                 {"n": "4096", "k": "4096", "dtype": "bf16", "gpu": "h200"},
+                {"n": "24576", "k": "8192", "dtype": "bf16"},
                 {"n": "24576", "k": "8192", "dtype": "fp8"},
             ),
             _decode,

@@ -13,6 +13,7 @@ import json
 from functools import cache
 from importlib import resources
 
+from tilewise.advise.problems import normalize
 from tilewise.model import roofline, traffic
 from tilewise.web.measured_build import access_key, occupancy_key, sweep_key
 
@@ -50,6 +51,16 @@ def gemm_rows(m: int, n: int, k: int, dtype: str) -> list[dict]:
     """The H200 benchmark rows of the GEMM C[m, n] = A[m, k] B[k, n] in `dtype`."""
     shape = f"{m}x{n}x{k}"
     return [r for r in load()["gemm"]["rows"] if r["shape"] == shape and r["dtype"] == dtype]
+
+
+def gemm_batches(n: int, k: int, dtype: str) -> list[int]:
+    """The M of every H200 benchmark row of C[M, n] = A[M, k] B[k, n] in `dtype`, ascending."""
+    ms = set()
+    for r in load()["gemm"]["rows"]:
+        m_, n_, k_ = (int(x) for x in r["shape"].split("x"))
+        if (n_, k_, r["dtype"]) == (n, k, dtype):
+            ms.add(m_)
+    return sorted(ms)
 
 
 def gemm_beside_model(gpu, m: int, n: int, k: int, dtype: str) -> list[dict]:
@@ -109,8 +120,8 @@ def sweep_best(kernel: str, problem: dict, gpu_key: str) -> dict | None:
     """The fastest config the committed sweeps (tests/data/sweeps/) measured for this exact problem, if any."""
     if gpu_key != MEASURED_GPU:
         return None
-    table = load().get("sweeps", {}).get("table", {})
-    return table.get(sweep_key(kernel, problem))
+    hit = load()["sweeps"]["table"].get(sweep_key(kernel, normalize(kernel, problem)))
+    return None if hit is None else {**hit, "times": dict(hit["times"])}
 
 
 def design_rows() -> list[dict]:

@@ -20,6 +20,7 @@ import io
 import json
 from pathlib import Path
 
+from tilewise.advise.problems import normalize
 from tilewise.errors import InputError
 
 OUT = Path(__file__).parent / "data" / "measured.json.gz"
@@ -28,6 +29,8 @@ OCCUPANCY_CSV = "tests/data/occupancy/h200.csv.gz"
 OCCUPANCY_META = "tests/data/occupancy/h200.meta.json"
 NCU_ROUNDS = [f"tests/data/ncu/ncu_access_round{i}.json" for i in range(1, 6)]
 GEMM_FILES = ["benchmarks/results/h200/gemm.json", "benchmarks/results/h200/gemm_fp16.json"]
+SWEEP_DIR = "tests/data/sweeps/h200"
+SWEEP_FAMILIES = ("gemm", "attention", "decode", "grouped")
 L2_PROBE_FILE = "benchmarks/results/h200/l2_probe.json"
 DESIGNS_FILE = "benchmarks/results/h200/attention_fa3_designs.json"  # written by the FA3 work, when it lands
 
@@ -55,6 +58,10 @@ GEMM_FIELDS = (
 )
 DESIGN_FIELDS = (
     "design",
+    "design_name",
+    "block",
+    "fraction_of_sustained_peak",
+    "ncu_ms",
     "shape",
     "measured_ms",
     "tflops",
@@ -178,6 +185,36 @@ def _l2_probe(root: Path) -> dict:
     return {"sources": {L2_PROBE_FILE: d["meta"]}, "rows": rows}
 
 
+def _sweeps(root: Path) -> dict:
+    """Per swept problem: every config of the space that was timed (tag -> ms), the fastest with its line,
+    and the fastest of each peer (cuBLAS, SDPA, the hand rules, nvidia-matmul-heuristics)."""
+    meta = json.loads(_read(root, f"{SWEEP_DIR}/meta.json"))
+    table: dict[str, dict] = {}
+    for family in SWEEP_FAMILIES:
+        rel = f"{SWEEP_DIR}/{family}.jsonl"
+        for line_no, line in enumerate(_read(root, rel).decode().splitlines(), start=1):
+            if not line.strip():
+                continue
+            r = json.loads(line)
+            ms = r.get("ms")
+            if ms is None:
+                continue  # a config that failed to run: the fixture keeps its error, the explorer shows times
+            key = sweep_key(family, normalize(family, r["problem"]))
+            e = table.setdefault(key, {"file": rel, "times": {}, "others": {}, "configs": 0})
+            if r.get("source", "space") == "space":
+                e["configs"] += 1
+                e["times"][r["tag"]] = min(ms, e["times"].get(r["tag"], ms))
+                if "ms" not in e or ms < e["ms"]:
+                    e.update(ms=ms, tag=r["tag"], config=r["config"], row=line_no)
+            else:
+                o = e["others"].get(r["source"])
+                if o is None or ms < o["ms"]:
+                    e["others"][r["source"]] = {"ms": ms, "tag": r.get("tag", r["source"]), "row": line_no}
+    tags = {k: meta[k] for k in ("gpu", "date", "torch", "triton", "command")}
+    table = {k: {**v, **tags} for k, v in table.items() if "ms" in v}
+    return {"source": {"dir": SWEEP_DIR, **tags}, "table": table}
+
+
 def build(root: Path) -> dict:
     data = {
         "about": "made by python -m tilewise.web.measured_build from the committed files each entry names",
@@ -185,6 +222,7 @@ def build(root: Path) -> dict:
         "access": _access(root),
         "gemm": _rows(root, GEMM_FILES, GEMM_FIELDS),
         "l2_probe": _l2_probe(root),
+        "sweeps": _sweeps(root),
     }
     if (root / DESIGNS_FILE).is_file():
         data["designs"] = _rows(root, [DESIGNS_FILE], DESIGN_FIELDS)

@@ -71,8 +71,16 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
     from triton.testing import do_bench
 
     from tilewise.bench import harness
-    from tilewise.kernels.decode import MAX_CHUNK, USE_DESC, choose_splits, decode_attention, default_tile
+    from tilewise.kernels.decode import (
+        MAX_CHUNK,
+        USE_DESC,
+        advised_plan,
+        choose_splits,
+        decode_attention,
+        default_tile,
+    )
     from tilewise.model import traffic
+    from tilewise.util import cdiv
 
     problems = parse_shapes(args.shapes)
     d = args.head_dim
@@ -112,8 +120,13 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
         del ref
         t = harness.time_pair(ours, peer, rounds=args.rounds, rep_ms=args.rep_ms, warmup_ms=10)
         nbytes = traffic.decode_bytes(lens, hq, hk, d, "bf16")
-        tile = default_tile(d, 2)
-        splits, chunk = choose_splits(b, hk, lmax, sms, tile[0])
+        plan = advised_plan(b, hq, hk, max(lmax, 1), d, torch.bfloat16, harness.registry_key_for(tags.get("gpu", "")))
+        if plan is not None:  # the kernel's default: the advisor's key tile and split count
+            tile, splits = plan[:3], plan[3]
+            chunk = cdiv(cdiv(max(lmax, 1), splits), tile[0]) * tile[0]
+        else:
+            tile = default_tile(d, 2)
+            splits, chunk = choose_splits(b, hk, lmax, sms, tile[0])
         row = harness.make_row(
             kernel="decode_attention",
             shape=name,
@@ -124,6 +137,11 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
             flops=traffic.decode_flops(lens, hq, d),
             nbytes=nbytes,
             tags=tags,
+            model=(
+                "decode",
+                {"batch": b, "heads": hq, "kv_heads": hk, "seq_len": max(lmax, 1), "head_dim": d, "dtype": "bf16"},
+                {"block_n": tile[0], "num_warps": tile[1], "num_stages": tile[2], "num_splits": splits},
+            ),
             extra={
                 "copy_tbps": copy_tbps,
                 "copy_fraction": nbytes / (t["ours_ms"] * 1e-3) / 1e12 / copy_tbps,

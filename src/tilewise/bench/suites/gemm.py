@@ -136,6 +136,7 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
                     tags=tags,
                     gpu_key=gpu_key,
                     model_dtype="tf32" if args.dtype == "fp32" else args.dtype,
+                    model=("gemm", {"m": m, "n": n, "k": k, "dtype": args.dtype}, _config_dict(cfg)),
                     extra={
                         "config": cfg.tag(),
                         "reason": cfg.reason,
@@ -149,3 +150,10 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
     finally:
         torch.backends.cuda.matmul.allow_tf32 = prev_tf32
     return rows
+
+
+def _config_dict(cfg) -> dict:
+    """A kernels.gemm.Config as the time model's config dict (every knob, no reason)."""
+    import dataclasses
+
+    return {k: v for k, v in dataclasses.asdict(cfg).items() if k != "reason"}

@@ -123,11 +123,19 @@ def bench_shape(
     copies = max(1, min(3, int(2e9 // max(wbytes, 1))))  # rotate inputs when they fit, so L2 is cold
     tensors, offsets = make_inputs(counts, K, N, dtype, copies=copies)
     xs, ws = tensors[0::2], tensors[1::2]
-    cfg = config or choose_config(T / E, N, K, dtype)
+    cfg = config or choose_config(T / E, N, K, dtype, experts=E)  # the kernel's own default (the advisor's)
     ys = [torch.empty(T, N, device=DEVICE, dtype=xs[0].dtype) for _ in range(copies)]
     flops = traffic.grouped_gemm_flops(counts, K, N)
     nbytes = traffic.grouped_gemm_bytes(counts, K, N, dtype_name)
     extra = model_columns(counts, K, N, cfg, torch.cuda.get_device_properties(0).multi_processor_count)
+    import dataclasses
+
+    extra.update(
+        harness.model_columns(
+            "grouped", {"experts": E, "rows_per_expert": max(1, round(T / E)), "n": N, "k": K, "dtype": dtype_name},
+            dataclasses.asdict(cfg), harness.registry_key_for(tags.get("gpu", "")),
+        )
+    )  # fmt: skip
 
     def ours(i):
         return grouped_matmul(xs[i], ws[i], offsets, out=ys[i], config=cfg, check_offsets=False)

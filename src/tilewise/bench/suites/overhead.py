@@ -27,6 +27,7 @@ NAME = "overhead"
 HELP = "host cost per call (us) of every op and its torch peer on tiny problems; --eager-targets: issue 16 targets"
 
 TARGET_US = 10.0  # issue 16: within 10 us of the peer
+DEVICE = "cuda"  # the eager targets' inputs (a CPU test of the rows changes it)
 OPS = ("empty", "matmul", "sum", "sum_dim", "attention", "decode", "grouped", "moe", "flash_ffn", "ffn_module", "mhmoe")
 
 
@@ -56,11 +57,11 @@ def per_call_us(fn, calls: int, sync=_cuda_sync) -> float:
     return (time.perf_counter() - t0) / calls * 1e6
 
 
-def alternate(ours, peer, calls: int, rounds: int, sync=_cuda_sync) -> dict[str, float]:
+def alternate(ours, peer, calls: int, rounds: int, sync=_cuda_sync, warmup: int = 20) -> dict[str, float]:
     """ours / peer per-call times alternating for `rounds`: medians and min/max (us)."""
     for f in (ours, peer):
         if f is not None:
-            for _ in range(20):  # compile, plan, warm the caching allocator
+            for _ in range(warmup):  # compile, plan, warm the caching allocator
                 f()
     samples: dict[str, list[float]] = {"ours": [], "peer": []}
     for _ in range(rounds):
@@ -76,32 +77,25 @@ def alternate(ours, peer, calls: int, rounds: int, sync=_cuda_sync) -> dict[str,
     return out
 
 
-def _cases(torch, F):
+def _cases(torch, F, dev: str = "cuda", dtype=None):
     """name -> (shape label, dtype label, ours, peer name, peer): the tiny problems of issue 16's table."""
-    import triton
-    import triton.language as tl
-
     from tilewise import kernels as K
     from tilewise.kernels import ffn as ffn_mod
     from tilewise.kernels import mhmoe as mh
     from tilewise.kernels.moe_layer import permute, route
+    from tilewise.kernels.utils import empty_kernel
 
-    dev = "cuda"
-    bf = torch.bfloat16
+    bf = dtype or torch.bfloat16  # the CPU interpreter computes bf16 wrongly: its smoke test passes fp16
     g = torch.Generator(device=dev).manual_seed(0)
 
     def rn(*shape, dtype=bf):
         return torch.randn(*shape, device=dev, dtype=dtype, generator=g)
 
-    @triton.jit
-    def _empty_kernel(x_ptr, n, BLOCK: tl.constexpr):
-        pass
-
     ex = torch.empty(16, device=dev)
-    compiled = _empty_kernel[(1,)](ex, 16, BLOCK=16)
-    launch = compiled[(1,)]
+    compiled = empty_kernel[(1,)](ex, 16, BLOCK=16)
+    launch = compiled[(1, 1, 1)] if compiled is not None else (lambda *a: None)  # None: the CPU interpreter
     cases = {
-        "empty": ("1 program", "-", lambda: _empty_kernel[(1,)](ex, 16, BLOCK=16), "compiled kernel launch",
+        "empty": ("1 program", "-", lambda: empty_kernel[(1,)](ex, 16, BLOCK=16), "compiled kernel launch",
                   lambda: launch(ex, 16, 16)),
     }  # fmt: skip
     a, b = rn(64, 64), rn(64, 64)
@@ -147,7 +141,7 @@ def _cases(torch, F):
         f"T{T} d{d} f{f} E{E} top{top_k}", "bf16", lambda: K.moe(mx, ml, mgu, mdn, top_k),
         "torch._grouped_mm layer", moe_torch,
     )  # fmt: skip
-    z, wg, wu, wd = rn(64, 2, 64), rn(2, 64, 128), rn(2, 64, 128), rn(2, 128, 64)
+    z, wg, wu, wd = rn(64, 2, 64), rn(2, 64, 128) / 8, rn(2, 64, 128) / 8, rn(2, 128, 64) / 11
     cases["flash_ffn"] = (
         "T64 H2 d64 I128", "bf16", lambda: K.flash_ffn(z, wg, wu, wd), "torch bmm (mhffn_unfused)",
         lambda: ffn_mod.mhffn_unfused(z, wg, wu, wd),
@@ -185,14 +179,18 @@ def parse_ops(text: str) -> list[str]:
     return names
 
 
-def _overhead_rows(args, torch, F, tags, progress, cases=None, sync=_cuda_sync) -> list[dict]:
+def _overhead_rows(args, torch, F, tags, progress, cases=None, sync=_cuda_sync, warmup: int = 20) -> list[dict]:
     names = parse_ops(args.ops)
     cases = cases or _cases(torch, F)
     rows = []
     with torch.no_grad():
         for name in progress(names, total=len(names), desc="overhead"):
             shape, dtype, ours, peer_name, peer = cases[name]
-            t = alternate(ours, peer, args.calls, args.rounds, sync)
+            try:
+                t = alternate(ours, peer, args.calls, args.rounds, sync, warmup)
+            except Exception as e:  # one broken op must not lose the others' rows
+                rows.append({"kernel": name, "shape": shape, "error": f"{type(e).__name__}: {str(e)[:300]}", **tags})
+                continue
             ours_us, peer_us = t["ours_us"], t.get("peer_us")
             rows.append(
                 {
@@ -218,9 +216,7 @@ def _overhead_rows(args, torch, F, tags, progress, cases=None, sync=_cuda_sync) 
 
 
 # (name, Hq, Hkv, batch, keys): decode B1-B8 with GQA (32 query heads on 8 KV heads) at 8k-128k keys
-DECODE_TARGETS = [
-    (f"B{b} Hq32 Hkv8 L{keys // 1024}k", 32, 8, b, keys) for b in (1, 2, 4, 8) for keys in (8192, 32768, 131072)
-]
+DECODE_TARGETS = [(f"B{b} Hq32 Hkv8 L{keys // 1024}k", 32, 8, b, keys) for b in (1, 2, 4, 8) for keys in (8192, 131072)]
 GEMM_TARGETS = [(1000, 1000, 1000), (2, 4096, 4096), (8, 14336, 4096)]
 
 
@@ -252,31 +248,38 @@ def _eager_rows(args, torch, F, tags, progress) -> list[dict]:
 
     work = [("gemm", s) for s in GEMM_TARGETS] + [("decode", s) for s in DECODE_TARGETS] + [("sum", None)]
     for kind, spec in progress(work, total=len(work), desc="eager targets"):
-        if kind == "gemm":
-            m, n, k = spec
-            a = torch.randn(m, k, device="cuda", dtype=bf)
-            b = torch.randn(k, n, device="cuda", dtype=bf)
-            row("matmul", f"{m}x{n}x{k}", "bf16", "torch.matmul (cuBLAS)", lambda a=a, b=b: matmul(a, b),
-                lambda a=a, b=b: torch.matmul(a, b), traffic.gemm_flops(m, n, k), traffic.gemm_bytes(m, n, k, "bf16"),
-                500, 0.9)  # fmt: skip
-        elif kind == "decode":
-            name, hq, hk, batch, keys = spec
-            q = torch.randn(batch, hq, 1, 128, device="cuda", dtype=bf)
-            kc = torch.randn(batch, hk, keys, 128, device="cuda", dtype=bf)
-            vc = torch.randn_like(kc)
-            lens = torch.full((batch,), keys, device="cuda", dtype=torch.int32)
-            row("decode_attention", name, "bf16", "SDPA enable_gqa",
-                lambda q=q, kc=kc, vc=vc, lens=lens: decode_attention(q, kc, vc, lens),
-                lambda q=q, kc=kc, vc=vc: F.scaled_dot_product_attention(q, kc, vc, enable_gqa=True),
-                traffic.decode_flops([keys] * batch, hq, 128), traffic.decode_bytes([keys] * batch, hq, hk, 128, "bf16"),
-                max(20, min(500, int(2e9 / (batch * hk * keys * 128 * 4)))), 0.95)  # fmt: skip
-            del q, kc, vc
-        else:
-            x = torch.randn(64, 1 << 20, device="cuda", dtype=torch.float16)
-            row("sum", "64x1048576 dim=-1", "fp16", "torch.sum", lambda x=x: tw_sum(x, -1), lambda x=x: torch.sum(x, -1),
-                traffic.sum_flops(x.numel()), traffic.sum_bytes(x.numel(), "fp16", outputs=64), 300, 0.95)  # fmt: skip
-            del x
+        try:
+            _eager_one(kind, spec, row, torch, F, bf, matmul, decode_attention, tw_sum, traffic)
+        except Exception as e:  # one broken target must not lose the others' rows
+            rows.append({"kernel": kind, "shape": str(spec), "error": f"{type(e).__name__}: {str(e)[:300]}", **tags})
     return rows
+
+
+def _eager_one(kind, spec, row, torch, F, bf, matmul, decode_attention, tw_sum, traffic) -> None:
+    if kind == "gemm":
+        m, n, k = spec
+        a = torch.randn(m, k, device=DEVICE, dtype=bf)
+        b = torch.randn(k, n, device=DEVICE, dtype=bf)
+        row("matmul", f"{m}x{n}x{k}", "bf16", "torch.matmul (cuBLAS)", lambda a=a, b=b: matmul(a, b),
+            lambda a=a, b=b: torch.matmul(a, b), traffic.gemm_flops(m, n, k), traffic.gemm_bytes(m, n, k, "bf16"),
+            500, 0.9)  # fmt: skip
+    elif kind == "decode":
+        name, hq, hk, batch, keys = spec
+        q = torch.randn(batch, hq, 1, 128, device=DEVICE, dtype=bf)
+        kc = torch.randn(batch, hk, keys, 128, device=DEVICE, dtype=bf)
+        vc = torch.randn_like(kc)
+        lens = torch.full((batch,), keys, device=DEVICE, dtype=torch.int32)
+        row("decode_attention", name, "bf16", "SDPA enable_gqa",
+            lambda q=q, kc=kc, vc=vc, lens=lens: decode_attention(q, kc, vc, lens),
+            lambda q=q, kc=kc, vc=vc: F.scaled_dot_product_attention(q, kc, vc, enable_gqa=True),
+            traffic.decode_flops([keys] * batch, hq, 128), traffic.decode_bytes([keys] * batch, hq, hk, 128, "bf16"),
+            max(20, min(500, int(2e9 / (batch * hk * keys * 128 * 4)))), 0.95)  # fmt: skip
+        del q, kc, vc
+    else:
+        x = torch.randn(64, 1 << 20, device=DEVICE, dtype=torch.float16)
+        row("sum", "64x1048576 dim=-1", "fp16", "torch.sum", lambda x=x: tw_sum(x, -1), lambda x=x: torch.sum(x, -1),
+            traffic.sum_flops(x.numel()), traffic.sum_bytes(x.numel(), "fp16", outputs=64), 300, 0.95)  # fmt: skip
+        del x
 
 
 def run(args: argparse.Namespace, progress) -> list[dict]:

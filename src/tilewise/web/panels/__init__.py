@@ -6,6 +6,7 @@ start and says why, rather than serving a page with that panel missing.
 
 from tilewise.web.panels import (  # noqa: F401  (imported to register)
     access,
+    advisor,
     decode,
     divergence,
     hierarchy,

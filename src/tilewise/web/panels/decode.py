@@ -53,5 +53,7 @@ def decode_panel(p: Params) -> dict:
         "roof": roof,
         "batch_for_compute_bound": decode.batch_for_compute_bound(k, n, dtype, g),
         # H200 benchmark rows of C[b, n] = A[b, k] W[k, n] for every batch b that was measured.
-        "measured": [r for b in range(1, 4097) for r in measured.gemm_beside_model(g, b, n, k, dtype)],
+        "measured": [
+            r for b in measured.gemm_batches(n, k, dtype) for r in measured.gemm_beside_model(g, b, n, k, dtype)
+        ],
     }

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from tilewise.model import pipeline
 from tilewise.web import measured
 from tilewise.web.params import Params
@@ -34,6 +36,19 @@ def pipeline_panel(p: Params) -> dict:
             {**t.to_dict(), "title": t.title.replace("S-stage", f"{stages}-stage"), "design_letter": letter}
             for letter, t in zip("abc", timelines.values())
         ],
-        # The designs measured as kernels on the H200, once committed (the FA3 work writes them).
-        "measured": measured.design_rows(),
+        # The designs measured as kernels on the H200 (the FA3 work's rows), each beside the kernel model's
+        # utilisation for its shape today (`predict_kernel_designs`, which the rows' own figure came from).
+        "measured": _measured_designs() if g.key == measured.MEASURED_GPU else [],
     }
+
+
+def _measured_designs() -> list[dict]:
+    out = []
+    for r in measured.design_rows():
+        shape = re.search(r"S(\d+) D(\d+)", r["shape"])
+        if shape is None:
+            raise ValueError(f"the designs row {r['row']} of {r['file']} must name S and D, got {r['shape']!r}")
+        s, d = int(shape[1]), int(shape[2])
+        model = pipeline.predict_kernel_designs(seq_q=s, seq_k=s, head_dim=d)[r["design_name"]]
+        out.append({**r, "model_utilization_now": model.tensor_utilisation})
+    return out

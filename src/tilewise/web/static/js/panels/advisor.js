@@ -88,7 +88,7 @@ TW.register({
           })
           : el("p", { class: "caption", dataset: { k: "adv-measured-none" } },
             d.gpu.key === "h200" ? "The committed sweeps did not time this exact problem: the ranking is the model's alone."
-              : "The sweeps were timed on the H200: pick it to see the measured best beside the advice."));
+: ["The sweeps were timed on the H200: ", TW.button("show them", () => TW.useGpu && TW.useGpu("h200")), " (switches the GPU menu)."]));
       };
     });
     ctx.onGpu(update);

@@ -69,24 +69,25 @@ TW.register({
     function drawMeasured(d) {
       const rows = d.measured || [];
       if (!rows.length) {
-        TW.mount(meas, el("p", { class: "caption", dataset: { k: "pipe-measured-none" } },
-          "No measured kernels of these designs are committed yet; the timelines are the model's alone."));
+        TW.mount(meas, el("p", { class: "caption", dataset: { k: "pipe-measured-none" } }, d.gpu.key === "h200"
+          ? "No measured kernels of these designs are committed; the timelines are the model's alone."
+          : ["The three designs were measured as kernels on the H200: ", TW.button("show them", () => TW.useGpu && TW.useGpu("h200")), "."]));
         return;
       }
-      const title = Object.fromEntries(d.designs.map((t) => [t.design_letter, t.title]));
-      TW.mount(meas, el("div", { class: "measured", dataset: { k: "pipe-measured" } },
+      TW.mount(meas, el("div", { class: "measured designs", dataset: { k: "pipe-measured" } },
         el("div", { class: "measured-head" }, el("strong", {}, "Measured as kernels"), " ",
           el("span", { class: "muted" }, [rows[0].gpu, rows[0].date, `torch ${rows[0].torch}, triton ${rows[0].triton}`].join(" · "))),
         el("table", { class: "kv measured-kv" },
-          el("tr", {}, ["design", "shape", "time", "TFLOP/s", "Tensor Cores active (ncu)", "model utilisation", "row"].map((h) => el("th", {}, h))),
+          el("tr", {}, ["design", "block", "time", "TFLOP/s", "Tensor Cores active (ncu)", "model: Tensor Cores busy", "row"].map((h) => el("th", {}, h))),
           rows.map((r) => el("tr", { dataset: { k: `pipe-measured-${r.design}` } },
-            el("td", {}, title[r.design] || `(${r.design})`), el("td", {}, r.shape),
+            el("td", {}, `(${r.design}) ${r.design_name}`), el("td", {}, r.block),
             el("td", { dataset: { k: `pipe-measured-${r.design}-ms` } }, `${fmt.fixed(r.measured_ms, 3)} ms`),
             el("td", { dataset: { k: `pipe-measured-${r.design}-tflops` } }, fmt.fixed(r.tflops, 1)),
-            el("td", {}, r.tc_active === null || r.tc_active === undefined ? "—" : fmt.pct(r.tc_active)),
-            el("td", {}, fmt.pct(r.model_utilization)),
+            el("td", { dataset: { k: `pipe-measured-${r.design}-tc` } }, r.tc_active === null || r.tc_active === undefined ? "—" : fmt.pct(r.tc_active)),
+            el("td", { dataset: { k: `pipe-measured-${r.design}-model` } }, fmt.pct(r.model_utilization_now)),
             el("td", {}, el("a", { href: `/api/row?${new URLSearchParams({ file: r.file, row: r.row })}`, target: "_blank", rel: "noopener" }, `${r.row}`))))),
-        el("div", { class: "caption" }, `from ${rows[0].file}; command: ${rows[0].command}`)));
+        el("div", { class: "caption" }, `${rows[0].shape}, one kernel with three schedules; the timelines above are one SM at the sliders' `,
+          `settings, the model column is the kernel model (model.pipeline.predict_kernel_designs) at the measured shape. From ${rows[0].file}; command: ${rows[0].command}`)));
     }
 
     const update = TW.live(ctx.card, ctx.errBox, async () => {
