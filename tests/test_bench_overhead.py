@@ -36,7 +36,7 @@ def test_alternate_runs_ours_and_peer_round_by_round():
     assert t["ours_min_us"] <= t["ours_us"] <= t["ours_max_us"]
 
 
-def test_rows_name_the_host_and_the_target(monkeypatch):
+def test_rows_name_the_host_and_the_target(monkeypatch, tmp_path):
     log: list = []
     cases = {
         "matmul": ("64x64x64", "bf16", _sleeper(30, log, "o"), "torch.matmul", _sleeper(25, log, "p")),
@@ -44,7 +44,8 @@ def test_rows_name_the_host_and_the_target(monkeypatch):
         "empty": ("1 program", "-", _sleeper(10, log, "o"), "compiled kernel launch", _sleeper(5, log, "p")),
     }
     tags = {"gpu": "cpu", "cpu": "Test CPU 9000", "date": "2026-12-01", "torch": "x", "triton": "y", "command": "c"}
-    args = argparse.Namespace(ops="matmul,sum,empty", calls=20, rounds=3)
+    out = tmp_path / "rows.jsonl"
+    args = argparse.Namespace(ops="matmul,sum,empty", calls=20, rounds=3, rows_out=str(out))
     fixed = {"matmul": (30.0, 25.0), "sum": (60.0, 20.0), "empty": (10.0, 5.0)}  # (ours, peer) us
     order = iter(["matmul", "sum", "empty"])
 
@@ -62,6 +63,9 @@ def test_rows_name_the_host_and_the_target(monkeypatch):
     assert rows[0]["within_target"] is True  # ~5 us over the peer
     assert rows[1]["within_target"] is False  # ~40 us over
     assert rows[2]["within_target"] is None  # a reference row, no target
+    import json
+
+    assert [json.loads(line) for line in out.read_text().splitlines()] == rows  # written as measured
 
 
 def test_bad_op_list_is_refused():

@@ -544,9 +544,6 @@ def launch(
     return _run(plan, x, w, offsets, y, gather, scatter, scale)
 
 
-_launch = launch  # until mhmoe (owned by `ops`) imports the public name; remove at that merge
-
-
 # ------------------------------------------------------------------------------ public op
 
 

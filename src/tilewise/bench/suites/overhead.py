@@ -39,6 +39,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--eager-targets", action="store_true", help="also time the issue 16 eager targets (GEMM, decode, sum)"
     )
     p.add_argument("--rep-ms", type=float, default=50, help="do_bench repetition time per round (eager targets)")
+    p.add_argument(
+        "--rows-out", metavar="FILE", help="also append each row to FILE as one JSON line the moment it is measured"
+    )
+
+
+def _emit(args, row: dict) -> dict:
+    """Append a finished row to --rows-out (a run that is cut short keeps what it measured)."""
+    path = getattr(args, "rows_out", None)
+    if path:
+        import json
+
+        with open(path, "a") as f:
+            f.write(json.dumps(row) + "\n")
+    return row
 
 
 def _cuda_sync() -> None:
@@ -80,6 +94,7 @@ def alternate(ours, peer, calls: int, rounds: int, sync=_cuda_sync, warmup: int 
 def _cases(torch, F, dev: str = "cuda", dtype=None):
     """name -> (shape label, dtype label, ours, peer name, peer): the tiny problems of issue 16's table."""
     from tilewise import kernels as K
+    from tilewise.bench.mhmoe_peer import experts_forward_torch
     from tilewise.kernels import ffn as ffn_mod
     from tilewise.kernels import mhmoe as mh
     from tilewise.kernels.moe_layer import permute, route
@@ -159,7 +174,7 @@ def _cases(torch, F, dev: str = "cuda", dtype=None):
 
     def mhmoe_torch():
         zz, weights, experts = layer.route(hx)
-        y = mh.experts_forward_torch(zz.contiguous(), mh.plan(weights, experts, layer.num_experts), layer.w_gate_up,
+        y = experts_forward_torch(zz.contiguous(), mh.plan(weights, experts, layer.num_experts), layer.w_gate_up,
                                      layer.w_down)  # fmt: skip
         return y.reshape(32, 128) @ layer.w_out
 
@@ -182,6 +197,10 @@ def parse_ops(text: str) -> list[str]:
 def _overhead_rows(args, torch, F, tags, progress, cases=None, sync=_cuda_sync, warmup: int = 20) -> list[dict]:
     names = parse_ops(args.ops)
     cases = cases or _cases(torch, F)
+    from tilewise.kernels.utils import fast_launch_enabled
+
+    # how tilewise's launchers call Triton in this run (TILEWISE_JIT_LAUNCH=1 keeps the JIT path)
+    launch_path = "compiled kernel after the first call" if fast_launch_enabled() else "JIT every call"
     rows = []
     with torch.no_grad():
         for name in progress(names, total=len(names), desc="overhead"):
@@ -189,7 +208,11 @@ def _overhead_rows(args, torch, F, tags, progress, cases=None, sync=_cuda_sync, 
             try:
                 t = alternate(ours, peer, args.calls, args.rounds, sync, warmup)
             except Exception as e:  # one broken op must not lose the others' rows
-                rows.append({"kernel": name, "shape": shape, "error": f"{type(e).__name__}: {str(e)[:300]}", **tags})
+                rows.append(
+                    _emit(
+                        args, {"kernel": name, "shape": shape, "error": f"{type(e).__name__}: {str(e)[:300]}", **tags}
+                    )
+                )
                 continue
             ours_us, peer_us = t["ours_us"], t.get("peer_us")
             rows.append(
@@ -208,10 +231,12 @@ def _overhead_rows(args, torch, F, tags, progress, cases=None, sync=_cuda_sync, 
                     "calls": args.calls,
                     "rounds": args.rounds,
                     "method": "N calls back to back, one sync; median of alternating rounds",
+                    "launch": launch_path,
                     **{k: v for k, v in t.items() if k.endswith(("min_us", "max_us"))},
                     **{k: tags.get(k) for k in ("gpu", "cpu", "date", "torch", "triton", "command")},
                 }
             )
+            _emit(args, rows[-1])
     return rows
 
 
@@ -244,14 +269,18 @@ def _eager_rows(args, torch, F, tags, progress) -> list[dict]:
                 **harness.timing_fields(t),
             },
         )  # fmt: skip
-        rows.append(r)
+        rows.append(_emit(args, r))
 
     work = [("gemm", s) for s in GEMM_TARGETS] + [("decode", s) for s in DECODE_TARGETS] + [("sum", None)]
     for kind, spec in progress(work, total=len(work), desc="eager targets"):
         try:
             _eager_one(kind, spec, row, torch, F, bf, matmul, decode_attention, tw_sum, traffic)
         except Exception as e:  # one broken target must not lose the others' rows
-            rows.append({"kernel": kind, "shape": str(spec), "error": f"{type(e).__name__}: {str(e)[:300]}", **tags})
+            rows.append(
+                _emit(
+                    args, {"kernel": kind, "shape": str(spec), "error": f"{type(e).__name__}: {str(e)[:300]}", **tags}
+                )
+            )
     return rows
 
 
