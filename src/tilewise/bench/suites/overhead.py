@@ -31,6 +31,11 @@ DEVICE = "cuda"  # the eager targets' inputs (a CPU test of the rows changes it)
 OPS = ("empty", "matmul", "sum", "sum_dim", "attention", "decode", "grouped", "moe", "flash_ffn", "ffn_module", "mhmoe")
 
 
+def check(args: argparse.Namespace) -> None:
+    """Refuse bad arguments before any GPU work."""
+    parse_ops(args.ops)
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ops", default="all", help=f"all or a comma list of {', '.join(OPS)} (default: all)")
     p.add_argument("--calls", type=int, default=2000, help="calls per timing, one sync at the end (default 2000)")
