@@ -201,6 +201,19 @@ def make_call(torch, family: str, p: dict, source: str, cfg: dict | None):
     return lambda s: grouped_matmul(s[0], s[1], s[2], out=s[3], config=conf, check_offsets=False)
 
 
+def advisor_tag(family: str, p: dict) -> str | None:
+    """The advisor's top-1 (the kernels' default since they take it from tilewise.advise) for the problem."""
+    from tilewise.advise import default_config
+
+    q = dict(p)
+    if family == "grouped":
+        q = {k: p[k] for k in ("experts", "rows_per_expert", "n", "k", "dtype")}
+    try:
+        return S.TAGS[family](default_config(family, q))
+    except Exception:
+        return None
+
+
 def reference(torch, family: str, p: dict, s):
     if family == "gemm":
         return (s[0].float() @ s[1].float()).to(s[0].dtype)
@@ -316,6 +329,8 @@ def time_problem(torch, family: str, p: dict, items, rounds: int, log) -> list[d
     for source, cfg in items:
         tag = _tag(family, source, cfg)
         row = {"family": family, "problem": p, "source": source, "config": cfg, "tag": tag}
+        if source == "hand" and family in ("gemm", "decode", "grouped"):
+            row["advisor_tag"] = advisor_tag(family, p)  # what the kernel's default now is
         fn = make_call(torch, family, p, source, cfg)
         try:
             out = fn(sets[0])
@@ -493,10 +508,17 @@ def main(argv=None) -> int:
     ap.add_argument("--small", action="store_true")
     ap.add_argument("--limit", type=int, default=0, help="at most this many problems per family (0: all)")
     ap.add_argument("--no-calibrate", action="store_true")
+    ap.add_argument("--sources", default="", help="time only these sources (space,hand,cublas,nmh,sdpa); default all")
+    ap.add_argument(
+        "--rows-file", default="", help="every family's rows into this one file (default DIR/<family>.jsonl)"
+    )
+    ap.add_argument("--aux", default="", help="where log.txt and compile.jsonl go (default DIR)")
     a = ap.parse_args(argv)
     t0 = time.time()
     os.makedirs(a.out, exist_ok=True)
-    logf = open(os.path.join(a.out, "log.txt"), "a")
+    aux = a.aux or a.out
+    os.makedirs(aux, exist_ok=True)
+    logf = open(os.path.join(aux, "log.txt"), "a")
 
     def log(msg):
         line = f"[{time.time() - t0:7.1f}s] {msg}"
@@ -517,7 +539,10 @@ def main(argv=None) -> int:
         items = []
         for p in plist:
             q = small_problem(fam, p) if a.small else p
-            items.append((fam, keyf(p), q, configs_for(fam, q, nmh, a.small)))
+            cfgs = configs_for(fam, q, nmh, a.small)
+            if a.sources:
+                cfgs = [x for x in cfgs if x[0] in a.sources.split(",")]
+            items.append((fam, keyf(p), q, cfgs))
         per_fam.append(items)
     # interleave the families in proportion, so a run cut short still covers every one of them
     work = []
@@ -553,8 +578,12 @@ def main(argv=None) -> int:
                 json.dump(cal, f, indent=1)
         except Exception as e:
             log(f"calibration failed: {e!r}")
-    outs = {fam: open(os.path.join(a.out, f"{fam}.jsonl"), "a") for fam in fams}
-    compile_log = open(os.path.join(a.out, "compile.jsonl"), "a")
+    if a.rows_file:
+        one = open(a.rows_file, "a")
+        outs = {fam: one for fam in fams}
+    else:
+        outs = {fam: open(os.path.join(a.out, f"{fam}.jsonl"), "a") for fam in fams}
+    compile_log = open(os.path.join(aux, "compile.jsonl"), "a")
     for fam, key, q, items in work:
         if time.time() - t0 > a.budget:
             log(f"budget reached: stopping before {fam} {key}")
