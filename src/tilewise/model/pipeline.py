@@ -361,7 +361,7 @@ def attention_tile_times(
 # How tilewise.kernels.attention_gluon runs each design (the `simulate` options): (a) and (b) have one
 # consumer of 8 warps (two warpgroups in one instruction stream), (c) two consumers whose GEMM block is
 # Q K_j^T + P_{j-1} V_{j-1}; K and V have separate "full" barriers in all three.
-KERNEL_STRUCTURE = {
+KERNEL_STRUCTURE: dict[str, dict[str, Any]] = {
     "serial": {"lockstep": True, "load_first": 0.5},
     "ring": {"lockstep": True, "load_first": 0.5},
     "pingpong": {"split_mma": True, "load_first": 0.5},
@@ -375,7 +375,7 @@ KERNEL_STRUCTURE = {
 # conversion), the wgmma wait and the partition barrier of each mbarrier arrive. One warpgroup alone
 # (pingpong) is no faster than two at once (ring): the chain is latency-bound, not SFU-bound.
 SOFTMAX_CYCLES_MEASURED = 2213.0
-SOFTMAX_MEASURED_AT = {"gpu": "h200", "block_m": 64, "block_n": 128, "head_dim": 128}
+SOFTMAX_MEASURED_AT: dict[str, Any] = {"gpu": "h200", "block_m": 64, "block_n": 128, "head_dim": 128}
 
 
 def kernel_tile_times(
@@ -402,7 +402,7 @@ def kernel_tile_times(
     l2_per_cycle = g.l2_bytes_per_s / g.sms / (g.tensor_clock_mhz * 1e6)
     load = base.kv_tile_bytes * h / l2_per_cycle + base.kv_tile_bytes * (1 - h) / hbm_bytes_per_cycle_per_sm(g)
     ref = SOFTMAX_MEASURED_AT
-    soft = SOFTMAX_CYCLES_MEASURED * (block_m * block_n) / (ref["block_m"] * ref["block_n"])
+    soft = SOFTMAX_CYCLES_MEASURED * (block_m * block_n) / (int(ref["block_m"]) * int(ref["block_n"]))
     return AttentionTileTimes(
         head_dim=base.head_dim,
         block_n=base.block_n,
@@ -429,7 +429,7 @@ def predict_kernel_designs(
     seq_k: int = 4096,
     head_dim: int = 128,
     block_n: int = 128,
-    stages: dict | None = None,
+    stages: dict[str, int] | None = None,
     dtype: str = "bf16",
     gpu: str = "h200",
 ) -> dict[str, Timeline]:
