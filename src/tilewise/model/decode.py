@@ -294,7 +294,7 @@ def decode_attention(
     # multiply, so the time does not grow with the batch (a list of 10^8 lengths took 17 s).
     flops = traffic.decode_flops([seq_len], heads, head_dim) * batch
     nbytes = traffic.decode_bytes([seq_len], heads, kv_heads, head_dim, dtype) * batch
-    kv = 2 * batch * kv_heads * seq_len * head_dim * _gpus.element_bytes(dtype)
+    kv = traffic.kv_cache_bytes([seq_len], kv_heads, head_dim, dtype) * batch
     rf = _roofline.time(g, flops, nbytes, dtype)
     group = heads // kv_heads
     return DecodeAttention(

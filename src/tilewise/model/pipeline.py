@@ -26,7 +26,7 @@ relaxing a constraint never delays anything: more stages are never slower.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from tilewise import gpus as _gpus
@@ -403,15 +403,10 @@ def kernel_tile_times(
     load = base.kv_tile_bytes * h / l2_per_cycle + base.kv_tile_bytes * (1 - h) / hbm_bytes_per_cycle_per_sm(g)
     ref = SOFTMAX_MEASURED_AT
     soft = SOFTMAX_CYCLES_MEASURED * (block_m * block_n) / (int(ref["block_m"]) * int(ref["block_n"]))
-    return AttentionTileTimes(
-        head_dim=base.head_dim,
-        block_n=base.block_n,
-        block_m=base.block_m,
-        mma=base.mma,
+    return replace(
+        base,
         softmax=soft,
         load=load,
-        hit_rate=h,
-        kv_tile_bytes=base.kv_tile_bytes,
         notes=(
             f"load: {base.kv_tile_bytes} B over L2 at {l2_per_cycle:.1f} B/cycle/SM ({_pct(h)} hits) + misses "
             f"at the HBM share; softmax: {SOFTMAX_CYCLES_MEASURED:g} cycles measured at 64 x 128 (H200, design b), "

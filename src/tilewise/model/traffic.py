@@ -133,13 +133,15 @@ def decode_flops(seq_lens: Sequence[int], heads: int, head_dim: int) -> int:
     return 4 * heads * head_dim * sum(int(x) for x in seq_lens)
 
 
+def kv_cache_bytes(seq_lens: Sequence[int], kv_heads: int, head_dim: int, dtype: str = "bf16") -> int:
+    """The K and V cache of every sequence: 2 x kv_heads x (sum of lengths) x head_dim elements."""
+    return 2 * kv_heads * sum(int(x) for x in seq_lens) * head_dim * element_bytes(dtype)
+
+
 def decode_bytes(seq_lens: Sequence[int], heads: int, kv_heads: int, head_dim: int, dtype: str = "bf16") -> int:
     """The K/V cache of each sequence read once per KV head, plus q and o."""
-    e = element_bytes(dtype)
-    total_len = sum(int(x) for x in seq_lens)
-    kv = 2 * kv_heads * total_len * head_dim
     qo = 2 * len(seq_lens) * heads * head_dim
-    return (kv + qo) * e
+    return kv_cache_bytes(seq_lens, kv_heads, head_dim, dtype) + qo * element_bytes(dtype)
 
 
 # --------------------------------------------------------------------- grouped GEMM / MoE

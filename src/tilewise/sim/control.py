@@ -250,25 +250,26 @@ class ControlFlow:
                 return i
         raise InputError(f"'{what}' outside a loop")
 
-    def brk(self):
-        i = self._innermost_loop("break")
+    def _leave_loop(self, what, slot):
+        """`break` or `continue` by the active lanes. Straight inside the loop every thread still in it
+        leaves together: True, the ordinary statement. Under a branch the active lanes are parked in the
+        loop frame's `slot` and go idle: "broken" ones leave the loop at its next test (`loop_enter`),
+        "cont" ones rejoin at its next iteration."""
+        i = self._innermost_loop(what)
         L = self.stack[i]
         if i == len(self.stack) - 1:
-            return True  # every thread still in the loop breaks: an ordinary break
-        L.broken = self.mask if L.broken is None else (L.broken | self.mask)
+            return True
+        parked = getattr(L, slot)
+        setattr(L, slot, self.mask if parked is None else (parked | self.mask))
         L.dirty = True
         self.set_mask(self.no_lanes)
         return False
 
+    def brk(self):
+        return self._leave_loop("break", "broken")
+
     def cont(self):
-        i = self._innermost_loop("continue")
-        L = self.stack[i]
-        if i == len(self.stack) - 1:
-            return True
-        L.cont = self.mask if L.cont is None else (L.cont | self.mask)
-        L.dirty = True
-        self.set_mask(self.no_lanes)
-        return False
+        return self._leave_loop("continue", "cont")
 
     def exit(self):
         self.dead = self.dead | self.mask
