@@ -26,24 +26,11 @@ import torch
 import torch.nn.functional as F
 import triton
 
+from tilewise.bench.suites.attention import SWEEP  # (B, H, Hkv, S, D, causal): the suite's 12 problems
 from tilewise.kernels import attention_gluon as ag
 from tilewise.kernels import flash_attention as fa
 from tilewise.model import traffic
 
-SWEEP = [  # (B, H, Hkv, S, D, causal): tilewise.bench.suites.attention's sweep of 12
-    (8, 32, 32, 2048, 64, False),
-    (4, 32, 32, 4096, 64, False),
-    (1, 32, 32, 8192, 128, False),
-    (1, 32, 32, 8192, 128, True),
-    (32, 16, 16, 512, 128, False),
-    (32, 16, 16, 512, 128, True),
-    (8, 16, 16, 2048, 128, False),
-    (4, 32, 32, 1024, 64, True),
-    (1, 16, 16, 32768, 128, True),
-    (4, 32, 8, 4096, 128, True),
-    (2, 64, 8, 8192, 128, True),
-    (2, 16, 16, 4096, 256, True),
-]
 HEADLINE = [(4, 32, 32, 4096, 128, False), (4, 32, 32, 4096, 128, True)]
 
 
