@@ -63,6 +63,8 @@ DEFAULTS: dict[str, Any] = {
     "launch_us": 2.0,
     "latency_us": 1.2,  # memory latency in Little's law: bytes in flight / latency = bandwidth
     "fill_us": 1.0,  # a program's pipeline fill beyond the latency
+    "hot_line_tbps": 1.5,  # requests to one L2 line (rows that wrap onto the same A row), per distinct row
+    "step_latency_us": None,  # None: latency_us. One K step's load round trip (mostly L2 hits) in a program's ring
     "l2_resident_fraction": 0.5,  # operands up to this share of L2 are read from HBM once
     "mma_eff": 0.75,
     "stream_eff": 0.85,
@@ -124,6 +126,8 @@ class _Machine:
     l2_bytes: int
     launch_s: float
     latency_s: float
+    step_latency_s: float
+    hot_line_bps: float
     fill_s: float
     l2_res: float
     cal: dict[str, Any]
@@ -158,6 +162,8 @@ def machine(gpu: str, overrides: tuple[tuple[str, Any], ...] = ()) -> _Machine:
         l2_bytes=g.l2_bytes,
         launch_s=c["launch_us"] * 1e-6,
         latency_s=c["latency_us"] * 1e-6,
+        step_latency_s=(c["step_latency_us"] or c["latency_us"]) * 1e-6,
+        hot_line_bps=c["hot_line_tbps"] * 1e12,
         fill_s=c["fill_us"] * 1e-6,
         l2_res=c["l2_resident_fraction"],
         cal=cal,
@@ -194,7 +200,7 @@ def _finish(
     fixed_scale: float = 1.0,
 ) -> Prediction:
     terms = {**terms, "prologue_epilogue": terms.get("prologue_epilogue", 0.0) * fixed_scale}
-    detail = {**detail, "fixed_scale": fixed_scale}
+    detail = {**detail, "fixed_scale": fixed_scale, "main_terms": tuple(main)}
     body = max(main.values())
     binding = max(main, key=lambda k: main[k])
     extra = {k: v for k, v in terms.items() if k not in main and k not in ("wave_tail", "padding")}
@@ -293,6 +299,13 @@ def _gemm(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str, A
     bw = _stream_bw(mach, inflight, stream_eff)
     t_hbm = hbm_bytes / bw
     t_l2 = req_bytes / mach.l2_bps
+    # Little's law per program: a program keeps `ring - 1` K steps of loads in flight, so it cannot
+    # take a step faster than one load round trip / (ring - 1), whatever the bandwidth left over.
+    # It binds where few programs share an SM: 256 x 6144 x 4096 with 128 x 128 x 64 tiles (96 tiles,
+    # one per SM, 64 steps) took 35.6 us at 3 stages and 28.0 us at 4: 64 x 1.1 us / 2 = 35 us and
+    # 64 x 1.1 / 3 = 23 us (then the Tensor Cores bind).
+    gens_lat = busiest if persistent else cdiv(busiest, b)
+    t_lat = gens_lat * cdiv(k_per, bk) * mach.step_latency_s / max(1, ring - 1)
 
     # per program: the fill (latency + one stage) and the epilogue (C tile), at the program's share of
     # the bandwidth among the programs resident at once
@@ -345,7 +358,19 @@ def _gemm(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str, A
         "flops": useful,
     }
     fixed = _eff(mach, "gemm", "fixed", tag, 1.0, eff)
-    return _finish("gemm", mach, terms, {"tensor_core": t_tc, "hbm": t_hbm, "l2": t_l2}, detail, fixed)
+    # Rows past M wrap onto row (r % M) (the loads need no mask), so below BLOCK_M rows every program
+    # requests BLOCK_M rows of A per K step that are only M distinct rows, all programs the same ones
+    # (there is one row tile). The 64+ row tiles load through cp.async, which bypasses L1: every copy
+    # reaches the L2 slice that holds the line, and the same few lines serialize there. At M = 1,
+    # 1 x 28672 x 4096: 256 x 128 tiles took 308 us (224 programs x 256 rows x 8 KB = 470 MB of A
+    # requests: 1.5 TB/s on one line per K step), 128 x 128 181 us (235 MB); 16-row tiles (mma.sync,
+    # loads through L1, which merges the copies) stream B at the HBM rate. More distinct rows spread
+    # the requests over as many lines (M = 4: residual -0.09 in log before this term, M = 1: -0.5).
+    t_hot = 0.0
+    if m < bm and bm >= 64 and not persistent:
+        t_hot = tiles * split * bm * k_per * e / (mach.hot_line_bps * m)
+    main = {"tensor_core": t_tc, "hbm": t_hbm, "l2": t_l2, "latency": t_lat, "l2_hot_rows": t_hot}
+    return _finish("gemm", mach, terms, main, detail, fixed)
 
 
 _GEMM_DEFAULTS: dict[str, Any] = {
