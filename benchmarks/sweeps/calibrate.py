@@ -47,9 +47,11 @@ GRID = {
     "l2_tbps": (20.0, 1000.0),
     "l2_resident_fraction": (0.2, 0.4, 0.8),
     # one K step's load round trip in a program's ring (predict: the per-program latency term)
-    "step_latency_us": (0.6, 0.8, 0.9, 1.0),
+    "step_latency_us": (0.6, 0.7, 0.8, 0.9, 1.0),
     # requests to one L2 line per distinct row, when rows past M wrap onto the same A rows
     "hot_line_tbps": (1.0, 1.5, 2.0),
+    # the overlap of the main terms (predict.overlap: the p-norm of the terms; large p is the max)
+    "overlap_p": (4.0, 3.0, 6.0, 8.0, 16.0),
 }
 # the search: coordinate descent from the first grid point (each constant in turn over its grid values,
 # the others held), PASSES times; deterministic, ~40 evaluations instead of the 648 of the full grid
@@ -83,20 +85,23 @@ def raw_terms(family: str, recs: dict, consts: dict, gpu: str, split: str | None
             t = p.terms
             tc, hbm, fx = t["tensor_core"], t["hbm"], t["prologue_epilogue"]
             # the main terms no rate scales (l2, and the per-program latency where a family has it)
-            l2 = max(t[k] for k in p.detail["main_terms"] if k not in ("tensor_core", "hbm"))
-            rest = p.ms - max(tc, hbm, l2) - fx
-            out.setdefault(tag_key(family, rec, tag), []).append((tc, hbm, l2, fx, rest, ms))
+            pw = M.machine(gpu, tuple(sorted(consts.items()))).overlap_p
+            l2 = M.overlap([t[k] for k in p.detail["main_terms"] if k not in ("tensor_core", "hbm")], pw)
+            rest = p.ms - M.overlap((tc, hbm, l2), pw) - fx
+            out.setdefault(tag_key(family, rec, tag), []).append((tc, hbm, l2, fx, rest, ms, pw))
     return out
 
 
 def fit_config(rows) -> tuple[float, float, float, float]:
-    a = np.array(rows)  # n x 6
-    tc, hbm, l2, fx, rest, ms = (a[:, i] for i in range(6))
-    # (mma, stream, fixed, n)
-    body = np.maximum(
-        np.maximum(tc[None, None, :] / MMA[:, None, None], hbm[None, None, :] / STREAM[None, :, None]),
-        l2[None, None, :],
-    )  # mma x stream x n
+    a = np.array(rows)  # n x 7
+    tc, hbm, l2, fx, rest, ms, pw = (a[:, i] for i in range(7))
+    t1, t2, t3 = tc[None, None, :] / MMA[:, None, None], hbm[None, None, :] / STREAM[None, :, None], l2[None, None, :]
+    if np.isinf(pw[0]):
+        body = np.maximum(np.maximum(t1, t2), t3)  # mma x stream x n
+    else:  # predict.overlap
+        p = pw[0]
+        top = np.maximum(np.maximum(t1, t2), t3)
+        body = top * ((t1 / top) ** p + (t2 / top) ** p + (t3 / top) ** p) ** (1.0 / p)
     best = None
     for f in FIXED:
         pred = body + f * fx[None, None, :] + rest[None, None, :]
