@@ -25,7 +25,7 @@ def test_terms_add_up_and_name_the_binding_term():
     assert {"tensor_core", "hbm", "l2"} <= set(names)
     main = M.overlap([p.terms[k] for k in names], M.machine("h200").overlap_p)
     assert max(p.terms[k] for k in names) <= main <= sum(p.terms[k] for k in names)
-    extras = sum(v for k, v in p.terms.items() if k not in names and k not in ("wave_tail", "padding"))
+    extras = sum(v for k, v in p.terms.items() if k not in names and k not in M.SHARE_TERMS)
     assert p.ms == pytest.approx(main + extras)
     assert p.terms["launch"] > 0 and p.terms["prologue_epilogue"] >= 0
     d = p.to_dict()

@@ -47,6 +47,8 @@ from tilewise.model import traffic, waves
 from tilewise.model.occupancy import occupancy
 from tilewise.util import cdiv
 
+# terms reported as the part of a main term they account for (never added on top)
+SHARE_TERMS = ("wave_tail", "padding", "step_latency")
 KERNELS = ("gemm", "attention", "decode", "grouped")
 # Operands whose rows cannot be read with 16-byte loads (333 x 7777 x 2049: both leading dimensions odd)
 # are copied to padded rows when the GEMM does at least this many FLOPs per byte copied: the copy
@@ -220,7 +222,7 @@ def _finish(
     detail = {**detail, "fixed_scale": fixed_scale, "main_terms": tuple(main)}
     body = overlap(main.values(), mach.overlap_p)
     binding = max(main, key=lambda k: main[k])
-    extra = {k: v for k, v in terms.items() if k not in main and k not in ("wave_tail", "padding")}
+    extra = {k: v for k, v in terms.items() if k not in main and k not in SHARE_TERMS}
     total = body + sum(extra.values())
     # the reported terms: everything in ms; wave_tail and padding are shares of tensor_core
     out = {k: v * 1e3 for k, v in {**main, **terms}.items()}
@@ -489,11 +491,18 @@ def _decode(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str,
     flops = 4 * B * Hq * L * d
     mma_eff = _eff(mach, "decode", "mma", tag, 0.3, eff)
     t_tc = cdiv(programs, sms) * 4 * max(16, group) * chunk * d / (mach.peak_flops / sms * mma_eff)
-    terms = {"prologue_epilogue": t_fixed, "split_merge": t_merge, "launch": mach.launch_s}
+    # A program's K/V steps are a dependent chain (QK, softmax, PV on one tile, then the next): its load
+    # round trip over the `stages - 1` tiles in flight adds to the step's compute instead of hiding under
+    # it. b2 h16 kv4 L8192 d256, one split (8 programs, 128 steps of 64 keys): 238 us at 2 stages and
+    # 176 us at 3, i.e. 0.88 us of compute + 0.98 us / (stages - 1) per step; 32-key tiles at 2 stages:
+    # 350 us over 256 steps = 0.44 + 0.98 / 1 (half the compute per step, the same round trip).
+    t_lat = gens * (chunk // bn) * mach.step_latency_s / max(1, st - 1)
+    terms = {"prologue_epilogue": t_fixed, "split_merge": t_merge, "launch": mach.launch_s, "step_latency": t_lat}
     detail = {"programs": programs, "splits": splits, "chunk": chunk, "blocks_per_sm": b, "hbm_bytes": kv + part,
-              "stream_eff": stream, "bytes_in_flight": inflight, "flops": flops}  # fmt: skip
+              "stream_eff": stream, "bytes_in_flight": inflight, "flops": flops, "tc_extra": t_lat}  # fmt: skip
     fixed = _eff(mach, "decode", "fixed", tag, 1.0, eff)
-    return _finish("decode", mach, terms, {"hbm": t_stream, "l2": t_l2, "tensor_core": t_tc}, detail, fixed)
+    main = {"hbm": t_stream, "l2": t_l2, "tensor_core": t_tc + t_lat}  # the chain: compute + round trips
+    return _finish("decode", mach, terms, main, detail, fixed)
 
 
 # ------------------------------------------------------------------------------------------ grouped GEMM
@@ -539,7 +548,11 @@ def _grouped(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str
     }
     detail = {"tiles": tiles, "tiles_per_program": per_prog, "flops": useful, "hbm_bytes": hbm, "mma_eff": mma_eff}
     fixed = _eff(mach, "grouped", "fixed", tag, 1.0, eff)
-    return _finish("grouped", mach, terms, {"tensor_core": t_tc, "hbm": t_hbm, "l2": t_l2}, detail, fixed)
+    # the persistent program walks its tiles' K loops one after another, `stages - 1` steps of loads in
+    # flight (the GEMM's per-program latency term)
+    t_lat = per_prog * cdiv(k, bk) * mach.step_latency_s / max(1, st - 1)
+    main = {"tensor_core": t_tc, "hbm": t_hbm, "l2": t_l2, "latency": t_lat}
+    return _finish("grouped", mach, terms, main, detail, fixed)
 
 
 # ------------------------------------------------------------------------------------------ public
