@@ -600,29 +600,29 @@ def decode_attention(
     the key tiles) override the plan (sweeps). Lengths on the device cost the host least: host lengths
     are checked and copied to the device every call.
     """
+    key = plan = None
     try:
         sig = (
             q.shape, q.stride(), q.dtype, q.device, q.data_ptr() % 16 == 0,
             k_cache.shape, k_cache.stride(), k_cache.dtype, k_cache.device, k_cache.data_ptr() % 16 == 0,
             v_cache.shape, v_cache.stride(), v_cache.dtype, v_cache.device, v_cache.data_ptr() % 16 == 0,
-            signature(block_table),
+            None if block_table is None else signature(block_table),
             scale, type(scale), num_splits, max_seq_len, tile, max_chunk, use_desc,
         )  # fmt: skip
-        hash(sig)
+        if isinstance(seq_lens, torch.Tensor) and seq_lens.device.type != "cpu":
+            # the fast path: nothing about the lengths is read on the host (one hash of the key: ~1 us)
+            key = (sig, seq_lens.shape, seq_lens.dtype, seq_lens.device, seq_lens.data_ptr() % 16 == 0)
+            plan = _PLANS.get(key)
+        else:
+            hash(sig)
     except (AttributeError, TypeError):  # not tensors, or an unhashable option: the checks refuse it
-        sig = None
-    if sig is not None and isinstance(seq_lens, torch.Tensor) and seq_lens.device.type != "cpu":
-        # the fast path: nothing about the lengths is read on the host
-        key = (sig, seq_lens.shape, seq_lens.dtype, seq_lens.device, seq_lens.data_ptr() % 16 == 0)
-        plan = _PLANS.get(key)
-        if plan is not None:
-            lens = seq_lens if seq_lens.dtype == torch.int32 else seq_lens.to(torch.int32)
-            if block_table is None:
-                return _run(plan, q, k_cache, v_cache, lens, lens)
-            table = block_table if block_table.dtype == torch.int32 else block_table.to(torch.int32)
-            return _run(plan, q, k_cache, v_cache, lens, table)
-    else:
-        key = None
+        sig = key = plan = None
+    if plan is not None:
+        lens = seq_lens if seq_lens.dtype == torch.int32 else seq_lens.to(torch.int32)
+        if block_table is None:
+            return _run(plan, q, k_cache, v_cache, lens, lens)
+        table = block_table if block_table.dtype == torch.int32 else block_table.to(torch.int32)
+        return _run(plan, q, k_cache, v_cache, lens, table)
     if sig is None or sig not in _CHECKED:
         _check(q, k_cache, v_cache, block_table, scale)
     B = q.shape[0]
