@@ -125,6 +125,28 @@ def time_alternating(fns: dict, rounds: int) -> dict:
     return {n: _quantiles(t) for n, t in times.items()}
 
 
+def _profile(fn, steps=3, top=12):
+    """GPU time per step (us) of the `top` costliest kernels in fn, by name (torch.profiler, CUDA activity)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    try:
+        fn()
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(steps):
+                fn()
+            torch.cuda.synchronize()
+        per = {}
+        for e in prof.key_averages():
+            t = getattr(e, "device_time_total", None) or getattr(e, "cuda_time_total", 0)
+            if t:
+                per[e.key[:80]] = per.get(e.key[:80], 0.0) + t / steps
+        ranked = sorted(per.items(), key=lambda kv: -kv[1])
+        return {"kernels_us": dict(ranked[:top]), "total_us": sum(per.values())}
+    except Exception as e:  # the profiler is a diagnosis: its failure must not cost the row
+        return {"error": f"{type(e).__name__}: {str(e)[:200]}"}
+
+
 def rel(a, b):
     return ((a.float() - b.float()).abs().max() / b.float().abs().max().clamp_min(1e-30)).item()
 
@@ -138,7 +160,9 @@ def _leaves(ts):
     return [t.detach().requires_grad_() for t in ts]
 
 
-def run_shape(T, H, dh, Eh, f, k, rounds, tags, device="cuda", dt=torch.bfloat16, emit=None, deadline=None):
+def run_shape(
+    T, H, dh, Eh, f, k, rounds, tags, device="cuda", dt=torch.bfloat16, emit=None, deadline=None, profile_steps=0
+):
     """Rows for one shape; on the CPU (--smoke, under TRITON_INTERPRET=1) only the agreement with the peer."""
     torch.manual_seed(0)  # the CPU generator: parameters and inputs are drawn on the CPU, then copied
     layer = mhmoe.MultiHeadMoE(H * dh, H, dh, Eh, f, k, device="cpu", dtype=dt).to(device)
@@ -174,6 +198,13 @@ def run_shape(T, H, dh, Eh, f, k, rounds, tags, device="cuda", dt=torch.bfloat16
 
         return step
 
+    def ours_table():  # the same step on choose_config's table tiles (mhmoe.TRAIN_TILES)
+        saved, mhmoe.TRAIN_TILES = mhmoe.TRAIN_TILES, "table"
+        try:
+            return ours()
+        finally:
+            mhmoe.TRAIN_TILES = saved
+
     layer_ours, layer_peer = layer_step(layer), layer_step(peer_layer)
     shape = f"T{T}_H{H}_dh{dh}_E{Eh}_f{f}_k{k}"
     a = ours()
@@ -186,6 +217,7 @@ def run_shape(T, H, dh, Eh, f, k, rounds, tags, device="cuda", dt=torch.bfloat16
             emit(row)
         return [row]
     diffs = {n: rel(u, v) for n, u, v in zip(("out", "dz", "dweights", "dw_gate_up", "dw_down"), a, b)}
+    diffs["table_tiles_max"] = max_rel(ours_table(), b)
     layer_diff = max_rel(layer_ours(), layer_peer())
     if rounds == 0:  # --smoke: agreement only
         return [{"shape": shape, "layer_rel_diff": layer_diff, **diffs}]
@@ -196,8 +228,13 @@ def run_shape(T, H, dh, Eh, f, k, rounds, tags, device="cuda", dt=torch.bfloat16
         ("mhmoe_experts_train", ours, peer, {f"rel_diff_vs_peer_{n}": v for n, v in diffs.items()}),
         ("mhmoe_layer_train", layer_ours, layer_peer, {"rel_diff_vs_peer_max_grad": layer_diff}),
     ):
-        t = time_alternating({"ours": fo, "peer": fp}, rounds)
+        sides = {"ours": fo, "peer": fp}
+        if fo is ours:
+            sides["ours_table"] = ours_table
+        t = time_alternating(sides, rounds)
         ms_o, ms_p = t["ours"][0], t["peer"][0]
+        if "ours_table" in t:
+            extra = {**extra, "ours_table_tiles_ms": t["ours_table"][0], "train_tiles": mhmoe.TRAIN_TILES}
         row = {
             "kernel": kernel, "shape": shape, "dtype": "bf16", "peer": "torch._grouped_mm + torch autograd",
             "ours_ms": ms_o, "peer_ms": ms_p, "speedup": ms_p / ms_o,
@@ -231,6 +268,9 @@ def run_shape(T, H, dh, Eh, f, k, rounds, tags, device="cuda", dt=torch.bfloat16
         elif "ours" in replays:  # ours alone still says what a replay of our step costs
             graph["ours_graph_ms"] = time_alternating({"ours": replays["ours"]}, rounds)["ours"][0]
         row.update(graph)
+        if profile_steps and fo is ours:
+            row["profile_ours"] = _profile(fo, profile_steps)
+            row["profile_peer"] = _profile(fp, profile_steps)
         row.update(tags)
         rows.append(row)
         print(json.dumps(row), flush=True)
@@ -249,6 +289,7 @@ def main(argv=None):
     ap.add_argument("--smoke", action="store_true", help="CPU check of ours vs the peer (TRITON_INTERPRET=1)")
     ap.add_argument("--deadline-s", type=float, default=None, help="start no new measurement after this many seconds")
     ap.add_argument("--shapes", default="all", help="all, or a comma list of indices into SHAPES (default all)")
+    ap.add_argument("--profile-steps", type=int, default=3, help="torch.profiler kernel times of the experts step")
     args = ap.parse_args(argv)
     if args.smoke:
         print(run_shape(37, 2, 16, 3, 32, 2, 0, {}, device="cpu", dt=torch.float32))
@@ -259,7 +300,10 @@ def main(argv=None):
     deadline = t0 + args.deadline_s if args.deadline_s else None
     shapes = SHAPES if args.shapes == "all" else [SHAPES[int(i)] for i in args.shapes.split(",")]
     rows = []
-    meta = {**tags, "reproduce": command, "started_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    # the committed file's own path in the command that reproduces it (the device writes under $OUT)
+    default_out = ap.get_default("out")
+    reproduce = command.replace(shlex.quote(args.out), default_out) if args.out != default_out else command
+    meta = {**tags, "reproduce": reproduce, "started_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
 
     def emit(row):  # rows are written as they come: a killed run keeps what it measured
         rows.append(row)
@@ -271,7 +315,7 @@ def main(argv=None):
             print(f"deadline: skipped {shape}", flush=True)
             continue
         try:
-            run_shape(*shape, args.rounds, tags, emit=emit, deadline=deadline)
+            run_shape(*shape, args.rounds, tags, emit=emit, deadline=deadline, profile_steps=args.profile_steps)
         except Exception as e:  # one shape's failure must not lose the other's rows
             s = "T{}_H{}_dh{}_E{}_f{}_k{}".format(*shape)
             emit({"kernel": "mhmoe_train", "shape": s, "error": f"{type(e).__name__}: {str(e)[:300]}", **tags})

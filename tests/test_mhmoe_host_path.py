@@ -109,6 +109,7 @@ def test_experts_forward_matches_float64_loop_and_checks_once(poisoned, monkeypa
     g = torch.Generator().manual_seed(R * 10 + k + (5 if index == torch.int32 else 0))
     args, experts = _experts_inputs(g, R, k, E, d, f, dtype, index)
     calls = []
+    monkeypatch.setattr(mhmoe, "_FWD_PLANS", utils.PlanCache())  # an empty cache: other tests' plans do not count
     real = mhmoe.check_experts
     monkeypatch.setattr(mhmoe, "check_experts", lambda *a: calls.append(1) or real(*a))
     z, w, _, _, wgu, wd = args

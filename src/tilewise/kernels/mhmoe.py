@@ -41,7 +41,7 @@ from tilewise.errors import InputError, positive_int
 from tilewise.kernels import custom_ops
 from tilewise.kernels.grouped_gemm import choose_config, launch, launch_plan, launch_planned
 from tilewise.kernels.moe_layer import default_configs, permute
-from tilewise.kernels.utils import PlanCache, interpreting, signature
+from tilewise.kernels.utils import PlanCache, gpu_key, interpreting, signature
 from tilewise.util import cdiv
 
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32)
@@ -120,9 +120,17 @@ def plan(weights: torch.Tensor, experts: torch.Tensor, num_experts: int) -> Plan
 # ----------------------------------------------------------------------- config choice
 
 
-def _tile(slots: int, experts: int, n: int, k: int, dtype: torch.dtype, on_gpu: bool):
-    """The grouped GEMM's own tile for the rows per expert (the backward's products are plain grouped GEMMs)."""
-    return choose_config(slots / experts, n, k, dtype, on_gpu=on_gpu)
+# Tiles of the training GEMMs: "advised" (the grouped GEMM's advisor, what grouped_matmul uses) or "table"
+# (choose_config's table, which ignores N: 256-column tiles on MH-MoE's N = d_h 128 products, half of each
+# tile masked). benchmarks/mhmoe_train.py times both beside the peer.
+TRAIN_TILES = "advised"
+
+
+def _tile(slots: int, experts: int, n: int, k: int, dtype: torch.dtype, device: torch.device):
+    """The grouped GEMM's tile for the rows per expert (the training products are plain grouped GEMMs)."""
+    if TRAIN_TILES == "advised" and device.type == "cuda":
+        return choose_config(slots / experts, n, k, dtype, on_gpu=True, experts=experts, gpu=gpu_key(device))
+    return choose_config(slots / experts, n, k, dtype, on_gpu=device.type == "cuda")
 
 
 def _glu_block(f: int) -> tuple[int, int]:
@@ -356,12 +364,12 @@ def experts_forward_train(
     gu = torch.empty((slots, 2 * f), dtype=z.dtype, device=z.device)
     if slots == 0:
         return torch.zeros_like(z), gu
-    on_gpu = z.is_cuda
-    launch(z, w_gate_up, offsets, gu, 2 * f, _tile(slots, E, 2 * f, d, z.dtype, on_gpu), rows=slots,
+    dev = z.device
+    launch(z, w_gate_up, offsets, gu, 2 * f, _tile(slots, E, 2 * f, d, z.dtype, dev), rows=slots,
            gather=slot_of, gather_div=k)  # fmt: skip
     a = glu(gu)
     y = torch.empty((slots, d), dtype=z.dtype, device=z.device)
-    launch(a, w_down, offsets, y, d, _tile(slots, E, d, f, z.dtype, on_gpu), rows=slots, scatter=slot_of,
+    launch(a, w_down, offsets, y, d, _tile(slots, E, d, f, z.dtype, dev), rows=slots, scatter=slot_of,
            scale=slot_weights.reshape(-1))  # fmt: skip
     return (y if k == 1 else y.view(R, k, d).sum(dim=1)), gu
 
@@ -397,7 +405,7 @@ def experts_backward(
     k = slot_weights.shape[1]
     E, f = w_down.shape[0], w_down.shape[1]
     slots = R * k
-    dev, dt, on_gpu = z.device, z.dtype, z.is_cuda
+    dev, dt = z.device, z.dtype
     if slots == 0:
         return (
             torch.zeros_like(z),
@@ -410,11 +418,11 @@ def experts_backward(
     dout = dout.to(dt)
     dout = dout if dout.stride(-1) == 1 else dout.contiguous()
     da = torch.empty((slots, f), dtype=dt, device=dev)
-    launch(dout, w_down.transpose(1, 2), offsets, da, f, _tile(slots, E, f, d, dt, on_gpu), rows=slots,
+    launch(dout, w_down.transpose(1, 2), offsets, da, f, _tile(slots, E, f, d, dt, dev), rows=slots,
            gather=slot_of, gather_div=k)  # fmt: skip
     dgu, a, dweights, w_sorted = glu_backward(gu.contiguous(), da, slot_weights.reshape(-1), slot_of)
     dz_slots = torch.empty((slots, d), dtype=dt, device=dev)
-    launch(dgu, w_gate_up.transpose(1, 2), offsets, dz_slots, d, _tile(slots, E, d, 2 * f, dt, on_gpu), rows=slots,
+    launch(dgu, w_gate_up.transpose(1, 2), offsets, dz_slots, d, _tile(slots, E, d, 2 * f, dt, dev), rows=slots,
            scatter=slot_of)  # fmt: skip
     dz = dz_slots if k == 1 else dz_slots.view(R, k, d).sum(dim=1)
     dw_down = grouped_matmul_dw(a, dout, offsets, dy_gather=slot_of, gather_div=k, dy_scale=w_sorted)
