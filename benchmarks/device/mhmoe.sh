@@ -8,13 +8,13 @@ mkdir -p "$OUT"
 t0=$(date +%s)
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader > "$OUT/env.txt" 2>&1
 lscpu | grep -m1 "Model name" >> "$OUT/env.txt"
-timeout 40 python3 -m tilewise.cli bench overhead --ops moe,mhmoe --calls 1000 --rounds 3 \
+timeout 35 python3 -m tilewise.cli bench overhead --ops moe,mhmoe --calls 1000 --rounds 3 \
   --json "$OUT/overhead_mhmoe.json" --rows-out "$OUT/overhead_mhmoe.jsonl" > "$OUT/overhead.log" 2>&1
 echo "overhead rc=$? at $(( $(date +%s) - t0 )) s" | tee -a "$OUT/steps.txt"
-timeout 70 python3 benchmarks/mhmoe_train.py --out "$OUT/mhmoe_train.json" --rounds 15 --deadline-s 45 \
+timeout 55 python3 benchmarks/mhmoe_train.py --out "$OUT/mhmoe_train.json" --rounds 15 --deadline-s 38 \
   > "$OUT/train.log" 2>&1
 echo "train rc=$? at $(( $(date +%s) - t0 )) s" | tee -a "$OUT/steps.txt"
-left=$(( 135 - ($(date +%s) - t0) ))
+left=$(( 118 - ($(date +%s) - t0) ))
 if [ "$left" -gt 10 ]; then
   timeout "$left" python3 -m pytest -q -p no:cacheprovider tests/gpu/test_gpu_mhmoe_train.py \
     "tests/gpu/test_gpu_custom_ops.py::test_mhmoe_forward_backward_bf16_vs_float64" \
