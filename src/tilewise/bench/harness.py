@@ -279,13 +279,16 @@ def make_row(
 
 
 def model_columns(kernel: str, problem: dict, config: dict, gpu_key: str = "h200") -> dict[str, Any]:
-    """{"model_ms", "model_binding"} of `tilewise.model.predict` (None with "model_error" when it refuses)."""
-    from tilewise.advise.problems import normalize
+    """{"model_ms", "model_binding"} of `tilewise.model.predict` (None with "model_error" when it refuses).
+
+    The advisor's families are normalised by `tilewise.advise.problems`; the composed ones (moe, ffn, sum:
+    `tilewise.model.compose`) check their own fields."""
+    from tilewise.advise.problems import KERNELS, normalize
     from tilewise.errors import InputError
     from tilewise.model.predict import predict
 
     try:
-        p = predict(kernel, normalize(kernel, problem), config, gpu_key)
+        p = predict(kernel, normalize(kernel, problem) if kernel in KERNELS else problem, config, gpu_key)
     except (InputError, KeyError) as e:
         return {"model_ms": None, "model_binding": None, "model_error": str(e)[:160]}
     return {"model_ms": p.ms, "model_binding": p.binding}
