@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import gzip
 import json
-import re
 from functools import cache
 from importlib import resources
 
 from tilewise.advise.problems import normalize
+from tilewise.bench import model_rows
+from tilewise.bench.model_rows import gemm_config_from_tag  # noqa: F401  (re-exported for the explorer's tests)
 from tilewise.model import roofline, traffic
 from tilewise.web.measured_build import access_key, occupancy_key, sweep_key
 
@@ -64,48 +65,26 @@ def gemm_batches(n: int, k: int, dtype: str) -> list[int]:
     return sorted(ms)
 
 
-# A GEMM config tag as `kernels.gemm.Config.tag()` / `advise.space.gemm_tag` spell it: [pws|p|sb]BMxBNxBK_gG_sS_wW_stST
-_GEMM_TAG = re.compile(r"^(pws|p|sb)?(\d+)x(\d+)x(\d+)_g(\d+)_s(\d+)_w(\d+)_st(\d+)$")
-
-
-def gemm_config_from_tag(tag: str) -> dict | None:
-    """The config dict of a benchmark row's GEMM config tag, or None for a tag of another spelling."""
-    hit = _GEMM_TAG.match(tag or "")
-    if hit is None:
-        return None
-    p, bm, bn, bk, g, s, w, st = hit.groups()
-    return {"block_m": int(bm), "block_n": int(bn), "block_k": int(bk), "group_m": int(g), "split_k": int(s),
-            "num_warps": int(w), "num_stages": int(st), "persistent": p in ("p", "pws"), "warp_specialize": p == "pws",
-            "stream_b": p == "sb"}  # fmt: skip
-
-
 def gemm_beside_model(gpu, m: int, n: int, k: int, dtype: str) -> list[dict]:
     """Each H200 row of this GEMM beside the model today, computed here, not stored with the row (the rows were
     measured before the time model existed): `model_ms` is `tilewise.model.predict` of the config the row ran
-    (its tag), `floor_ms` the roofline floor (the harness's `roofline.time` of `traffic.gemm_flops` and
-    `traffic.gemm_bytes`, the row's own `predicted_ms`). Empty for any other GPU."""
-    from tilewise.errors import InputError
-    from tilewise.model.predict import predict
-
+    (`tilewise.bench.model_rows`, from its tag), `floor_ms` the roofline floor (the harness's `roofline.time` of
+    `traffic.gemm_flops` and `traffic.gemm_bytes`, the row's own `predicted_ms`). Empty for any other GPU."""
     if gpu.key != MEASURED_GPU:
         return []
     floor = roofline.time(gpu, traffic.gemm_flops(m, n, k), traffic.gemm_bytes(m, n, k, dtype), dtype)
     out = []
     for r in gemm_rows(m, n, k, dtype):
-        cfg = gemm_config_from_tag(r.get("config", ""))
-        pred = None
-        if cfg is not None:
-            try:
-                pred = predict("gemm", {"m": m, "n": n, "k": k, "dtype": dtype, "layout": "nn"}, cfg, gpu.key)
-            except InputError:
-                pred = None
+        pm = model_rows.with_model(r, gpu.key)
+        ms = pm["model_ms"]
         out.append(
             {
                 **r,
-                "model_ms": pred.ms if pred else None,
-                "model_binding": pred.binding if pred else None,
-                "model_tflops": floor.flops / (pred.ms * 1e-3) / 1e12 if pred else None,
-                "measured_over_model": r["ours_ms"] / pred.ms if pred else None,
+                "model_ms": ms,
+                "model_binding": pm["model_binding"],
+                "model_source": pm["model_source"],
+                "model_tflops": floor.flops / (ms * 1e-3) / 1e12 if ms else None,
+                "measured_over_model": r["ours_ms"] / ms if ms else None,
                 "floor_ms": floor.time_s * 1e3,
                 "floor_bound": floor.bound,
                 "floor_tflops": floor.flops / floor.time_s / 1e12,
