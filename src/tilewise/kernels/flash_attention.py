@@ -211,7 +211,10 @@ def _forward_config_cached(
     adv = _advised(batch, heads, kv_heads, seq_q, seq_k, head_dim, causal, "fp16" if dt == "fp32" else dt, gpu)
     if adv is not None and dt != "fp32":
         _, note = _note(head_dim, *adv[0], dt)
-        return ForwardConfig(*adv[0], use_desc=True, reason=f"advisor top-1: {adv[1]}; {note}")
+        bm, bn, w, st = adv[0]
+        return ForwardConfig(
+            block_m=bm, block_n=bn, num_warps=w, num_stages=st, use_desc=True, reason=f"advisor top-1: {adv[1]}; {note}"
+        )
     if adv is not None:
         start, origin = adv[0], f"fp32: the 16-bit advisor top-1 ({adv[1]}), shrunk to fit"
     else:
@@ -223,7 +226,10 @@ def _forward_config_cached(
         # it, shared memory past the limit does not launch)
         if b["smem"]["fits"]:
             rejected = ("; " + " | ".join(notes)) if notes else ""
-            return ForwardConfig(*tile, use_desc=True, reason=f"{origin}; {note}{rejected}")
+            bm, bn, w, st = tile
+            return ForwardConfig(
+                block_m=bm, block_n=bn, num_warps=w, num_stages=st, use_desc=True, reason=f"{origin}; {note}{rejected}"
+            )
         notes.append("rejected " + note)
     raise InputError(
         f"attention: no tile of head_dim {head_dim} in {dt} fits the shared memory of one block "
