@@ -49,7 +49,7 @@ from tilewise.util import cdiv
 
 # terms reported as the part of a main term they account for (never added on top)
 SHARE_TERMS = ("wave_tail", "padding", "step_latency", "l2_hot_rows")
-KERNELS = ("gemm", "attention", "decode", "grouped")
+KERNELS = ("gemm", "attention", "decode", "grouped", "moe", "ffn", "sum")  # the last three: model/compose.py
 # Operands whose rows cannot be read with 16-byte loads (333 x 7777 x 2049: both leading dimensions odd)
 # are copied to padded rows when the GEMM does at least this many FLOPs per byte copied: the copy
 # streams at ~4 TB/s, the unaligned GEMM ran 5-10x slower than cuBLAS (kernels.gemm applies it).
@@ -595,5 +595,19 @@ def predict(
 
 
 _FAMILIES = {"gemm": _gemm, "attention": _attention, "decode": _decode, "grouped": _grouped}
+
+
+def _composed(name: str):
+    """moe, ffn, sum: composed from the families above (tilewise.model.compose)."""
+
+    def run(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str, Any] | None = None) -> Prediction:
+        from tilewise.model import compose
+
+        return compose.FAMILIES[name](p, c, mach, eff)
+
+    return run
+
+
+_FAMILIES.update({k: _composed(k) for k in ("moe", "ffn", "sum")})
 
 __all__ = ["KERNELS", "Prediction", "calibration", "machine", "overlap", "predict"]
