@@ -219,7 +219,7 @@ def _finish(
     fixed_scale: float = 1.0,
 ) -> Prediction:
     terms = {**terms, "prologue_epilogue": terms.get("prologue_epilogue", 0.0) * fixed_scale}
-    detail = {**detail, "fixed_scale": fixed_scale, "main_terms": tuple(main)}
+    detail = {**detail, "fixed_scale": fixed_scale, "main_terms": list(main)}
     body = overlap(main.values(), mach.overlap_p)
     binding = max(main, key=lambda k: main[k])
     extra = {k: v for k, v in terms.items() if k not in main and k not in SHARE_TERMS}
