@@ -53,6 +53,8 @@ GRID = {
     "hot_line_tbps": (1.0, 1.5, 2.0),
     # the overlap of the main terms (predict.overlap: the p-norm of the terms; large p is the max)
     "overlap_p": (4.0, 3.0, 6.0, 8.0, 16.0),
+    # the load path's extra cost on rows that straddle L2 lines (predict: misaligned_rows)
+    "misaligned_cost": (0.0, 0.25, 0.5, 0.75, 1.0),
 }
 # the search: coordinate descent from the first grid point (each constant in turn over its grid values,
 # the others held), PASSES times; deterministic, ~40 evaluations instead of the 648 of the full grid

@@ -48,7 +48,7 @@ from tilewise.model.occupancy import occupancy
 from tilewise.util import cdiv
 
 # terms reported as the part of a main term they account for (never added on top)
-SHARE_TERMS = ("wave_tail", "padding", "step_latency", "l2_hot_rows")
+SHARE_TERMS = ("wave_tail", "padding", "step_latency", "l2_hot_rows", "misaligned_rows")
 KERNELS = ("gemm", "attention", "decode", "grouped", "moe", "ffn", "sum")  # the last three: model/compose.py
 # Operands whose rows cannot be read with 16-byte loads (333 x 7777 x 2049: both leading dimensions odd)
 # are copied to padded rows when the GEMM does at least this many FLOPs per byte copied: the copy
@@ -69,6 +69,13 @@ DEFAULTS: dict[str, Any] = {
     # overlap), a finite p charges two terms of the same size 2^(1/p) - 1 extra (p = 8: +9%): loads and
     # MMAs of one program share its warps' issue slots and its ring, so they do not hide each other fully
     "overlap_p": None,  # None: inf
+    # Rows whose pitch is not a multiple of the 128-byte L2 line (16-byte aligned, so the loads stay wide):
+    # every tile row then straddles one more line. The load path pays for it, more than the extra sectors
+    # (5 of 32 B for a 128-byte row instead of 4) say: the TMA kernel on 5000 x 5000 x 5000 ran 484 us on
+    # the contiguous operands and 388 us on the same values in 128-byte aligned rows, 2000 x 3000 x 4000
+    # 99.7 against 75.9 (benchmarks/sweeps/gemm_align_h200.jsonl, the gemm helper's A/B). The Tensor-Core
+    # and latency terms grow by misaligned_cost x the share of the loaded bytes in such rows (calibrated).
+    "misaligned_cost": 0.0,
     "hot_line_tbps": 1.5,  # requests to one L2 line (rows that wrap onto the same A row), per distinct row
     "step_latency_us": None,  # None: latency_us. One K step's load round trip (mostly L2 hits) in a program's ring
     "l2_resident_fraction": 0.5,  # operands up to this share of L2 are read from HBM once
@@ -135,6 +142,7 @@ class _Machine:
     step_latency_s: float
     hot_line_bps: float
     overlap_p: float
+    misaligned_cost: float
     fill_s: float
     l2_res: float
     cal: dict[str, Any]
@@ -172,6 +180,7 @@ def machine(gpu: str, overrides: tuple[tuple[str, Any], ...] = ()) -> _Machine:
         step_latency_s=(c["step_latency_us"] or c["latency_us"]) * 1e-6,
         hot_line_bps=c["hot_line_tbps"] * 1e12,
         overlap_p=float(c["overlap_p"] or math.inf),
+        misaligned_cost=float(c["misaligned_cost"] or 0.0),
         fill_s=c["fill_us"] * 1e-6,
         l2_res=c["l2_resident_fraction"],
         cal=cal,
@@ -396,7 +405,12 @@ def _gemm(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str, A
     # both operands; the ring slot waiting on A holds B's next loads back too). As a term of its own
     # (overlapping B's stream) the 1-16 row problems stayed under-predicted by 0.3-0.6 in log.
     terms["l2_hot_rows"] = t_hot
-    main = {"tensor_core": t_tc, "hbm": t_hbm, "l2": t_l2, "latency": t_lat + t_hot}
+    rows_a = k * e  # A [M, K] row-major; B [K, N] (nn) or w [N, K] (nt)
+    rows_b = k * e if nt else n * e
+    mis = (bm * (rows_a % 128 != 0) + bn * (rows_b % 128 != 0)) / (bm + bn)
+    slow = 1.0 + mach.misaligned_cost * mis
+    terms["misaligned_rows"] = (t_tc + t_lat + t_hot) * (slow - 1.0)
+    main = {"tensor_core": t_tc * slow, "hbm": t_hbm, "l2": t_l2, "latency": (t_lat + t_hot) * slow}
     return _finish("gemm", mach, terms, main, detail, fixed)
 
 
