@@ -88,8 +88,8 @@ def _budget(head_dim: int, block_m: int, block_n: int, num_warps: int, stages: i
 # kernel's space that fits the GPU, ranked by tilewise.model.predict, calibrated on the H200 sweep in
 # tests/data/sweeps/h200). The hand list it replaces, and the rows that ordered it, are in
 # tests/data/tuning/attention.md. The sweep timed that list beside the space ("hand" rows; H200, bf16, 30 problems,
-# 2026-12-01): the advisor's top-1 ran at a median 0.99x the hand list's speed (geometric mean 0.985x, from 0.87x at
-# B1 H32/8 S2048 D128 causal to 1.17x at B1 H8 S8192 D256 causal), within 5% of the best config on 24 of the 30
+# 2026-12-01): the advisor's top-1 ran at a median 0.99x the hand list's speed (geometric mean 0.977x, from 0.68x at
+# B1 H24 S1000 D64 to 1.17x at B1 H8 S8192 D256 causal), within 5% of the best config on 26 of the 30
 # problems against the hand list's 28 (tests/test_attention_advised_default.py recomputes both from the fixture).
 #
 # Where the advisor has nothing to say, a rule (no table):
