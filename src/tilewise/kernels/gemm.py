@@ -181,7 +181,8 @@ def _epilogue(acc, bias_ptr, offs_n, N, HAS_BIAS: tl.constexpr, ACTIVATION: tl.c
 def _matmul_kernel(
     # pointers
     a_ptr, b_ptr, c_ptr, bias_ptr, ws_ptr, counter_ptr,
-    # sizes (M_LOAD / N_LOAD: the rows / columns loads wrap at, passed divided by MUL_ML / MUL_NL)
+    # sizes (M, N, K passed divided by MUL_M / MUL_N / MUL_K; M_LOAD / N_LOAD: the rows / columns loads
+    # wrap at, passed divided by MUL_ML / MUL_NL)
     M, N, K, K_PER_SPLIT, M_LOAD, N_LOAD,
     # strides
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
@@ -194,9 +195,18 @@ def _matmul_kernel(
     # then knows rows start 16-byte aligned and can use wide (cp.async 16 B) loads
     MUL_AM: tl.constexpr, MUL_AK: tl.constexpr, MUL_BK: tl.constexpr, MUL_BN: tl.constexpr,
     MUL_CM: tl.constexpr, MUL_CN: tl.constexpr,
+    # M, N, K as quotient x power of two (up to 16 bytes), for the masks: triton specializes an
+    # integer only when it divides by 16, so with a plain N = 5000 it cannot prove `rn < N` constant
+    # over 8 columns and stores 2 bytes at a time (3000 x 5000 x 128 ran at 0.24x cuBLAS writing 30 MB
+    # at 0.37 TB/s; PTX for sm_90: 64 st.global.b16 per thread at N = 5000, 8 st.global.v4 at 5008);
+    # the same holds for the K remainder step's mask along A's rows (K = 100: all of A in 2-byte loads)
+    MUL_M: tl.constexpr = 1, MUL_N: tl.constexpr = 1, MUL_K: tl.constexpr = 1,
 ):  # fmt: skip
     """One BLOCK_M x BLOCK_N tile of C (program axis 0) over one K range (program axis 1)."""
     tl.static_assert(BLOCK_K >= 16)
+    M = M * MUL_M
+    N = N * MUL_N
+    K = K * MUL_K
     stride_am = stride_am * MUL_AM
     stride_ak = stride_ak * MUL_AK
     stride_bk = stride_bk * MUL_BK
@@ -479,6 +489,7 @@ def _make_plan(a, b, c, bias, activation, cfg: Config) -> _Plan:
     plan.recheck = (cdiv(m, cap) * cap != m and a.stride(0) == 1) or (cdiv(n, cap) * cap != n and b.stride(1) == 1)
     mq, mml = _split_stride(ext_m, cap)
     nq, mnl = _split_stride(ext_n, cap)
+    (m_q, mul_m), (n_q, mul_n), (k_q, mul_k) = _split_stride(m, cap), _split_stride(n, cap), _split_stride(k, cap)
     (sam, mam), (sak, mak) = _split_stride(a.stride(0), cap), _split_stride(a.stride(1), cap)
     (sbk, mbk), (sbn, mbn) = _split_stride(b.stride(0), cap), _split_stride(b.stride(1), cap)
     (scm, mcm), (scn, mcn) = _split_stride(c.stride(0), cap), _split_stride(c.stride(1), cap)
@@ -490,11 +501,12 @@ def _make_plan(a, b, c, bias, activation, cfg: Config) -> _Plan:
             MUL_ML=mml, MUL_NL=mnl,
             INPUT_PRECISION="tf32" if a.dtype == torch.float32 else "ieee", BIG=big,
             A_EVICT="evict_last" if cfg.stream_b else "", B_EVICT="evict_first" if cfg.stream_b else "",
-            MUL_AM=mam, MUL_AK=mak, MUL_BK=mbk, MUL_BN=mbn, MUL_CM=mcm, MUL_CN=mcn,
+            MUL_AM=mam, MUL_AK=mak, MUL_BK=mbk, MUL_BN=mbn, MUL_CM=mcm, MUL_CN=mcn, MUL_M=mul_m, MUL_N=mul_n,
+            MUL_K=mul_k,
         ),
         num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )  # fmt: skip
-    plan.ints = (m, n, k, k_per_split, mq, nq, sam, sak, sbk, sbn, scm, scn)
+    plan.ints = (m_q, n_q, k_q, k_per_split, mq, nq, sam, sak, sbk, sbn, scm, scn)
     plan.tiles = tiles
     plan.cfg = cfg
     return plan
