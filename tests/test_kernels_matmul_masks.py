@@ -119,3 +119,22 @@ def test_column_major_output_at_awkward_m():
     matmul(a, b, out=c, config=Config(64, 16, 16, group_m=2, num_stages=2))
     check(c, a, b)
     assert_untouched(big, n, m)
+
+
+@pytest.mark.parametrize("layout", ["nn", "nt"])
+def test_persistent_tma_kernel_both_layouts_fewer_tiles_than_sms(layout):
+    """The TMA kernel (called directly: the launcher takes it on a GPU only) on `a @ w.T` (it describes w
+    [N, K] and multiplies by its transposed tiles) and on 12 tiles: the grid is 12 programs while the
+    loop's stride stays the SM count, so each program takes one tile. Edges at M = 70, N = 88, K = 40."""
+    from tilewise.kernels.gemm import _launch
+
+    m, n, k = 70, 88, 40
+    a = torch.randn(m, k, dtype=torch.float16, device=DEV)
+    b = (
+        torch.randn(n, k, dtype=torch.float16, device=DEV).t()
+        if layout == "nt"
+        else torch.randn(k, n, dtype=torch.float16, device=DEV)
+    )
+    c = poisoned((m, n), torch.float16)
+    _launch(a, b, c, None, "none", Config(32, 32, 16, group_m=2, persistent=True))
+    check(c, a, b)

@@ -140,8 +140,8 @@ def _choose_cached(m: int, n: int, k: int, dtype: str, key: str, layout: str) ->
 def choose_config(m: int, n: int, k: int, dtype: str, device: torch.device | None = None, layout: str = "nn") -> Config:
     """The advisor's top-1 configuration for this shape (`tilewise.advise.default_config`), cached.
 
-    layout: "nn" when B is row-major [K, N], "nt" when B is a transposed row-major weight (`a @ w.T`);
-    only "nn" can take the persistent TMA kernel."""
+    layout: "nn" when B is row-major [K, N], "nt" when B is a transposed row-major weight (`a @ w.T`;
+    the persistent TMA kernel then describes w itself)."""
     key = gpu_key(device) if device is not None else "h200"
     dt = _gpus.dtype_name(dtype) if dtype != "fp32" else "fp32"
     return _choose_cached(int(m), int(n), int(k), dt, key, layout)
@@ -282,15 +282,21 @@ def _persistent_tile(
     a_desc, b_desc, c_desc, bias_ptr, tile, tiles_m, tiles_n, k_steps, N,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, EPILOGUE_SPLIT: tl.constexpr, OUT_DTYPE: tl.constexpr,
+    B_T: tl.constexpr,
 ):  # fmt: skip
-    """One output tile through TMA: K loop, epilogue, store (in two halves to halve the staging buffer)."""
+    """One output tile through TMA: K loop, epilogue, store (in two halves to halve the staging buffer).
+    B_T: b_desc describes B's transpose (a row-major weight w [N, K] for `a @ w.T`): its tiles are
+    K-major, which wgmma reads from shared memory as they are (a transposed view, no data movement)."""
     pid_m, pid_n = _tile_coords(tile, tiles_m, tiles_n, GROUP_M)
     om = pid_m * BLOCK_M
     on = pid_n * BLOCK_N
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for ks in range(k_steps):
         a = a_desc.load([om, ks * BLOCK_K])
-        b = b_desc.load([ks * BLOCK_K, on])
+        if B_T:
+            b = b_desc.load([on, ks * BLOCK_K]).T
+        else:
+            b = b_desc.load([ks * BLOCK_K, on])
         acc = tl.dot(a, b, acc)
     rn = on + tl.arange(0, BLOCK_N)
     acc = _epilogue(acc, bias_ptr, rn, N, HAS_BIAS, ACTIVATION)
@@ -313,8 +319,10 @@ def _matmul_tma_persistent_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     NUM_PROGRAMS: tl.constexpr, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr,
     EPILOGUE_SPLIT: tl.constexpr, OUT_DTYPE: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
+    B_T: tl.constexpr = False,
 ):  # fmt: skip
-    """Persistent: program p takes tiles p, p + NUM_PROGRAMS, ... in grouped order."""
+    """Persistent: program p takes tiles p, p + NUM_PROGRAMS, ... in grouped order (NUM_PROGRAMS is the
+    SM count; the grid is min(SMs, tiles) programs)."""
     start = tl.program_id(0)
     tiles_m = tl.cdiv(M, BLOCK_M)
     tiles_n = tl.cdiv(N, BLOCK_N)
@@ -324,13 +332,13 @@ def _matmul_tma_persistent_kernel(
         for tile in tl.range(start, num_tiles, NUM_PROGRAMS, warp_specialize=True):
             _persistent_tile(
                 a_desc, b_desc, c_desc, bias_ptr, tile, tiles_m, tiles_n, k_steps, N,
-                BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, HAS_BIAS, ACTIVATION, EPILOGUE_SPLIT, OUT_DTYPE,
+                BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, HAS_BIAS, ACTIVATION, EPILOGUE_SPLIT, OUT_DTYPE, B_T,
             )  # fmt: skip
     else:
         for tile in range(start, num_tiles, NUM_PROGRAMS):
             _persistent_tile(
                 a_desc, b_desc, c_desc, bias_ptr, tile, tiles_m, tiles_n, k_steps, N,
-                BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, HAS_BIAS, ACTIVATION, EPILOGUE_SPLIT, OUT_DTYPE,
+                BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, HAS_BIAS, ACTIVATION, EPILOGUE_SPLIT, OUT_DTYPE, B_T,
             )  # fmt: skip
 
 
@@ -371,17 +379,24 @@ def _check(a, b, out, bias, activation):
         raise InputError(f"matmul: activation must be one of {ACTIVATIONS}, got {activation!r}")
 
 
+def _tma_rows(t: torch.Tensor) -> bool:
+    """A TMA descriptor's tensor: unit last stride, 16-byte aligned base and row stride."""
+    return t.stride(1) == 1 and (t.stride(0) * t.element_size()) % 16 == 0 and t.data_ptr() % 16 == 0
+
+
+def _b_transposed(b: torch.Tensor) -> bool:
+    """B is the transpose of a row-major matrix (`a @ w.T`): the TMA kernel describes w [N, K] instead."""
+    return b.stride(1) != 1 and b.stride(0) == 1
+
+
 def _tma_ok(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> bool:
-    """TMA needs 16-bit data (tf32 wgmma wants K-major B), unit last strides and 16-byte
-    aligned bases and row strides, and a Hopper GPU with a triton that has host descriptors."""
+    """TMA needs 16-bit data (tf32 wgmma wants K-major B), unit last strides and 16-byte aligned bases
+    and row strides (B's, or its transpose's for `a @ w.T`), and a Hopper GPU with host descriptors."""
     if a.device.type != "cuda" or a.dtype not in (torch.bfloat16, torch.float16) or TensorDescriptor is None:
         return False
     if capability(a.device)[0] < 9:
         return False
-    for t in (a, b, c):
-        if t.stride(1) != 1 or (t.stride(0) * t.element_size()) % 16 or t.data_ptr() % 16:
-            return False
-    return True
+    return _tma_rows(a) and _tma_rows(b.t() if _b_transposed(b) else b) and _tma_rows(c)
 
 
 def _span(t: torch.Tensor) -> int:
@@ -441,7 +456,7 @@ _WS_FAILED: set[str] = set()
 class _Plan:
     """Everything a call with this signature launches: the tiles, the grid, the scalar arguments."""
 
-    __slots__ = ("blocks", "cfg", "ints", "launcher", "pad_a", "pad_b", "recheck", "tiles", "ws_numel")
+    __slots__ = ("b_t", "blocks", "cfg", "ints", "launcher", "pad_a", "pad_b", "recheck", "tiles", "ws_numel")
 
 
 def _make_plan(a, b, c, bias, activation, cfg: Config) -> _Plan:
@@ -453,22 +468,28 @@ def _make_plan(a, b, c, bias, activation, cfg: Config) -> _Plan:
     plan.pad_a = plan.pad_b = False
     plan.recheck = False
     plan.ws_numel = 0
+    plan.b_t = False
     if cfg.persistent:
+        plan.b_t = _b_transposed(b)
         if cfg.warp_specialize and (cfg.tag() in _WS_FAILED or os.environ.get("TILEWISE_NO_WARP_SPECIALIZE")):
             cfg = dataclasses.replace(cfg, warp_specialize=False)
         split_epi = cfg.block_n >= 128
-        programs = min(sm_count(a.device), _tiles(m, n, cfg.block_m, cfg.block_n))
+        # one program per SM, fewer when there are fewer tiles; the loop's stride stays the SM count (a
+        # compile-time constant), so a grid of fewer tiles than SMs runs one tile per program on the same binary
+        sms = sm_count(a.device)
+        programs = min(sms, _tiles(m, n, cfg.block_m, cfg.block_n))
         plan.blocks = (
             [cfg.block_m, cfg.block_k],
-            [cfg.block_k, cfg.block_n],
+            [cfg.block_n, cfg.block_k] if plan.b_t else [cfg.block_k, cfg.block_n],
             [cfg.block_m, cfg.block_n // 2 if split_epi else cfg.block_n],
         )
         plan.launcher = Launcher(
             _matmul_tma_persistent_kernel, (programs,),
             dict(
                 BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
-                NUM_PROGRAMS=programs, HAS_BIAS=has_bias, ACTIVATION=activation,
+                NUM_PROGRAMS=sms, HAS_BIAS=has_bias, ACTIVATION=activation,
                 EPILOGUE_SPLIT=split_epi, OUT_DTYPE=_TL_DTYPES[c.dtype], WARP_SPECIALIZE=cfg.warp_specialize,
+                B_T=plan.b_t,
             ),
             num_warps=cfg.num_warps, num_stages=cfg.num_stages,
         )  # fmt: skip
@@ -519,7 +540,7 @@ def _run(plan: _Plan, a, b, c, bias) -> None:
         ba, bb, bc = plan.blocks
         descs = (
             TensorDescriptor.from_tensor(a, ba),
-            TensorDescriptor.from_tensor(b, bb),
+            TensorDescriptor.from_tensor(b.t() if plan.b_t else b, bb),
             TensorDescriptor.from_tensor(c, bc),
         )
         plan.launcher(*descs, bias_arg, *plan.ints)
