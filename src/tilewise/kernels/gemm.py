@@ -445,9 +445,8 @@ def _padded(t: torch.Tensor) -> torch.Tensor:
     return view
 
 
-# Operands whose rows cannot be read with 16-byte loads are copied to padded rows above this intensity;
-# the rule and its numbers live with the time model, which predicts the copy.
-PAD_MIN_FLOPS_PER_BYTE = predict.PAD_MIN_FLOPS_PER_BYTE
+# Operands whose rows cannot be read with 16-byte loads are copied to padded rows above an intensity and a
+# size (`predict.pads_operand`): the rule and its numbers live with the time model, which predicts the copy.
 
 
 _WS_FAILED: set[str] = set()
@@ -598,8 +597,8 @@ def _new_plan(key, a, b, out, bias, activation, config):
     c = out if out is not None else torch.empty((m, n), dtype=a.dtype, device=a.device)
     cfg = config or choose_config(m, n, k, _DTYPES[a.dtype], a.device, "nn" if b.stride(1) == 1 else "nt")
     flops = traffic.gemm_flops(m, n, k)
-    pad_a = not _row_aligned(a) and flops >= PAD_MIN_FLOPS_PER_BYTE * a.numel() * a.element_size()
-    pad_b = not _row_aligned(b) and flops >= PAD_MIN_FLOPS_PER_BYTE * b.numel() * b.element_size()
+    pad_a = not _row_aligned(a) and predict.pads_operand(flops, a.numel() * a.element_size())
+    pad_b = not _row_aligned(b) and predict.pads_operand(flops, b.numel() * b.element_size())
     a = _padded(a) if pad_a else a
     b = _padded(b) if pad_b else b
     if cfg.persistent and not _tma_ok(a, b, c):
