@@ -54,6 +54,18 @@ KERNELS = ("gemm", "attention", "decode", "grouped", "moe", "ffn", "sum")  # the
 # are copied to padded rows when the GEMM does at least this many FLOPs per byte copied: the copy
 # streams at ~4 TB/s, the unaligned GEMM ran 5-10x slower than cuBLAS (kernels.gemm applies it).
 PAD_MIN_FLOPS_PER_BYTE = 64
+# ... and only operands of at least this many bytes: a smaller copy costs more (a launch and a dependent
+# kernel, ~1.7 us each in a CUDA graph) than its unaligned reads: 100^3 bf16 ran 6.2 us padded, 2.8 us
+# unpadded (cuBLAS 3.0); 333 x 7777 x 2049 fp16 (A 1.4 MB, w 32 MB) 151.5 padded, 276.5 unpadded
+# (benchmarks/sweeps/gemm_ab_h200.jsonl; edit by the gemm helper, session 4).
+PAD_MIN_BYTES = 1 << 20
+
+
+def pads_operand(useful_flops: float, nbytes: int) -> bool:
+    """Whether kernels.gemm copies an operand whose rows cannot be read 16 bytes at a time to padded rows."""
+    return nbytes >= PAD_MIN_BYTES and useful_flops >= PAD_MIN_FLOPS_PER_BYTE * nbytes
+
+
 CAL_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "calibration")
 
 # Fallbacks when a calibration file lacks a figure (order of magnitude; the H200 file has them all).
@@ -366,7 +378,7 @@ def _gemm(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str, A
         (a_bytes, (k * e) % 16 == 0 or m == 1 or k == 1),
         (b_bytes, (k * e) % 16 == 0 if nt else ((n * e) % 16 == 0 or n == 1 or k == 1)),
     ):
-        if not aligned and useful >= PAD_MIN_FLOPS_PER_BYTE * nbytes:
+        if not aligned and pads_operand(useful, nbytes):
             t_copy += 2 * nbytes / mach.read_bps + mach.launch_s
     terms = {
         "wave_tail": max(0.0, t_tc - t_even),
