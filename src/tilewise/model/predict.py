@@ -527,7 +527,10 @@ def _decode(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str,
     t_l2 = (kv + 2 * part) / mach.l2_bps
     sm_bw = mach.read_bps / _gpus.get(mach.key).sms
     t_fixed = gens * (mach.latency_s + mach.fill_s + 2 * bn * d * e / sm_bw)
-    t_merge = (mach.launch_s + mach.latency_s + part / mach.read_bps) if splits > 1 else 0.0
+    # the merge is the tail of the same launch (kernels.decode, session 4: no second kernel): every split writes
+    # its partial, the last one of each (batch, kv head) to take the counter (one round trip) reads the
+    # pair's splits x group x (D + 1) floats at an SM's bandwidth share and writes the output
+    t_merge = (mach.latency_s + part / mach.read_bps + splits * group * (d + 1) * 4 / sm_bw) if splits > 1 else 0.0
     flops = 4 * B * Hq * L * d
     mma_eff = _eff(mach, "decode", "mma", tag, 0.3, eff)
     t_tc = cdiv(programs, sms) * 4 * max(16, group) * chunk * d / (mach.peak_flops / sms * mma_eff)
