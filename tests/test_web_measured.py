@@ -105,7 +105,7 @@ def test_gemm_measured_rows_in_hierarchy_and_decode():
     assert (m["file"], m["row"]) == ("benchmarks/results/h200/gemm.json", i)
     for k in ("ours_ms", "tflops", "peer_ms", "config", "gpu", "date", "torch", "triton", "command"):
         assert m[k] == r[k], k
-    assert m["model_ms"] == pytest.approx(r["predicted_ms"])  # the model has not moved since the run
+    assert m["floor_ms"] == pytest.approx(r["predicted_ms"])  # the roofline floor has not moved since the run
     assert api.call("hierarchy", {"gpu": "h100-sxm"})["measured"] == []
     d = api.call("decode", {"gpu": "h200"})
     shapes = [x["shape"] for x in d["measured"]]

@@ -279,13 +279,16 @@ def make_row(
 
 
 def model_columns(kernel: str, problem: dict, config: dict, gpu_key: str = "h200") -> dict[str, Any]:
-    """{"model_ms", "model_binding"} of `tilewise.model.predict` (None with "model_error" when it refuses)."""
-    from tilewise.advise.problems import normalize
+    """{"model_ms", "model_binding"} of `tilewise.model.predict` (None with "model_error" when it refuses).
+
+    The advisor's families are normalised by `tilewise.advise.problems`; the composed ones (moe, ffn, sum:
+    `tilewise.model.compose`) check their own fields."""
+    from tilewise.advise.problems import KERNELS, normalize
     from tilewise.errors import InputError
     from tilewise.model.predict import predict
 
     try:
-        p = predict(kernel, normalize(kernel, problem), config, gpu_key)
+        p = predict(kernel, normalize(kernel, problem) if kernel in KERNELS else problem, config, gpu_key)
     except (InputError, KeyError) as e:
         return {"model_ms": None, "model_binding": None, "model_error": str(e)[:160]}
     return {"model_ms": p.ms, "model_binding": p.binding}
@@ -311,6 +314,8 @@ def format_table(rows: list[dict[str, Any]], cols: Sequence[str] | None = None) 
         cols = ["kernel", "shape", "dtype", "ours_ms", "peer_ms", "speedup", "tflops", "tbps", "roofline_fraction"]
         if any("ours_graph_ms" in r for r in rows):
             cols[6:6] = ["ours_graph_ms", "peer_graph_ms", "speedup_graph"]
+        if any(r.get("model_ms") is not None for r in rows):  # the time model beside the floor's fraction
+            cols += ["model_ms", "model_binding"]
     cols = list(cols)
     cells = [[_fmt(r.get(c)) for c in cols] for r in rows]
     widths = [max(len(c), *(len(x[i]) for x in cells)) if cells else len(c) for i, c in enumerate(cols)]
@@ -322,10 +327,13 @@ def format_table(rows: list[dict[str, Any]], cols: Sequence[str] | None = None) 
 
 def markdown_table(rows: list[dict[str, Any]], cols: Sequence[str] | None = None) -> str:
     """The rows as a GitHub markdown table (for the README sections)."""
+    cols_given = cols is not None
     cols = list(
         cols
         or ("shape", "dtype", "ours_ms", "peer_ms", "speedup", "tflops", "tbps", "predicted_ms", "roofline_fraction")
     )
+    if not cols_given and any(r.get("model_ms") is not None for r in rows):
+        cols += ["model_ms", "model_binding"]
     head = "| " + " | ".join(cols) + " |"
     sep = "|" + "|".join("---" if c in ("kernel", "shape", "dtype", "peer", "config") else "---:" for c in cols) + "|"
     body = ["| " + " | ".join(_fmt(r.get(c)) for c in cols) + " |" for r in rows]

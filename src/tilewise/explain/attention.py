@@ -18,6 +18,7 @@ import argparse
 from tilewise import gpus as _gpus
 from tilewise import validate
 from tilewise.errors import InputError, require
+from tilewise.explain.predicted import prediction
 from tilewise.explain.report import Report, fmt_bytes, fmt_flops, fmt_kib, fmt_time, gpu_info, pct, provenance_line
 from tilewise.model import latency, mma, pipeline, roofline, tensorcore, traffic, waves
 from tilewise.model.occupancy import occupancy
@@ -641,9 +642,22 @@ def explain(
         )
     )
     s.say(
-        f"Estimate: compute {fmt_time(rf.compute_s)} / (ping-pong utilisation {pct(util)} x waves "
-        f"{pct(gw.efficiency)}) = {fmt_time(est)}, ~{flops / est / 1e12:.0f} TFLOP/s: a model, not a measurement."
+        f"Estimate for the design above: compute {fmt_time(rf.compute_s)} / (ping-pong utilisation {pct(util)} x "
+        f"waves {pct(gw.efficiency)}) = {fmt_time(est)}, ~{flops / est / 1e12:.0f} TFLOP/s: the pipeline sketch's "
+        "ideal, with no calibration."
     )
+    problem = {"batch": batch, "heads": heads, "kv_heads": kv_heads, "seq_q": seq_q, "seq_k": seq_k, "head_dim": d,
+               "causal": bool(causal), "dtype": dt}  # fmt: skip
+    pm = prediction(
+        s, "attention", problem, g.key, what="tilewise's Triton attention kernel at its default (the advisor's top-1)",
+        floor_s=rf.time_s,
+    )  # fmt: skip
+    if pm is not None:
+        s.values["model_tflops"] = flops / (pm.ms * 1e-3) / 1e12
+        s.say(
+            f"That is ~{flops / (pm.ms * 1e-3) / 1e12:.0f} TFLOP/s for the Triton kernel; the FA3 design walked above "
+            "(tilewise's Gluon kernel, which runs on Hopper for fp16/bf16 at D 128/256) has no model family yet."
+        )
 
     # Advice from the numbers.
     if arch == "blackwell":

@@ -15,6 +15,7 @@ import argparse
 from tilewise import gpus as _gpus
 from tilewise import validate
 from tilewise.errors import require
+from tilewise.explain.predicted import prediction
 from tilewise.explain.report import Report, fmt_bytes, fmt_flops, fmt_time, gpu_info, pct, provenance_line
 from tilewise.model import decode, latency, mma, traffic
 
@@ -170,6 +171,12 @@ def explain(
             else f"; the compute ({fmt_time(t_compute)}) is longer than the streaming ({fmt_time(t_mem)})."
         )
     )
+    prediction(
+        s, "decode",
+        {"batch": batch, "heads": heads, "kv_heads": kv_heads, "seq_len": seq_len, "head_dim": head_dim, "dtype": dt},
+        g.key, what="tilewise's decode kernel at its default (the advisor's key tile and split count)",
+        floor_s=da.bandwidth_time_s,
+    )  # fmt: skip
     s.say(
         f"To stream at that rate each SM needs ~{lh.in_flight_needed / 1024:.1f} KB in flight (Little's law, "
         f"~{lh.latency_cycles:.0f} cycles of latency, a model figure): {lh.warps_needed} warps of 16-byte loads, "

@@ -27,6 +27,7 @@ import argparse
 from tilewise import gpus as _gpus
 from tilewise import validate
 from tilewise.errors import require
+from tilewise.explain.predicted import prediction
 from tilewise.explain.report import Report, fmt_bytes, fmt_flops, fmt_kib, fmt_time, gpu_info, pct, provenance_line
 from tilewise.gpus import element_bytes
 from tilewise.model import mma, roofline, tensorcore, traffic
@@ -367,6 +368,16 @@ def explain(
         f"activations, the backward's dg and du): "
         f"{unfused_train_extra / fused_train_extra:.1f}x less."
     )
+    ffn_p = {"tokens": T, "heads": H, "head_dim": d, "intermediate": inter, "dtype": dt}
+    prediction(
+        s, "ffn", ffn_p, g.key, what="the FlashFFN forward (its GEMMs at the grouped GEMM's best configs)",
+        floor_s=rf_fwd.time_s,
+    )  # fmt: skip
+    prediction(
+        s, "ffn", {**ffn_p, "backward": "split"}, g.key,
+        what="a training step, forward + the split backward (its 14 GEMM units)",
+        floor_s=rf_fwd.time_s + rf_bwd["split"].time_s, prefix="step_",
+    )  # fmt: skip
 
     # 6. Why is the speedup so small?
     s = r.step(

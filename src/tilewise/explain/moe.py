@@ -22,6 +22,7 @@ import argparse
 from tilewise import gpus as _gpus
 from tilewise import validate
 from tilewise.errors import require
+from tilewise.explain.predicted import prediction
 from tilewise.explain.report import Report, fmt_flops, fmt_time, gpu_info, pct, provenance_line
 from tilewise.model import mma, traffic, waves
 from tilewise.model.tensorcore import WGMMA_M
@@ -224,8 +225,14 @@ def explain(
                 f"epilogue are {pct(c.tile.share)} of a tile; of the whole GEMM {pct(c.overhead_share_per_launch)} "
                 f"with a block per tile, {pct(c.overhead_share_persistent)} persistent."
             )
+        prediction(
+            s, "moe",
+            {"tokens": tokens, "d_model": d_in, "d_ff": d_ff, "experts": experts * (h if name == "per_head" else 1),
+             "top_k": top_k, "dtype": dt},
+            g.key, what=f"the fused MoE layer {label} (routing, both grouped GEMMs at the advisor's top-1, the top-k sum)",
+        )  # fmt: skip
         s.say(
-            f"{fmt_flops(flops)}; modelled time {fmt_time(t_p)} persistent vs {fmt_time(t_l)} with a block per tile: "
+            f"{fmt_flops(flops)}; the tile sketch above: {fmt_time(t_p)} persistent vs {fmt_time(t_l)} with a block per tile: "
             f"{flops / t_p / 1e12:.0f} TFLOP/s, {pct(flops / t_p / _gpus.peak_flops(g, dt))} of peak. "
             f"A tile finds its expert by binary search in the prefix sum {list(up.schedule.prefix[:4])}..."
         )

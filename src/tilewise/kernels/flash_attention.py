@@ -9,7 +9,8 @@ The tips document derives the tile sizes; this file follows it:
   through shared or global memory. Only Q (once), K and V (streamed) and O (once) move.
 * N (BLOCK_N) is bounded below by the shared-memory feed of wgmma (0.5 N >= 16 + 0.25 N,
   N >= 64) and above by registers (S costs N/2 fp32 registers per thread of a warpgroup,
-  O another D/2; 255 is the cap): `_forward_config` says which, with the numbers.
+  O another D/2; 255 is the cap). The default tile is the advisor's top-1 (`_forward_config`, with the
+  numbers in its reason).
 * M (BLOCK_M) sets the HBM intensity (each K/V byte buys BLOCK_M FLOPs); the programs of
   one head run next to each other (program id 0 walks the query tiles of one head), so
   K/V is re-read from L2, not HBM.
@@ -37,7 +38,7 @@ from triton.runtime.errors import OutOfResources
 
 from tilewise.errors import InputError, require
 from tilewise.kernels.attention_gluon import gluon_attention, gluon_failed, use_gluon
-from tilewise.kernels.utils import Launcher, PlanCache, flat_rows, interpreting, long_kernel
+from tilewise.kernels.utils import Launcher, PlanCache, flat_rows, gpu_key, interpreting, long_kernel
 from tilewise.model.tensorcore import attention_tile_budget
 from tilewise.util import cdiv
 
@@ -83,37 +84,65 @@ def _budget(head_dim: int, block_m: int, block_n: int, num_warps: int, stages: i
     )
 
 
-# Candidates per head dim in order of preference, (BLOCK_M, BLOCK_N, warps, stages); the first that the model's
-# register and shared-memory budgets accept is taken. The order is measured (H200, bf16, triton 3.6, 2026-11-30;
-# the TFLOP/s of every variant: tests/data/tuning/attention.md): at D 128, 128x128 w8 s3 498 TFLOP/s non-causal.
-_CANDIDATES: dict[int, list[tuple[int, int, int, int]]] = {
-    16: [(64, 64, 4, 2)],
-    32: [(64, 64, 4, 2)],
-    64: [(64, 64, 4, 3), (128, 64, 4, 3), (128, 128, 8, 3)],
-    128: [(128, 128, 8, 3), (128, 64, 8, 3)],
-    256: [(128, 64, 8, 2), (64, 64, 4, 2), (64, 32, 4, 2)],
-}
-
-# Head dims whose K/V tiles load faster through plain pointer loads (cp.async) than TMA descriptors
-# (D 128: 498 vs 492 and 442 vs 433 TFLOP/s above; within noise, but it is what the rows measured).
-_NO_TMA: set[int] = {128}
-
-
-def _forward_config(head_dim: int, causal: bool, dtype: torch.dtype, seq_q: int) -> ForwardConfig:
-    """Tile sizes for the forward kernel (cached: the model's budget costs ~0.15 ms of Python per call)."""
-    cands = tuple(_CANDIDATES.get(head_dim, [(64, 64, 4, 2)]))
-    return _forward_config_cached(head_dim, bool(causal), dtype, interpreting(), cands, head_dim in _NO_TMA)
+# The default tile is the advisor's top-1 (tilewise.advise: every block_m x block_n x warps x stages of the
+# kernel's space that fits the GPU, ranked by tilewise.model.predict, calibrated on the H200 sweep in
+# tests/data/sweeps/h200). The hand list it replaces, and the rows that ordered it, are in
+# tests/data/tuning/attention.md. The sweep timed that list beside the space ("hand" rows; H200, bf16, 30 problems,
+# 2026-12-01): the advisor's top-1 ran at a median 0.99x the hand list's speed (geometric mean 0.985x, from 0.87x at
+# B1 H32/8 S2048 D128 causal to 1.17x at B1 H8 S8192 D256 causal), within 5% of the best config on 24 of the 30
+# problems against the hand list's 28 (tests/test_attention_advised_default.py recomputes both from the fixture).
+#
+# Where the advisor has nothing to say, a rule (no table):
+# * fp32 (the advisor models 16-bit attention only): the 16-bit top-1 for the same problem, shrunk by `_smaller`
+#   until its 4-byte Q tile and K/V stages fit shared memory;
+# * no configuration of the space fits the GPU (the advisor refuses): 64 x 64 with one warpgroup and two stages
+#   (N = 64 is the wgmma shared-memory feed's break-even, 0.5 N >= 16 + 0.25 N), shrunk the same way;
+# * the interpreter: 32 x 32 tiles (small test shapes stay cheap).
+_RULE_TILE = (64, 64, 4, 2)
 
 
-def forward_config(head_dim: int, causal: bool, dtype: torch.dtype, seq_q: int) -> ForwardConfig:
-    """The tiles `attention` launches for this head dim and dtype (the plan, with its reason in numbers)."""
-    return _forward_config(head_dim, causal, dtype, seq_q)
+def _forward_config(
+    head_dim: int,
+    causal: bool,
+    dtype: torch.dtype,
+    seq_q: int,
+    *,
+    batch: int = 1,
+    heads: int = 1,
+    kv_heads: int | None = None,
+    seq_k: int | None = None,
+    gpu: str = "h200",
+) -> ForwardConfig:
+    """Tile sizes for the forward kernel (cached per problem: the advisor ranks ~20 configs, ~1.5 ms of Python)."""
+    return _forward_config_cached(
+        int(head_dim), bool(causal), dtype, interpreting(), int(batch), int(heads),
+        int(kv_heads if kv_heads is not None else heads), max(1, int(seq_q)),
+        max(1, int(seq_k if seq_k is not None else seq_q)), gpu,
+    )  # fmt: skip
+
+
+def forward_config(
+    head_dim: int,
+    causal: bool,
+    dtype: torch.dtype,
+    seq_q: int,
+    *,
+    batch: int = 1,
+    heads: int = 1,
+    kv_heads: int | None = None,
+    seq_k: int | None = None,
+    gpu: str = "h200",
+) -> ForwardConfig:
+    """The tiles `attention` launches for q [batch, heads, seq_q, head_dim] against k/v [batch, kv_heads, seq_k,
+    head_dim] on `gpu` (a registry key) when no config is given: the plan, with its reason in numbers."""
+    return _forward_config(
+        head_dim, causal, dtype, seq_q, batch=batch, heads=heads, kv_heads=kv_heads, seq_k=seq_k, gpu=gpu
+    )
 
 
 def _smaller(bm: int, bn: int, w: int, st: int):
-    """Tiles below the last candidate, for rows the candidates were not measured with (fp32): fewer
-    stages first (each K/V stage is 2 x BLOCK_N x D elements of shared memory), then half the key
-    tile, then half the query tile."""
+    """Tiles below a starting tile, for rows the advisor does not model (fp32): fewer stages first (each K/V
+    stage is 2 x BLOCK_N x D elements of shared memory), then half the key tile, then half the query tile."""
     while True:
         if st > 1:
             st -= 1
@@ -126,26 +155,51 @@ def _smaller(bm: int, bn: int, w: int, st: int):
         yield bm, bn, (4 if bm <= 64 else w), st
 
 
-@functools.lru_cache(maxsize=256)
+def _advised(batch, heads, kv_heads, seq_q, seq_k, head_dim, causal, dtype: str, gpu: str):
+    """The advisor's top-1 (tilewise.advise) as (tile, reason), or None where it refuses (no config fits)."""
+    from tilewise.advise import advise
+
+    p = {"batch": batch, "heads": heads, "kv_heads": kv_heads, "seq_q": seq_q, "seq_k": seq_k,
+         "head_dim": head_dim, "causal": causal, "dtype": dtype}  # fmt: skip
+    try:
+        a = advise("attention", p, gpu=gpu, top_k=1)[0]
+    except InputError:
+        return None
+    c = a.config
+    return (c["block_m"], c["block_n"], c["num_warps"], c["num_stages"]), a.reason
+
+
+def _note(head_dim: int, bm: int, bn: int, w: int, st: int, dt: str) -> tuple[dict, str]:
+    b = _budget(head_dim, bm, bn, w, st, dt)
+    r, sm = b["registers"], b["smem"]
+    note = (
+        f"BLOCK_M={bm} BLOCK_N={bn} warps={w} stages={st}: registers S {r['s']:.0f} + P {r['p']:.0f} + "
+        f"O {r['o']:.0f} + stats/addresses {r['stats'] + r['addresses']:.0f} = {r['total']:.0f} of {r['limit']}; "
+        f"shared memory {sm['total_bytes'] // 1024} KB of {sm['limit_bytes'] // 1024} KB; "
+        f"wgmma feed 0.5N/(16+0.25N) = {0.5 * bn / (16 + 0.25 * bn):.2f}"
+    )
+    return b, note
+
+
+@functools.lru_cache(maxsize=4096)
 def _forward_config_cached(
-    head_dim: int, causal: bool, dtype: torch.dtype, interpreting: bool, cands: tuple, no_tma: bool
-) -> ForwardConfig:
+    head_dim: int, causal: bool, dtype: torch.dtype, interpreting: bool, batch: int, heads: int, kv_heads: int,
+    seq_q: int, seq_k: int, gpu: str,
+) -> ForwardConfig:  # fmt: skip
     """Tile sizes for the forward kernel, with the reason in numbers (the tips document's derivation).
 
-    * BLOCK_N >= 64: wgmma is m64 nN k16; per k16 slice the Tensor Cores take 0.5 N cycles
+    * BLOCK_N >= 64 keeps wgmma m64 nN k16 fed: per k16 slice the Tensor Cores take 0.5 N cycles
       while shared memory feeds A (64 x 16 x 2 B = 2 KB, 16 cycles at 128 B/cycle) and B
       (0.25 N cycles): 0.5 N >= 16 + 0.25 N gives N >= 64; compute/feed is 1.00 at 64, 1.33 at 128.
+      The advisor may still take N = 32 where its time model says the shorter tile wins (small grids).
     * BLOCK_N <= 128 from registers: with 8 warps (two warpgroups of 64 rows) S costs N/2 and O
       D/2 fp32 registers per thread: 64 + 64 at N = D = 128, plus P (bf16, 32), statistics and
-      addresses: 188 of 255 (model); N = 256 would need 128 for S alone and spill.
-    * D = 256: O alone is 128 registers per thread for 64 rows per warpgroup, so BLOCK_N = 64.
+      addresses: 188 of 255 (model); N = 256 would need 128 for S alone and spill. The advisor's space
+      holds only the tiles inside this budget (`tilewise.advise.space.attention_fits`).
     * shared memory: Q (BLOCK_M x D) + stages x K/V tiles (2 x BLOCK_N x D) under 227 KB:
       128 x 128 tiles at D = 128: 32 KB + 3 x 64 KB = 224 KB, so at most 3 stages. fp32 rows are
       twice as wide: 128 x 128 x 3 stages asked Triton for 393,216 B at D = 128 (limit 232,448), so
       fp32 is budgeted at 4 bytes and takes the first smaller tile that fits.
-    * BLOCK_M = 128 makes each K/V byte from HBM buy 128 FLOPs; the rest of the machine
-      balance (989.4 / 4.8 = 206 FLOP/B on the H200) comes from L2 hits of the other query
-      tiles of the same head, which the grid order runs next to each other.
     """
     dt = _dtype_key(dtype)
     if interpreting:
@@ -153,34 +207,34 @@ def _forward_config_cached(
         return ForwardConfig(
             block_m=32, block_n=32, num_warps=4, num_stages=1, use_desc=True, reason="interpreter: 32 x 32 tiles"
         )
-    notes = []
-    for i, (bm, bn, w, st) in enumerate(_candidates_then_smaller(cands)):
-        b = _budget(head_dim, bm, bn, w, st, dt)
-        r, sm = b["registers"], b["smem"]
-        note = (
-            f"BLOCK_M={bm} BLOCK_N={bn} warps={w} stages={st}: registers S {r['s']:.0f} + P {r['p']:.0f} + "
-            f"O {r['o']:.0f} + stats/addresses {r['stats'] + r['addresses']:.0f} = {r['total']:.0f} of {r['limit']}; "
-            f"shared memory {sm['total_bytes'] // 1024} KB of {sm['limit_bytes'] // 1024} KB; "
-            f"wgmma feed 0.5N/(16+0.25N) = {0.5 * bn / (16 + 0.25 * bn):.2f}"
+    # fp32 asks the advisor for the 16-bit problem (same tiles, half the bytes), then shrinks below
+    adv = _advised(batch, heads, kv_heads, seq_q, seq_k, head_dim, causal, "fp16" if dt == "fp32" else dt, gpu)
+    if adv is not None and dt != "fp32":
+        _, note = _note(head_dim, *adv[0], dt)
+        bm, bn, w, st = adv[0]
+        return ForwardConfig(
+            block_m=bm, block_n=bn, num_warps=w, num_stages=st, use_desc=True, reason=f"advisor top-1: {adv[1]}; {note}"
         )
-        # the measured candidates must fit both budgets; a smaller fallback tile needs only the shared
-        # memory (registers past the budget spill and slow it, shared memory past the limit does not launch)
-        if b["fits"] or (i >= len(cands) and sm["fits"]):
-            tag = "" if i < len(cands) else f"{dt}: smaller than the measured candidates; "
+    if adv is not None:
+        start, origin = adv[0], f"fp32: the 16-bit advisor top-1 ({adv[1]}), shrunk to fit"
+    else:
+        start, origin = _RULE_TILE, f"the advisor has no {dt} tile for {gpu}: the 64 x 64 rule, shrunk to fit"
+    notes = []
+    for tile in (start, *_smaller(*start)):
+        b, note = _note(head_dim, *tile, dt)
+        # a tile below the advisor's needs only the shared memory (registers past the budget spill and slow
+        # it, shared memory past the limit does not launch)
+        if b["smem"]["fits"]:
+            rejected = ("; " + " | ".join(notes)) if notes else ""
+            bm, bn, w, st = tile
             return ForwardConfig(
-                block_m=bm, block_n=bn, num_warps=w, num_stages=st, use_desc=not no_tma,
-                reason=tag + note + ("; " + " | ".join(notes) if notes else ""),
-            )  # fmt: skip
+                block_m=bm, block_n=bn, num_warps=w, num_stages=st, use_desc=True, reason=f"{origin}; {note}{rejected}"
+            )
         notes.append("rejected " + note)
     raise InputError(
         f"attention: no tile of head_dim {head_dim} in {dt} fits the shared memory of one block "
         f"({_budget(head_dim, 16, 16, 4, 1, dt)['smem']['limit_bytes']} bytes); use float16 or bfloat16"
     )
-
-
-def _candidates_then_smaller(cands: tuple):
-    yield from cands
-    yield from _smaller(*cands[-1])
 
 
 # ------------------------------------------------------------------------------ kernel
@@ -415,7 +469,9 @@ def _make_plan(q, k, v, causal, scale, config) -> _Plan:
     # FA3 in Gluon on Hopper (tilewise.kernels.attention_gluon); the Triton launcher below stays the fallback
     plan.gluon = config is None and use_gluon(q, k, v, scale)
     plan.causal, plan.scale = bool(causal), scale
-    cfg = config or _forward_config(D, causal, q.dtype, Sq)
+    cfg = config or _forward_config(
+        D, causal, q.dtype, Sq, batch=B, heads=H, kv_heads=Hk, seq_k=Sk, gpu=gpu_key(q.device)
+    )
     sm_scale = (1.0 / math.sqrt(D)) if scale is None else float(scale)
     # TMA descriptors only where their host cost hides (`long_kernel`), unless a config asks for them
     flops = 4.0 * B * H * Sq * Sk * D

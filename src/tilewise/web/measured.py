@@ -14,6 +14,8 @@ from functools import cache
 from importlib import resources
 
 from tilewise.advise.problems import normalize
+from tilewise.bench import model_rows
+from tilewise.bench.model_rows import gemm_config_from_tag  # noqa: F401  (re-exported for the explorer's tests)
 from tilewise.model import roofline, traffic
 from tilewise.web.measured_build import access_key, occupancy_key, sweep_key
 
@@ -64,21 +66,32 @@ def gemm_batches(n: int, k: int, dtype: str) -> list[int]:
 
 
 def gemm_beside_model(gpu, m: int, n: int, k: int, dtype: str) -> list[dict]:
-    """Each H200 row of this GEMM with the model's roofline time for it today (the harness's own formula:
-    `roofline.time` of `traffic.gemm_flops` and `traffic.gemm_bytes`). Empty for any other GPU."""
+    """Each H200 row of this GEMM beside the model today, computed here, not stored with the row (the rows were
+    measured before the time model existed): `model_ms` is `tilewise.model.predict` of the config the row ran
+    (`tilewise.bench.model_rows`, from its tag), `floor_ms` the roofline floor (the harness's `roofline.time` of
+    `traffic.gemm_flops` and `traffic.gemm_bytes`, the row's own `predicted_ms`). Empty for any other GPU."""
     if gpu.key != MEASURED_GPU:
         return []
-    model = roofline.time(gpu, traffic.gemm_flops(m, n, k), traffic.gemm_bytes(m, n, k, dtype), dtype)
-    return [
-        {
-            **r,
-            "model_ms": model.time_s * 1e3,
-            "model_bound": model.bound,
-            "model_tflops": model.flops / model.time_s / 1e12,
-            "measured_over_model": r["ours_ms"] / (model.time_s * 1e3),
-        }
-        for r in gemm_rows(m, n, k, dtype)
-    ]
+    floor = roofline.time(gpu, traffic.gemm_flops(m, n, k), traffic.gemm_bytes(m, n, k, dtype), dtype)
+    out = []
+    for r in gemm_rows(m, n, k, dtype):
+        pm = model_rows.with_model(r, gpu.key)
+        ms = pm["model_ms"]
+        out.append(
+            {
+                **r,
+                "model_ms": ms,
+                "model_binding": pm["model_binding"],
+                "model_source": pm["model_source"],
+                "model_tflops": floor.flops / (ms * 1e-3) / 1e12 if ms else None,
+                "measured_over_model": r["ours_ms"] / ms if ms else None,
+                "floor_ms": floor.time_s * 1e3,
+                "floor_bound": floor.bound,
+                "floor_tflops": floor.flops / floor.time_s / 1e12,
+                "measured_over_floor": r["ours_ms"] / (floor.time_s * 1e3),
+            }
+        )
+    return out
 
 
 def l2_probe(gpu) -> dict | None:

@@ -18,6 +18,7 @@ from typing import Any
 
 from tilewise.bench import shapes
 
+DEVICE = "cuda"  # the suites run on the GPU (a CPU smoke test may change it)
 NAME = "attention"
 HELP = "FlashAttention forward (bf16/fp16) vs SDPA (default and flash backends): 5 headline shapes, a sweep of 12, or your own"
 
@@ -80,23 +81,38 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def model_spec(b: int, h: int, hk: int, s: int, d: int, causal: bool, dtype: str, cfg) -> tuple[str, dict, dict]:
+    """(kernel, problem, config) of `tilewise.model.predict` for a row: the Triton kernel's tile `cfg`."""
+    problem = {"batch": b, "heads": h, "kv_heads": hk, "seq_q": s, "seq_k": s, "head_dim": d, "causal": causal,
+               "dtype": dtype}  # fmt: skip
+    config = {"block_m": cfg.block_m, "block_n": cfg.block_n, "num_warps": cfg.num_warps, "num_stages": cfg.num_stages}
+    return "attention", problem, config
+
+
+# The time model has an attention family for the Triton kernel only; where the Gluon FA3 kernel runs (Hopper,
+# fp16/bf16, D 128/256) the row's model_ms is the Triton fallback's prediction and says so.
+GLUON_NOTE = "model_ms predicts the Triton kernel's default tile; the Gluon FA3 kernel ran (no model family)"
+
+
 def run(args: argparse.Namespace, progress) -> list[dict]:
     import torch
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     from tilewise.bench import harness
+    from tilewise.kernels.attention_gluon import use_gluon
     from tilewise.kernels.flash_attention import attention, forward_config
     from tilewise.model import traffic
 
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype]
     problems = parse_shapes(args.shapes)
     tags = harness.env_tags()
+    gpu_key = harness.registry_key_for(tags.get("gpu", ""))
     rows: list[dict] = []
     for b, h, hk, s, d, causal in progress(problems, total=len(problems), desc="attention"):
-        q = torch.randn(b, h, s, d, device="cuda", dtype=dtype)
-        k = torch.randn(b, hk, s, d, device="cuda", dtype=dtype)
-        v = torch.randn(b, hk, s, d, device="cuda", dtype=dtype)
+        q = torch.randn(b, h, s, d, device=DEVICE, dtype=dtype)
+        k = torch.randn(b, hk, s, d, device=DEVICE, dtype=dtype)
+        v = torch.randn(b, hk, s, d, device=DEVICE, dtype=dtype)
 
         def ours(_i, q=q, k=k, v=v, causal=causal):
             return attention(q, k, v, causal=causal)
@@ -127,7 +143,8 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
                 flash_ms = flash["ours_ms"]
             except Exception as e:
                 peer_error = (peer_error or "") + f" flash: {e!r}"[:200]
-        cfg = forward_config(d, causal, dtype, s)
+        cfg = forward_config(d, causal, dtype, s, batch=b, heads=h, kv_heads=hk, seq_k=s, gpu=gpu_key)
+        gluon = use_gluon(q, k, v, None)
         row = harness.make_row(
             kernel="attention",
             shape=shape_name(b, h, hk, s, d, causal),
@@ -138,7 +155,11 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
             flops=traffic.attention_flops(b, h, s, s, d, causal=causal, exact_causal=False),
             nbytes=traffic.attention_bytes(b, h, hk, s, s, d, args.dtype),
             tags=tags,
+            gpu_key=gpu_key,
+            model=model_spec(b, h, hk, s, d, causal, args.dtype, cfg),
             extra={
+                "kernel_path": "gluon" if gluon else "triton",
+                "model_note": GLUON_NOTE if gluon else None,
                 "headline": (b, h, hk, s, d, causal) in HEADLINE,
                 "sdpa_flash_ms": flash_ms,
                 "speedup_vs_sdpa_flash": (flash_ms / t["ours_ms"]) if flash_ms else None,
@@ -153,5 +174,6 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
         if getattr(args, "json", None):  # written after every row: a timeout loses nothing
             harness.write_rows(args.json, rows, meta=tags)
         del q, k, v
-        torch.cuda.empty_cache()
+        if DEVICE == "cuda":
+            torch.cuda.empty_cache()
     return rows

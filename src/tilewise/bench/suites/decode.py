@@ -13,6 +13,7 @@ import argparse
 
 from tilewise.bench import shapes
 
+DEVICE = "cuda"  # the suites run on the GPU (a CPU smoke test may change it)
 NAME = "decode"
 HELP = "decode attention (one new token, GQA, split-KV) vs SDPA enable_gqa: 7 preset shapes or your own"
 
@@ -91,12 +92,12 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
     rows: list[dict] = []
     for name, hq, hk, lens in progress(problems, total=len(problems), desc="decode"):
         b, lmax = len(lens), max(lens)
-        q = torch.randn(b, hq, 1, d, device="cuda", dtype=dt)
-        k = torch.randn(b, hk, lmax, d, device="cuda", dtype=dt)
+        q = torch.randn(b, hq, 1, d, device=DEVICE, dtype=dt)
+        k = torch.randn(b, hk, lmax, d, device=DEVICE, dtype=dt)
         v = torch.randn_like(k)
-        lens_t = torch.tensor(lens, device="cuda", dtype=torch.int32)
+        lens_t = torch.tensor(lens, device=DEVICE, dtype=torch.int32)
         uniform = len(set(lens)) == 1
-        mask = None if uniform else (torch.arange(lmax, device="cuda")[None, :] < lens_t[:, None]).view(b, 1, 1, lmax)
+        mask = None if uniform else (torch.arange(lmax, device=DEVICE)[None, :] < lens_t[:, None]).view(b, 1, 1, lmax)
 
         def ours(_i, q=q, k=k, v=v, lens_t=lens_t):
             return decode_attention(q, k, v, lens_t)
@@ -158,5 +159,6 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
         if getattr(args, "json", None):
             harness.write_rows(args.json, rows, meta=tags)
         del q, k, v, mask, peer
-        torch.cuda.empty_cache()
+        if DEVICE == "cuda":
+            torch.cuda.empty_cache()
     return rows

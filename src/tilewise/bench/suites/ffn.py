@@ -142,6 +142,27 @@ def infer_memory(fn) -> float:
 # ------------------------------------------------------------------------------ suite
 
 
+def ffn_model_spec(T: int, H: int, d: int, inter: int, dtype: str, backward: str | None = None):
+    """(kernel, problem, config) of `tilewise.model.predict` for a FlashFFN row: the composed "ffn" (its GEMMs,
+    forward and with `backward` the backward kernels'; `tilewise.model.compose`)."""
+    p = {"tokens": T, "heads": H, "head_dim": d, "intermediate": inter, "dtype": dtype}
+    return "ffn", (p if backward is None else {**p, "backward": backward}), {}
+
+
+def mhmoe_model_spec(T: int, heads: int, head_dim: int, experts: int, width: int, top_k: int, dtype, on_gpu: bool):
+    """The composed "moe" without routing for MH-MoE's expert forward: T x heads rows of d_h over heads x experts
+    experts, with the tiles `kernels.mhmoe` takes (`moe_layer.moe_configs`)."""
+    import dataclasses
+
+    from tilewise.kernels.moe_layer import moe_configs
+
+    up, down = moe_configs(T * heads, top_k, heads * experts, head_dim, width, dtype, on_gpu)
+    name = {"torch.bfloat16": "bf16", "torch.float16": "fp16"}[str(dtype)]
+    p = {"tokens": T * heads, "d_model": head_dim, "d_ff": width, "experts": heads * experts, "top_k": top_k,
+         "dtype": name, "routing": False}  # fmt: skip
+    return "moe", p, {"up": dataclasses.asdict(up), "down": dataclasses.asdict(down)}
+
+
 def ffn_rows(
     tokens, inters, head_dims, heads, dtype_name, rounds, rep_ms, dense=True, progress=None, tags=None, log=None
 ) -> list[dict[str, Any]]:
@@ -210,6 +231,7 @@ def _ffn_case(T, H, d, inter, dtype_name, rounds, rep_ms, dense, tags, log) -> l
         harness.make_row(
             kernel="flash_ffn_fwd", shape=shape, dtype=dtype_name, peer="unfused_bmm_torch",
             ours_ms=tp["ours_ms"], peer_ms=tp["peer_ms"], flops=fl, nbytes=nb, tags=tags, extra=extra,
+            model=ffn_model_spec(T, H, d, inter, dtype_name),
         )
     )  # fmt: skip
     if log:
@@ -261,6 +283,7 @@ def _ffn_case(T, H, d, inter, dtype_name, rounds, rep_ms, dense, tags, log) -> l
             ours_ms=tp2["ours_ms"], peer_ms=tp2["peer_ms"],
             flops=fl + xffn.mhffn_backward_flops(T, H, d, inter, "useful"),
             nbytes=nb + xffn.mhffn_backward_bytes(T, H, d, inter, dtype_name), tags=tags, extra=extra2,
+            model=ffn_model_spec(T, H, d, inter, dtype_name, backward=MODE),
         )
     )  # fmt: skip
     if log:
@@ -317,6 +340,7 @@ def _moe_case(T, heads, head_dim, experts, width, top_k, dtype_name, rounds, rep
         kernel="mhmoe_fwd", shape=f"T{T}_H{heads}_dh{head_dim}_E{experts}_f{width}_k{top_k}",
         dtype=dtype_name, peer="torch._grouped_mm", ours_ms=tp["ours_ms"], peer_ms=tp["peer_ms"],
         flops=fl, nbytes=nb, tags=tags,
+        model=mhmoe_model_spec(T, heads, head_dim, experts, width, top_k, dt, DEVICE == "cuda"),
         extra=dict(
             **harness.timing_fields(tp), rows_per_expert_mean=float(counts.float().mean()),
             rows_per_expert_min=int(counts.min()), rows_per_expert_max=int(counts.max()), max_abs_diff_vs_peer=err,

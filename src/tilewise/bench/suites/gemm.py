@@ -12,6 +12,7 @@ import argparse
 from tilewise.bench import shapes
 from tilewise.bench.shapes import rotation
 
+DEVICE = "cuda"  # the suites run on the GPU (a CPU smoke test may change it)
 NAME = "gemm"
 HELP = "matmul (bf16/fp16/tf32) vs torch.matmul (cuBLAS): the GEMM article's shapes, a sweep of odd ones, or your own"
 
@@ -106,8 +107,8 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
         for m, n, k in progress(problems, total=len(problems), desc="gemm"):
             nbytes = traffic.gemm_bytes(m, n, k, args.dtype)
             rot = rotation(nbytes, l2)
-            a = [torch.randn(m, k, device="cuda", dtype=dtype) for _ in range(rot)]
-            b = [torch.randn(k, n, device="cuda", dtype=dtype) for _ in range(rot)]
+            a = [torch.randn(m, k, device=DEVICE, dtype=dtype) for _ in range(rot)]
+            b = [torch.randn(k, n, device=DEVICE, dtype=dtype) for _ in range(rot)]
             cfg = choose_config(m, n, k, args.dtype, a[0].device)
 
             def ours(i: int, a: list = a, b: list = b, cfg: Config = cfg) -> object:

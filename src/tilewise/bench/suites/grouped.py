@@ -166,7 +166,8 @@ def bench_shape(
                 ours_ms=t2["ours_ms"], peer_ms=t2["peer_ms"], flops=flops, nbytes=nbytes, tags=tags, extra=ex2,
             )
         )  # fmt: skip
-    torch.cuda.empty_cache()
+    if DEVICE == "cuda":
+        torch.cuda.empty_cache()
     return rows
 
 

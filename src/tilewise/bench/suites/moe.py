@@ -87,6 +87,17 @@ def add_arguments(p) -> None:
     p.add_argument("--rounds", type=int, default=3)
 
 
+def model_spec(problem: tuple[int, int, int, int, int, str], dtype: str, cfg_up, cfg_down, routing: bool = True):
+    """(kernel, problem, config) of `tilewise.model.predict` for a row: the composed "moe" (routing, the two
+    grouped GEMMs with the tiles that ran, the top-k sum; `tilewise.model.compose`)."""
+    import dataclasses
+
+    T, d, f, E, k, gate = problem
+    p = {"tokens": T, "d_model": d, "d_ff": f, "experts": E, "top_k": k, "gate": gate, "dtype": dtype,
+         "routing": routing}  # fmt: skip
+    return "moe", p, {"up": dataclasses.asdict(cfg_up), "down": dataclasses.asdict(cfg_down)}
+
+
 def bench_config(
     name: str, problem: tuple[int, int, int, int, int, str], dtype_name: str, rounds: int, tags: dict, configs=None
 ) -> dict:
@@ -114,6 +125,7 @@ def bench_config(
     extra.update(rows_per_expert=T * k / E, experts_used=used, gate=gate, top_k=k)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     cfg_up, cfg_down = configs or moe_configs(T, k, E, d, f, dtype, True)
+    model = model_spec(problem, dtype_name, cfg_up, cfg_down)
     for prefix, cfg, (K, N) in (("up_", cfg_up, (d, f)), ("down_", cfg_down, (f, d))):
         extra.update(
             {
@@ -125,9 +137,10 @@ def bench_config(
     row = harness.make_row(
         kernel="moe", shape=f"{name}: T{T} d{d} d_ff{f} E{E} top{k} {gate}", dtype=dtype_name,
         peer="torch (torch._grouped_mm x2 + glue)", ours_ms=t["ours_ms"], peer_ms=t["peer_ms"],
-        flops=flops, nbytes=nbytes, tags=tags, extra=extra,
+        flops=flops, nbytes=nbytes, tags=tags, extra=extra, model=model,
     )  # fmt: skip
-    torch.cuda.empty_cache()
+    if DEVICE == "cuda":
+        torch.cuda.empty_cache()
     return row
 
 

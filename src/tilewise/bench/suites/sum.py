@@ -11,6 +11,7 @@ import argparse
 from tilewise.bench.shapes import count, rotation
 from tilewise.errors import InputError, parse_size
 
+DEVICE = "cuda"  # the suites run on the GPU (a CPU smoke test may change it)
 NAME = "sum"
 HELP = "sum (fp32 / fp16 / bf16) vs torch.sum: 1 GiB and smaller inputs, full and per-dimension"
 
@@ -60,6 +61,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rep-ms", type=float, default=60)
 
 
+def model_spec(numel: int, dtype: str, outputs: int) -> tuple[str, dict, dict]:
+    """(kernel, problem, config) of `tilewise.model.predict` (the composed "sum": bytes over the calibrated
+    bandwidth, a latency and a launch; `tilewise.model.compose`)."""
+    return "sum", {"numel": numel, "dtype": dtype, "outputs": outputs}, {}
+
+
 def run(args: argparse.Namespace, progress) -> list[dict]:
 
     import torch
@@ -90,7 +97,7 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
         outputs = 1 if d is None else shape[1 - d]
         mbytes = traffic.sum_bytes(numel, args.dtype, outputs=outputs)
         rot = rotation(mbytes, l2)
-        xs = [torch.randn(shape, device="cuda", dtype=dtype) for _ in range(rot)]
+        xs = [torch.randn(shape, device=DEVICE, dtype=dtype) for _ in range(rot)]
 
         def ours(i: int, xs: list = xs, d: int | None = d) -> object:
             return tw_sum(xs[i], d)
@@ -119,6 +126,7 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
                 tags=tags,
                 gpu_key=gpu_key,
                 model_dtype="fp32",
+                model=model_spec(numel, args.dtype, outputs),
                 extra={
                     "rotate": rot,
                     **harness.timing_fields(t),

@@ -37,6 +37,14 @@ def decode_panel(p: Params) -> dict:
         padded = round(batch / f)
         fills[name] = {"rows": gran, "fill": f, "padded_rows": padded, "fragments": padded // gran}
     cur = point(batch)
+    # The time model beside the roofline point: tilewise's GEMM at its default (the advisor's top-1).
+    predicted = None
+    if dtype in ("bf16", "fp16"):
+        from tilewise.advise import advise
+
+        a = advise("gemm", {"m": batch, "n": n, "k": k, "dtype": dtype}, g.key, top_k=1)[0]
+        predicted = {"model_ms": a.prediction.ms, "model_binding": a.prediction.binding, "config": a.tag,
+                     "calibrated": a.prediction.calibrated, "tflops": a.tflops, "floor_ms": cur["time_s"] * 1e3}  # fmt: skip
     series = [point(b) for b in DECODE_BATCHES]
     # The roof itself, drawn through points the roofline model computes.
     lo, hi = 0.25, 4 * max(cur["balance"], DECODE_BATCHES[-1])
@@ -49,6 +57,7 @@ def decode_panel(p: Params) -> dict:
         "problem": {"batch": batch, "n": n, "k": k, "dtype": dtype},
         "fragments": fills,
         "current": cur,
+        "predicted": predicted,
         "series": series,
         "roof": roof,
         "batch_for_compute_bound": decode.batch_for_compute_bound(k, n, dtype, g),

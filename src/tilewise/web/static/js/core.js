@@ -308,7 +308,8 @@ const TW = (() => {
   }
 
   /**
-   * GEMM benchmark rows of the H200 beside the model's roofline time (hierarchy and decode panels).
+   * GEMM benchmark rows of the H200 beside the time model's prediction for the config each ran, and the roofline
+   * floor (hierarchy and decode panels).
    * `rows`: the rows of this exact shape; `all`: every measured row of the family (listed as links).
    */
   function gemmMeasured(key, rows, gpu, shape, all) {
@@ -327,9 +328,11 @@ const TW = (() => {
     return el("div", {}, rows.map((r) => measuredBox({
       key, title: `Measured: ${r.kernel} ${r.shape.replaceAll("x", " × ")} ${r.dtype}`,
       rows: [
-        { label: "time", measured: `${fmt.fixed(r.ours_ms * 1e3, 1)} µs`, model: `${fmt.fixed(r.model_ms * 1e3, 1)} µs (roofline)`, k: "ms" },
-        { label: "TFLOP/s", measured: fmt.fixed(r.tflops, 1), model: fmt.fixed(r.model_tflops, 1), k: "tflops" },
-        { label: "bound", measured: `${fmt.fixed(100 / r.measured_over_model, 0)}% of the roof`, model: r.model_bound, k: "bound" },
+        { label: "time", measured: `${fmt.fixed(r.ours_ms * 1e3, 1)} µs`,
+          model: r.model_ms == null ? "—" : `${fmt.fixed(r.model_ms * 1e3, 1)} µs (time model, ${r.model_binding} binds)`, k: "ms" },
+        { label: "floor", measured: `${fmt.fixed(100 / r.measured_over_floor, 0)}% of the roof`,
+          model: `${fmt.fixed(r.floor_ms * 1e3, 1)} µs (roofline, ${r.floor_bound}-bound)`, k: "floor" },
+        { label: "TFLOP/s", measured: fmt.fixed(r.tflops, 1), model: r.model_tflops == null ? "—" : fmt.fixed(r.model_tflops, 1), k: "tflops" },
       ],
       src: { file: r.file, row: r.row, gpu: r.gpu, date: r.date, tools: `torch ${r.torch}, triton ${r.triton}` },
       note: `config ${r.config}; ${r.peer} ${fmt.fixed(r.peer_ms * 1e3, 1)} µs; command: ${r.command}`,

@@ -28,6 +28,8 @@ TW.register({
       bound: TW.stat("dec-bound", "bound"),
       util: TW.stat("dec-util", "Tensor-Core time busy, at best"),
       need: TW.stat("dec-need", "batch to reach the balance point"),
+      floor: TW.stat("dec-floor", "roofline floor"),
+      model: TW.stat("dec-model", "time model (advisor's top-1)"),
     };
     const fragFig = el("div", { class: "figure" });
     const roofFig = el("div", { class: "figure" });
@@ -122,6 +124,9 @@ TW.register({
         st.bound.set(c.bound === "memory" ? "memory" : "compute", c.bound === "memory" ? "hot" : "ok");
         st.util.set(fmt.pct(c.tensor_utilisation));
         st.need.set(d.batch_for_compute_bound === null ? "never" : fmt.int(d.batch_for_compute_bound));
+        st.floor.set(`${fmt.fixed(c.time_s * 1e6, 1)} µs`);
+        const p = d.predicted;
+        st.model.set(p ? `${fmt.fixed(p.model_ms * 1e3, 1)} µs (${p.model_binding})` : "—");
         drawFragments(d);
         drawRoof(d);
         const b = Number(batch.value);

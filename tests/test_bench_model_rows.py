@@ -1,0 +1,68 @@
+"""The committed H200 rows predate the time model: their readers compute model_ms when they read them
+(`tilewise.bench.model_rows`), from the problem and config each row names. Every row of the suites' result files
+gets a prediction, the measured numbers stay as measured, and per suite the prediction sits closer to the
+measurement than the roofline floor did (median of |log(measured / predicted)|)."""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from pathlib import Path
+
+import pytest
+
+from tilewise.bench import model_rows
+from tilewise.model.predict import predict
+
+ROOT = Path(__file__).resolve().parents[1]
+FILES = ["gemm", "gemm_fp16", "gemm_tf32", "attention", "decode", "grouped", "moe", "ffn", "ffn_moe", "sum"]
+SUITE_KERNELS = {"matmul", "attention", "decode_attention", "grouped_matmul", "moe", "flash_ffn_fwd",
+                 "flash_ffn_fwdbwd", "mhmoe_fwd", "sum"}  # fmt: skip
+
+
+def _rows(name):
+    return json.loads((ROOT / f"benchmarks/results/h200/{name}.json").read_text())["rows"]
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_every_committed_suite_row_gets_a_prediction(name):
+    for r in _rows(name):
+        assert r["kernel"] in SUITE_KERNELS and "model_ms" not in r  # as measured: no model column
+        m = model_rows.with_model(r)
+        assert m["model_ms"] is not None and m["model_ms"] > 0, (name, r["shape"], m.get("model_error"))
+        assert m["model_source"] == model_rows.SOURCE and m["model_binding"]
+        assert {k: m[k] for k in r} == r  # every measured field untouched
+        kernel, problem, config = model_rows.model_spec(r)
+        assert m["model_ms"] == pytest.approx(predict(kernel, problem, config, "h200").ms)
+
+
+def test_the_rows_own_config_is_read_back():
+    (r,) = [x for x in _rows("attention") if x["shape"] == "B4 H32 S4096 D128 non-causal"]
+    assert model_rows.model_spec(r)[2] == {"block_m": 128, "block_n": 128, "num_warps": 8, "num_stages": 3}
+    (g,) = [x for x in _rows("grouped") if x["shape"].startswith("E128 rows8 K2048 N1536")][:1]
+    assert model_rows.model_spec(g)[2]["schedule"] == "map" and model_rows.model_spec(g)[1]["rows_per_expert"] == 8
+
+
+def test_rows_that_carry_model_ms_keep_it():
+    r = {"kernel": "sum", "shape": "1024", "dtype": "fp32", "model_ms": 0.123, "model_binding": "hbm"}
+    assert model_rows.with_model(r)["model_ms"] == 0.123
+    assert model_rows.with_model({"kernel": "unknown", "shape": "x"})["model_ms"] is None
+
+
+def test_the_prediction_is_closer_than_the_floor_per_suite():
+    by: dict[str, list[tuple[float, float, float]]] = {}
+    for name in FILES:
+        for r in _rows(name):
+            m = model_rows.with_model(r)
+            by.setdefault(r["kernel"], []).append((r["ours_ms"], m["model_ms"], r["predicted_ms"]))
+    lines = []
+    for kernel, v in by.items():
+        model = statistics.median(abs(math.log(meas / p)) for meas, p, _ in v)
+        floor = statistics.median(abs(math.log(meas / f)) for meas, _, f in v)
+        err = statistics.median(abs(p - meas) / meas for meas, p, _ in v)
+        lines.append(f"{kernel}: {len(v)} rows, median |model - measured| / measured {err:.1%}; "
+                     f"median measured / model {statistics.median(m / p for m, p, _ in v):.2f}, "
+                     f"/ floor {statistics.median(m / f for m, _, f in v):.2f}")  # fmt: skip
+        assert model < floor, kernel
+    print("\n".join(lines))
