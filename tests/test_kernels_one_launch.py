@@ -25,7 +25,7 @@ DEV = kernel_device()
 @pytest.fixture(autouse=True)
 def _poison_allocations(poison):
     """Every output the ops allocate starts as NaN: an element never written fails the comparison."""
-    poison(reduce.torch, "empty")
+    poison(reduce.torch, "empty", "empty_strided")
 
 
 def _poison_workspaces():
@@ -123,8 +123,9 @@ def test_full_sum_partials_live_in_the_workspace(monkeypatch, numel):
     reduce.sum(x)
     launches = _CountLaunches(monkeypatch)
     allocs = []
-    real_empty = reduce.torch.empty
-    monkeypatch.setattr(reduce.torch, "empty", lambda *a, **k: allocs.append(a) or real_empty(*a, **k))
+    for name in ("empty", "empty_strided", "empty_like", "zeros"):
+        real = getattr(reduce.torch, name)
+        monkeypatch.setattr(reduce.torch, name, lambda *a, _real=real, **k: allocs.append(a) or _real(*a, **k))
     _poison_workspaces()
     s = reduce.sum(x)
     _counters_back_at_zero()

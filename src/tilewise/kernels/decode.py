@@ -39,6 +39,7 @@ from tilewise.errors import InputError, require
 from tilewise.kernels.utils import (
     Launcher,
     PlanCache,
+    contiguous_strides,
     flat_rows,
     gpu_key,
     interpreting,
@@ -460,7 +461,9 @@ class _Plan:
         "ints",
         "launcher",
         "lse_shape",
+        "lse_strides",
         "out_shape",
+        "out_strides",
         "rows",
         "ws_counters",
         "ws_numel",
@@ -473,8 +476,8 @@ def _make_plan(q, k_cache, v_cache, table, paged, scale, num_splits, max_len, ti
     B, Hq, D = q.shape[0], q.shape[1], q.shape[-1]
     Hk = k_cache.shape[1]
     plan = _Plan()
-    plan.out_shape = tuple(q.shape)
-    plan.lse_shape = (B, Hq)
+    plan.out_shape, plan.out_strides = tuple(q.shape), contiguous_strides(q.shape)
+    plan.lse_shape, plan.lse_strides = (B, Hq), (Hq, 1)
     plan.empty = B == 0
     advised = None
     if tile is None and num_splits is None and max_chunk is None:
@@ -545,8 +548,8 @@ def _make_plan(q, k_cache, v_cache, table, paged, scale, num_splits, max_len, ti
 
 def _run(plan: _Plan, q, k, v, lens, table):
     dev = q.device
-    out = torch.empty(plan.out_shape, dtype=q.dtype, device=dev)
-    lse = torch.empty(plan.lse_shape, dtype=torch.float32, device=dev)
+    out = torch.empty_strided(plan.out_shape, plan.out_strides, dtype=q.dtype, device=dev)
+    lse = torch.empty_strided(plan.lse_shape, plan.lse_strides, dtype=torch.float32, device=dev)
     if plan.empty:
         return out, lse
     cq, ck, cv = plan.contig

@@ -29,7 +29,7 @@ import triton
 import triton.language as tl
 
 from tilewise.errors import InputError
-from tilewise.kernels.utils import Launcher, PlanCache, interpreting, sm_count, workspace
+from tilewise.kernels.utils import Launcher, PlanCache, contiguous_strides, interpreting, sm_count, workspace
 from tilewise.util import cdiv, next_power_of_2
 
 _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
@@ -164,7 +164,7 @@ class _Plan:
     """The one launch of a call signature: its launcher, the integer arguments, the output's shape, and the
     workspace (counters, partials) it needs from `tilewise.kernels.utils.workspace` (0: none)."""
 
-    __slots__ = ("acc_dtype", "copy", "counters", "ints", "launcher", "out_shape", "partials", "reshape")
+    __slots__ = ("acc_dtype", "copy", "counters", "ints", "launcher", "out_shape", "out_strides", "partials", "reshape")
 
 
 def _plan_all(x: torch.Tensor, cfg: SumConfig | None) -> _Plan:
@@ -175,7 +175,7 @@ def _plan_all(x: torch.Tensor, cfg: SumConfig | None) -> _Plan:
     sms = sm_count(x.device)
     cfg = cfg or choose_config(numel, x.element_size(), sms)
     programs = max(1, min(sms * cfg.programs_per_sm, cdiv(numel, cfg.block)))
-    plan.out_shape = ()
+    plan.out_shape, plan.out_strides = (), ()
     plan.acc_dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
     plan.counters, plan.partials = 1, programs
     plan.launcher = Launcher(
@@ -230,6 +230,7 @@ def _plan_dim(x: torch.Tensor, dim: int, keepdim: bool) -> _Plan:
     r = shape[dim]
     outer_shape, inner_shape = shape[:dim], shape[dim + 1 :]
     plan.out_shape = (*outer_shape, 1, *inner_shape) if keepdim else (*outer_shape, *inner_shape)
+    plan.out_strides = contiguous_strides(plan.out_shape)
     plan.acc_dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
     outer = 1
     for s in outer_shape:
@@ -256,7 +257,7 @@ def _run(plan: _Plan, x: torch.Tensor) -> torch.Tensor:
         x = x.contiguous()
     elif plan.reshape is not None:
         x = x.reshape(plan.reshape)
-    out = torch.empty(plan.out_shape, dtype=x.dtype, device=x.device)
+    out = torch.empty_strided(plan.out_shape, plan.out_strides, dtype=x.dtype, device=x.device)
     if plan.counters:
         cnt, part = workspace(x.device, plan.counters, plan.partials, plan.acc_dtype, "sum")
         plan.launcher(x, out, part, cnt, *plan.ints)
