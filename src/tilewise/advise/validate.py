@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import statistics
 
@@ -144,6 +145,7 @@ def family_verdict(family: str, directory: str | None = None, gpu: str = "h200")
     top1, errs, per = [], [], []
     nmh_top, nmh_err, hand_top, hand_err = [], [], [], []
     vs_cublas, best_vs_cublas = [], []
+    prev_top, prev_speed = [], []
     tune_s, configs = 0.0, 0
     for key, rec in sorted(recs.items()):
         if split_of(key) != "val":
@@ -163,6 +165,9 @@ def family_verdict(family: str, directory: str | None = None, gpu: str = "h200")
             nmh_top.append(nms / best_ms)
             if key in nmh_pred:
                 nmh_err.append(abs(nmh_pred[key] - nms) / nms)
+        if "default" in rec.others:  # the kernel's default when the sweep ran (the previous calibration's top-1)
+            prev_top.append(rec.others["default"][1] / best_ms)
+            prev_speed.append(rec.others["default"][1] / rec.space[tag])
         if "hand" in rec.others:
             hms = rec.others["hand"][1]
             hand_top.append(hms / best_ms)
@@ -198,6 +203,13 @@ def family_verdict(family: str, directory: str | None = None, gpu: str = "h200")
             "error_median": statistics.median(hand_err),
             "error_p90": _pct(hand_err, 0.9),
             "prediction": "roofline floor (the benchmark rows' predicted_ms)",
+        }
+    if prev_top:
+        out["default_at_sweep"] = {
+            "top1_within_5pct": sum(r <= 1.05 for r in prev_top) / len(prev_top),
+            "advisor_speedup_median": statistics.median(prev_speed),
+            "advisor_speedup_geomean": math.exp(statistics.fmean(math.log(x) for x in prev_speed)),
+            "what": "the kernel's default (config=None) when the sweep ran: the previous calibration's top-1",
         }
     if nmh_top:
         out["nmh"] = {
