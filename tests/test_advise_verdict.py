@@ -28,17 +28,18 @@ def test_gemm_figures(verdict):
     g = verdict["gemm"]
     assert g["problems"] >= 100 and g["configs_measured"] > 5000
     assert g["error_median"] <= 0.10  # target met
-    assert g["error_p90"] <= 0.37  # target 0.25: missed, 0.355 measured
-    assert g["top1_within_5pct"] >= 0.68  # target 0.90: missed, 0.70 measured
+    # figures on the GEMM re-sweep of the gemm branch (session 4) with the calibration regenerated from it
+    assert g["error_p90"] <= 0.25  # target 0.25: met, 0.210 measured (0.355 on the first sweep)
+    assert g["top1_within_5pct"] >= 0.85  # target 0.90: missed, 0.876 measured (0.70 on the first sweep)
     # the advisor beats both alternatives on both counts
-    assert g["top1_within_5pct"] > 2 * g["hand"]["top1_within_5pct"]  # 70% against 33%
-    assert g["top1_within_5pct"] > 5 * g["nmh"]["top1_within_5pct"]  # against 8%
+    assert g["top1_within_5pct"] > 2 * g["hand"]["top1_within_5pct"]  # 88% against 28%
+    assert g["top1_within_5pct"] > 3 * g["nmh"]["top1_within_5pct"]  # against 24% (nmh's tiles on the fixed kernel)
     assert g["error_median"] < g["nmh"]["error_median"] / 5 and g["error_median"] < g["hand"]["error_median"] / 5
     assert g["nmh"]["error_median"] > 0.35  # the "median error ~80%"-class anchor: 41% here
     assert g["autotune_device_s"] > 1000 and g["advisor_device_s"] == 0
     c = g["vs_cublas"]
-    assert 0.89 <= c["advisor_median"] <= c["kernel_best_median"] < 1.0  # missed: the kernel's best is 0.92x
-    assert c["kernel_best_below_0.8"] >= 10  # shapes no config of this kernel brings to 0.8x cuBLAS
+    assert 0.95 <= c["advisor_median"] <= c["kernel_best_median"] < 1.0  # missed: 0.970, the kernel's best 0.978
+    assert c["kernel_best_below_0.8"] >= 5  # 8 held-out shapes no config of this kernel brings to 0.8x cuBLAS
 
 
 @pytest.mark.parametrize(
