@@ -21,8 +21,11 @@ CFG = {"block_m": 128, "block_n": 128, "block_k": 64, "group_m": 8, "split_k": 1
 def test_terms_add_up_and_name_the_binding_term():
     p = M.predict("gemm", GEMM, CFG, "h200")
     assert p.ms > 0 and p.binding in p.terms
-    main = max(p.terms[k] for k in ("tensor_core", "hbm", "l2"))
-    extras = sum(v for k, v in p.terms.items() if k not in ("tensor_core", "hbm", "l2", "wave_tail", "padding"))
+    names = p.detail["main_terms"]  # the overlapped terms: tensor_core, hbm, l2, per-program latency, ...
+    assert {"tensor_core", "hbm", "l2"} <= set(names)
+    main = M.overlap([p.terms[k] for k in names], M.machine("h200").overlap_p)
+    assert max(p.terms[k] for k in names) <= main <= sum(p.terms[k] for k in names)
+    extras = sum(v for k, v in p.terms.items() if k not in names and k not in M.SHARE_TERMS)
     assert p.ms == pytest.approx(main + extras)
     assert p.terms["launch"] > 0 and p.terms["prologue_epilogue"] >= 0
     d = p.to_dict()

@@ -3,4 +3,4 @@
 # host CPU "Intel(R) Xeon(R) Processor" (16 cores). Host cost per call of every op and its torch peer (tiny problems,
 # back-to-back calls, one sync), launched through the compiled kernel (the default). Run on a CUDA machine.
 set -euo pipefail
-tilewise bench overhead --ops empty,matmul,sum,attention,decode,grouped,moe,flash_ffn,sum_dim,ffn_module,mhmoe --calls 1000 --rounds 3 --json benchmarks/results/h200/overhead.json
+tilewise bench overhead --ops empty,launcher,matmul,sum,attention,decode,grouped,moe,flash_ffn,sum_dim,ffn_module,mhmoe --calls 1000 --rounds 3 --json benchmarks/results/h200/overhead.json

@@ -31,6 +31,8 @@ def _stub_torch() -> None:
         setattr(t, name, object())
     t.Tensor = type("Tensor", (), {})
     t.device = type("device", (), {})
+    t.dtype = type("dtype", (), {})
+    t._C = types.ModuleType("torch._C")  # kernels/utils.py looks up a raw-stream getter at import
     sys.modules["torch"] = t
 
 

@@ -14,8 +14,9 @@
   captured as a CUDA graph of `calls` launches that rotate over `copies` sets of inputs (>= 150 MB
   in all where that takes <= 64 copies: the L2 holds 60 MB, so each launch reads cold operands),
   with `calls` large enough that a replay passes ~0.25 ms. All graphs of a problem are then replayed
-  in alternating rounds (forward, backward, ...), one event-timed replay per config per round; the
-  row's `ms` is the median over rounds / calls.
+  in alternating rounds (forward, backward, ...), one event-timed replay per config per round, each
+  round behind a GPU-side wait so the host enqueues it ahead of the GPU; the row's `ms` is the
+  median over rounds / calls.
 * Rows go to DIR/<family>.jsonl as each problem finishes (a timeout loses only the problem in
   flight), with the calibration microbenchmarks (sustained clock under Tensor-Core load, copy and L2
   bandwidth, per-launch cost) in DIR/calib.json and the run's GPU, date, versions, host CPU and
@@ -51,6 +52,7 @@ L2_ROTATE_BYTES = 150 * 2**20
 MAX_COPIES = 64
 TARGET_REPLAY_S = 2.5e-4
 MAX_CALLS = 128
+SLEEP_CYCLES_PER_ENTRY = 300_000  # ~0.15 ms at the H200's ~2 GHz: a host-side lead per timed graph
 
 
 def interpreting() -> bool:
@@ -374,6 +376,11 @@ def time_problem(torch, family: str, p: dict, items, rounds: int, log) -> list[d
         for r in range(rounds + 1):
             order = entries if r % 2 == 0 else entries[::-1]
             evs = []
+            # A GPU-side wait first, so the host enqueues the round's events and replays ahead of the GPU: a
+            # host thread descheduled between an event and its replay (the compile workers load every core)
+            # would otherwise time the gap too. The GEMM re-sweep of 2026-12-01 without it: 679 of 9175 rows
+            # had rounds more than 1.3x apart, all in the 80 problems timed while compiles ran.
+            torch.cuda._sleep(int(SLEEP_CYCLES_PER_ENTRY * len(order)))
             for _row, g, ts in order:
                 a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 a.record()
@@ -507,6 +514,7 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--small", action="store_true")
     ap.add_argument("--limit", type=int, default=0, help="at most this many problems per family (0: all)")
+    ap.add_argument("--keys", default="", help="only these problem keys: a comma list, or @FILE with one a line")
     ap.add_argument("--no-calibrate", action="store_true")
     ap.add_argument("--sources", default="", help="time only these sources (space,hand,cublas,nmh,sdpa); default all")
     ap.add_argument(
@@ -534,6 +542,9 @@ def main(argv=None) -> int:
     for fam in fams:
         probs, keyf = P.FAMILIES[fam]
         plist = probs()[i::n]
+        if a.keys:
+            wanted = open(a.keys[1:]).read().split() if a.keys.startswith("@") else a.keys.split(",")
+            plist = [p for p in plist if keyf(p) in set(wanted)]
         if a.limit:
             plist = plist[: a.limit]
         items = []

@@ -95,6 +95,9 @@ def _validate(a: argparse.Namespace) -> int:
             f"{fam:<10} {f['problems']:>4} {f['top1_within_5pct']:>9.0%} {f['error_median']:>8.1%} "
             f"{f['error_p90']:>8.1%}  {'; '.join(vs)}"
         )
+        c = f["calibration_split"]
+        print(f"{'':<10} calibration split (in-sample): {c['problems']} problems, top1 {c['top1_within_5pct']:.0%}, "
+              f"err med {c['error_median']:.1%}, p90 {c['error_p90']:.1%}")  # fmt: skip
         print(f"{'':<10} autotune would spend {f['autotune_device_s']:.0f} s of device time "
               f"({f['autotune_configs']} configs); the advisor 0 s")  # fmt: skip
         if "vs_cublas" in f:
@@ -104,6 +107,11 @@ def _validate(a: argparse.Namespace) -> int:
                 f"{c['advisor_below_0.8']} below 0.8x; kernel's best median {c['kernel_best_median']:.2f}x, "
                 f"min {c['kernel_best_min']:.2f}x, {c['kernel_best_below_0.8']} below 0.8x"
             )
+    if "gemm_defaults_vs_cublas_all" in v:
+        c = v["gemm_defaults_vs_cublas_all"]
+        print(f"gemm defaults (advisor top-1) vs cuBLAS over all {c['problems']} problems: median "
+              f"{c['advisor_median']:.2f}x, min {c['advisor_min']:.2f}x, {c['advisor_below_0.8']} below 0.8x; "
+              f"kernel's best median {c['kernel_best_median']:.2f}x, {c['kernel_best_below_0.8']} below 0.8x")  # fmt: skip
     return 0
 
 

@@ -15,9 +15,14 @@ Fit rules (each one a hardware limit, with the number):
   less the driver's 1 KB;
 * registers: the fp32 accumulator is block_m x block_n / threads registers per thread; more than
   160 of the 255 leaves too few for addresses and operands (128x256 with 4 warps is 256: spills);
-* persistent (TMA) configs need 16-bit operands, a TMA-capable GPU and at least one tile per SM
-  (the kernel launches min(SMs, tiles) programs, a compile-time constant: below one tile per SM it
-  is the plain grid plus a loop, and a new binary per tile count);
+* persistent (TMA) configs need 16-bit operands, a TMA-capable GPU, 16-byte aligned rows (N and K
+  multiples of 8: otherwise the launcher runs the pointer kernel) and tiles for at least 3/4 of the
+  SMs (the last-wave fill `kernels.gemm.choose_split_k` asks for): the kernel launches min(SMs, tiles)
+  programs (its loop stride stays the SM count, one binary) and cannot split K as the pointer kernel
+  does (64 x 64 x 28672: the persistent tiles took 117-270 us, split-K 16 took 12; 1000^3 at 64 x 128
+  = 128 tiles: 9.9 us against 11.8 for the pointer kernel; benchmarks/sweeps/gemm_ab_h200.jsonl).
+  Both layouts: for `a @ w.T` the kernel describes w [N, K] itself (8192^3 fp16 nt: 1615 us against
+  1833 for the best pointer tile, cuBLAS 1626);
 * split-K only where each split keeps >= 4 BLOCK_K steps (the kernel's fix-up is serial).
 """
 
@@ -126,10 +131,10 @@ def gemm_fits(c: dict, m: int, n: int, k: int, dtype: str, gpu: str | _gpus.GPU,
     if c["persistent"]:
         if not g.tma or e != 2:
             return "persistent TMA kernel needs 16-bit operands on a TMA GPU"
-        if layout != "nn":
-            return "persistent TMA kernel needs row-major B (a @ w.T reads B column-major: the pointer kernel runs)"
-        if cdiv(m, c["block_m"]) * cdiv(n, c["block_n"]) < g.sms:
-            return "persistent kernel needs at least one tile per SM"
+        if (n * e) % 16 or (k * e) % 16:
+            return "persistent TMA kernel needs 16-byte aligned rows of A, B (or w) and C"
+        if 4 * cdiv(m, c["block_m"]) * cdiv(n, c["block_n"]) < 3 * g.sms:
+            return "persistent kernel needs tiles for at least 3/4 of the SMs (it cannot split K)"
     if c["split_k"] > 1 and cdiv(k, c["block_k"]) < 4 * c["split_k"]:
         return f"split-K {c['split_k']} leaves < 4 BLOCK_K steps per split"
     if e == 4 and c["block_k"] > 128:

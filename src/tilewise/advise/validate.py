@@ -85,6 +85,53 @@ def _compile_seconds(directory: str) -> dict:
     return out
 
 
+def split_figures(family: str, recs: dict, gpu: str, split: str) -> dict:
+    """top-1 within 5% and the error figures over the problems of one split (the calibration split's are the
+    in-sample figures, printed beside the held-out verdict)."""
+    top1, errs = [], []
+    for key, rec in sorted(recs.items()):
+        if split_of(key) != split:
+            continue
+        adv = advise(family, rec.problem, gpu, top_k=1)[0]
+        tag = space.TAGS[family](adv.config)
+        if tag in rec.space:
+            top1.append(rec.space[tag] / rec.best()[1])
+        for t, ms in rec.space.items():
+            errs.append(abs(predict(family, rec.problem, rec.configs[t], gpu).ms - ms) / ms)
+    return {
+        "split": split,
+        "problems": len(top1),
+        "top1_within_5pct": sum(r <= 1.05 for r in top1) / len(top1) if top1 else float("nan"),
+        "error_median": statistics.median(errs) if errs else float("nan"),
+        "error_p90": _pct(errs, 0.9),
+    }
+
+
+def defaults_vs_cublas(directory: str | None = None, gpu: str = "h200") -> dict:
+    """The advisor's top-1 (every GEMM's default config) against cuBLAS over every problem of the sweep (both
+    splits): the sweep times every config of the space and cuBLAS side by side (CUDA graphs), so the default's
+    measured time is read from the fixture without a GPU."""
+    ratios, best = [], []
+    for _key, rec in sorted(fixtures.load("gemm", directory).items()):
+        if "cublas" not in rec.others:
+            continue
+        tag = space.TAGS["gemm"](advise("gemm", rec.problem, gpu, top_k=1)[0].config)
+        if tag not in rec.space:
+            continue
+        cms = rec.others["cublas"][1]
+        ratios.append(cms / rec.space[tag])
+        best.append(cms / rec.best()[1])
+    return {
+        "problems": len(ratios),
+        "advisor_median": statistics.median(ratios),
+        "advisor_min": min(ratios),
+        "advisor_below_0.8": sum(r < 0.8 for r in ratios),
+        "kernel_best_median": statistics.median(best),
+        "kernel_best_min": min(best),
+        "kernel_best_below_0.8": sum(r < 0.8 for r in best),
+    }
+
+
 def family_verdict(family: str, directory: str | None = None, gpu: str = "h200") -> dict:
     recs = fixtures.load(family, directory)
     comp = _compile_seconds(directory or fixtures.DEFAULT_DIR)
@@ -143,6 +190,7 @@ def family_verdict(family: str, directory: str | None = None, gpu: str = "h200")
         "autotune_configs": configs,
         "advisor_device_s": 0.0,
         "per_problem": per,
+        "calibration_split": split_figures(family, recs, gpu, "cal"),
     }
     if hand_top:
         out["hand"] = {
@@ -172,5 +220,8 @@ def family_verdict(family: str, directory: str | None = None, gpu: str = "h200")
 
 def verdict(directory: str | None = None, gpu: str = "h200", families=fixtures.FAMILIES) -> dict:
     meta = fixtures.meta(directory)
-    return {"sweep": {k: meta.get(k) for k in ("gpu", "date", "torch", "triton", "host_cpu", "command")},
-            "families": {f: family_verdict(f, directory, gpu) for f in families}}  # fmt: skip
+    out = {"sweep": {k: meta.get(k) for k in ("gpu", "date", "torch", "triton", "host_cpu", "command")},
+           "families": {f: family_verdict(f, directory, gpu) for f in families}}  # fmt: skip
+    if "gemm" in families:
+        out["gemm_defaults_vs_cublas_all"] = defaults_vs_cublas(directory, gpu)
+    return out

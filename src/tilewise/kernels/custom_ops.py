@@ -485,9 +485,14 @@ def _(dout, z, slot_weights, slot_of, offsets, w_gate_up, w_down, gate_up):
 def _experts_setup(ctx, inputs, output):
     z, slot_weights, slot_of, offsets, w_gate_up, w_down, _ = inputs
     ctx.save_for_backward(z, slot_weights, slot_of, offsets, w_gate_up, w_down, output[1])
+    # the kept activation is never differentiated: without this autograd fills a zero gradient of its
+    # shape every step (a 128 MiB memset, 40 us of the H200's 800 us step at T 4096 H 16 f 256 k 2)
+    ctx.set_materialize_grads(False)
 
 
 def _experts_backward(ctx, dout, _d_gate_up):
+    if dout is None:  # the output took no part in the loss
+        return None, None, None, None, None, None, None
     z, sw, slot_of, offsets, wgu, wd, gate_up = ctx.saved_tensors
     dz, dsw, dwgu, dwd = torch.ops.tilewise.moe_experts_backward(dout, z, sw, slot_of, offsets, wgu, wd, gate_up)
     return dz, dsw.to(sw.dtype), None, None, dwgu, dwd, None

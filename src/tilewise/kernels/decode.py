@@ -13,11 +13,13 @@ from Tensor-Core utilisation to saturating HBM. This file does three things for 
   program each, so that small batches still put every SM to work. The count comes from the
   model's wave-efficiency rule (`tilewise.model.decode.choose_num_splits`); an optional cap
   on the keys one program streams (`max_chunk=`, `MAX_CHUNK`) shortens the last programs,
-  off by default (the H200 sweep measured the model's count alone best). A second kernel
-  merges the partial results by their log-sum-exp.
+  off by default (the H200 sweep measured the model's count alone best). The last split of
+  each (sequence, KV head) to finish merges the partial results by their log-sum-exp, in the
+  same launch (a counter per pair, set back to zero by that split; a separate merge kernel cost
+  the host ~10 us per call on the H200's host, a third of a short decode step).
 * Variable lengths without padding traffic: a program reads keys [start, min(start +
-  chunk, len)) of its sequence only; chunks past the end load nothing, and the merge reads
-  only the partials that saw keys.
+  chunk, len)) of its sequence only; chunks past the end load nothing and leave a partial of
+  weight 0 (lse -inf).
 
 Paged caches: pass `block_table` [B, max_pages] (int32, page ids) and k/v caches shaped
 [num_pages, Hkv, page_size, D]; page_size must be a multiple of the key tile.
@@ -34,7 +36,17 @@ import triton
 import triton.language as tl
 
 from tilewise.errors import InputError, require
-from tilewise.kernels.utils import Launcher, PlanCache, flat_rows, gpu_key, interpreting, signature, sm_count
+from tilewise.kernels.utils import (
+    Launcher,
+    PlanCache,
+    contiguous_strides,
+    flat_rows,
+    gpu_key,
+    interpreting,
+    signature,
+    sm_count,
+    workspace,
+)
 from tilewise.model.decode import choose_num_splits
 from tilewise.util import cdiv, next_power_of_2
 
@@ -201,8 +213,8 @@ def _decode_split_kernel(
     TABLE,
     O,
     LSE,
-    O_PART,
-    LSE_PART,
+    WS,
+    COUNTERS,
     # sizes
     num_kv_heads,
     cache_len,
@@ -230,14 +242,20 @@ def _decode_split_kernel(
     PAGE: tl.constexpr,
     PAGED: tl.constexpr,
     USE_DESC: tl.constexpr,
+    MERGE_G: tl.constexpr,
+    SPLITS_P2: tl.constexpr,
+    SPLIT_CHUNK: tl.constexpr,
 ):
+    """Program (split, b * Hkv + kv head) attends its GROUP query heads to keys [split * chunk, ...).
+    One split writes out and lse itself. With several, each writes its partial (out, lse) to the
+    workspace and bumps its (sequence, kv head) counter; the last split to arrive merges the partials
+    of every split in split order (deterministic) and resets the counter: one launch per call."""
     split = tl.program_id(0)
     bh = tl.program_id(1)
     b = bh // num_kv_heads
     hk = bh % num_kv_heads
     seq_len = tl.load(LENS + b)
-    # keys [lo, hi) of this split; chunks past the end are empty (no load) and their partial is
-    # never read by the merge
+    # keys [lo, hi) of this split; chunks past the end are empty (no load): their partial has lse -inf
     lo = split * chunk
     hi = tl.minimum(lo + chunk, seq_len)
     full_hi = lo + tl.maximum(hi - lo, 0) // BLOCK_N * BLOCK_N
@@ -283,51 +301,56 @@ def _decode_split_kernel(
         tl.store(o_ptrs, out.to(O.dtype.element_ty), mask=g_ok[:, None])
         tl.store(LSE + b * (num_kv_heads * GROUP) + heads, lse2 * LN2, mask=g_ok)
     else:
-        # partials: [B * Hkv, num_splits, GROUP, D] and [B * Hkv, num_splits, GROUP]
-        row = (bh.to(tl.int64) * num_splits + split) * GROUP + offs_g
-        tl.store(O_PART + row[:, None] * HEAD_DIM + offs_d[None, :], out, mask=g_ok[:, None])
-        tl.store(LSE_PART + row, lse2, mask=g_ok)
+        # partials in WS: out [B * Hkv, num_splits, MERGE_G, D], then lse [B * Hkv, num_splits, MERGE_G]
+        row = (bh.to(tl.int64) * num_splits + split) * MERGE_G + offs_g
+        tl.store(WS + row[:, None] * HEAD_DIM + offs_d[None, :], out, mask=g_ok[:, None])
+        lse_ptr = WS + tl.num_programs(1).to(tl.int64) * num_splits * MERGE_G * HEAD_DIM
+        tl.store(lse_ptr + row, lse2, mask=g_ok)
+        tl.debug_barrier()
+        arrived = tl.atomic_add(COUNTERS + bh, 1, sem="acq_rel", scope="gpu")
+        if arrived == num_splits - 1:
+            _decode_merge(WS, lse_ptr, O, LSE, COUNTERS, b, bh, hk, num_kv_heads, num_splits, stride_ob, stride_oh,
+                          GROUP, HEAD_DIM, MERGE_G, SPLITS_P2, SPLIT_CHUNK)  # fmt: skip
 
 
 @triton.jit
-def _decode_merge_kernel(
-    O_PART,
-    LSE_PART,
-    LENS,
-    O,
-    LSE,
-    num_heads,
-    num_splits,
-    chunk,
-    stride_ob,
-    stride_oh,
-    GROUP: tl.constexpr,
-    HEAD_DIM: tl.constexpr,
-    SPLITS_P2: tl.constexpr,
-):
-    """One program per (sequence, query head): out = sum_s w_s o_s / sum_s w_s, w_s = 2^(lse_s - max)."""
-    pid = tl.program_id(0)
-    b = pid // num_heads
-    h = pid % num_heads
-    bh_kv = b * (num_heads // GROUP) + h // GROUP
-    g = h % GROUP
-    seq_len = tl.load(LENS + b)
-    n_valid = (seq_len + chunk - 1) // chunk  # splits that saw keys; the others wrote nothing
+def _decode_merge(
+    WS, LSE_WS, O, LSE, COUNTERS, b, bh, hk, num_kv_heads, num_splits, stride_ob, stride_oh,
+    GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, MERGE_G: tl.constexpr, SPLITS_P2: tl.constexpr,
+    SPLIT_CHUNK: tl.constexpr,
+):  # fmt: skip
+    """The last split of (b, kv head): out_g = sum_s w_s o_s / sum_s w_s with w_s = 2^(lse_s - max_s lse_s),
+    for the group's heads at once; splits without keys have lse -inf (weight 0)."""
     offs_s = tl.arange(0, SPLITS_P2)
+    offs_g = tl.arange(0, MERGE_G)
     offs_d = tl.arange(0, HEAD_DIM)
-    ok = offs_s < n_valid
-    row = (bh_kv.to(tl.int64) * num_splits + offs_s) * GROUP + g
-    lse_s = tl.load(LSE_PART + row, mask=ok, other=float("-inf"))
+    g_ok = offs_g < GROUP
+    first = bh.to(tl.int64) * num_splits  # the (b, kv head)'s first split row
+    rows = (first + offs_s[:, None]) * MERGE_G + offs_g[None, :]
+    ok = (offs_s[:, None] < num_splits) & g_ok[None, :]
+    lse_s = tl.load(LSE_WS + rows, mask=ok, other=float("-inf"), cache_modifier=".cg")  # [SPLITS_P2, MERGE_G]
     m = tl.max(lse_s, 0)
     m_use = tl.where(m == float("-inf"), 0.0, m)
-    w = tl.math.exp2(lse_s - m_use)  # 0 for splits without keys
-    o_s = tl.load(O_PART + row[:, None] * HEAD_DIM + offs_d[None, :], mask=ok[:, None], other=0.0)
-    denom = tl.sum(w, 0)
+    denom = tl.sum(tl.math.exp2(lse_s - m_use[None, :]), 0)
+    acc = tl.zeros([MERGE_G, HEAD_DIM], tl.float32)
+    offs_c = tl.arange(0, SPLIT_CHUNK)
+    for s0 in range(0, num_splits, SPLIT_CHUNK):
+        ss = s0 + offs_c
+        r2 = (first + ss[:, None]) * MERGE_G + offs_g[None, :]  # [SPLIT_CHUNK, MERGE_G]
+        ok2 = (ss[:, None] < num_splits) & g_ok[None, :]
+        w = tl.math.exp2(tl.load(LSE_WS + r2, mask=ok2, other=float("-inf"), cache_modifier=".cg") - m_use[None, :])
+        o_s = tl.load(WS + r2[:, :, None] * HEAD_DIM + offs_d[None, None, :], mask=ok2[:, :, None], other=0.0,
+                      cache_modifier=".cg")  # fmt: skip
+        acc += tl.sum(o_s * w[:, :, None], 0)
     has_key = denom > 0.0
-    out = tl.sum(o_s * w[:, None], 0) / tl.where(has_key, denom, 1.0)
-    lse = tl.where(has_key, (m_use + tl.math.log2(tl.where(has_key, denom, 1.0))) * LN2, float("-inf"))
-    tl.store(O + b.to(tl.int64) * stride_ob + h * stride_oh + offs_d, out.to(O.dtype.element_ty))
-    tl.store(LSE + pid, lse)
+    d_safe = tl.where(has_key, denom, 1.0)
+    out = acc / d_safe[:, None]
+    lse = tl.where(has_key, (m_use + tl.math.log2(d_safe)) * LN2, float("-inf"))
+    heads = hk * GROUP + offs_g
+    tl.store(O + b.to(tl.int64) * stride_ob + heads[:, None] * stride_oh + offs_d[None, :],
+             out.to(O.dtype.element_ty), mask=g_ok[:, None])  # fmt: skip
+    tl.store(LSE + b * (num_kv_heads * GROUP) + heads, lse, mask=g_ok)
+    tl.atomic_xchg(COUNTERS + bh, 0)
 
 
 # ---------------------------------------------------------------------------- launcher
@@ -436,16 +459,14 @@ class _Plan:
         "desc_block",
         "empty",
         "ints",
-        "lens_to_int32",
+        "launcher",
         "lse_shape",
-        "merge_ints",
-        "merge_launcher",
+        "lse_strides",
         "out_shape",
-        "part_numel",
-        "part_split",
+        "out_strides",
         "rows",
-        "split_launcher",
-        "table_to_int32",
+        "ws_counters",
+        "ws_numel",
     )  # fmt: skip
 
 
@@ -455,8 +476,8 @@ def _make_plan(q, k_cache, v_cache, table, paged, scale, num_splits, max_len, ti
     B, Hq, D = q.shape[0], q.shape[1], q.shape[-1]
     Hk = k_cache.shape[1]
     plan = _Plan()
-    plan.out_shape = tuple(q.shape)
-    plan.lse_shape = (B, Hq)
+    plan.out_shape, plan.out_strides = tuple(q.shape), contiguous_strides(q.shape)
+    plan.lse_shape, plan.lse_strides = (B, Hq), (Hq, 1)
     plan.empty = B == 0
     advised = None
     if tile is None and num_splits is None and max_chunk is None:
@@ -493,17 +514,23 @@ def _make_plan(q, k_cache, v_cache, table, paged, scale, num_splits, max_len, ti
     q3 = q3.contiguous() if plan.contig[0] else q3
     k = k_cache.contiguous() if plan.contig[1] else k_cache
     v = v_cache.contiguous() if plan.contig[2] else v_cache
-    plan.part_numel = B * Hk * splits * group * (D + 1) if splits > 1 else 0
-    plan.part_split = B * Hk * splits * group * D
+    merge_g = next_power_of_2(group)
+    # the workspace: partial out and lse per (sequence, kv head, split, head of the group), and a counter per
+    # (sequence, kv head) that the last split sets back to zero
+    plan.ws_numel = B * Hk * splits * merge_g * (D + 1) if splits > 1 else 0
+    plan.ws_counters = B * Hk if splits > 1 else 0
     tma = (USE_DESC if use_desc is None else bool(use_desc)) and TensorDescriptor is not None
     tma = tma and _tma_rows(k) and _tma_rows(v)
     plan.rows = k.shape[0] * k.shape[1] * k.shape[2]
     plan.desc_block = [block_n, D] if tma else None
-    plan.split_launcher = Launcher(
+    splits_p2 = next_power_of_2(splits)
+    plan.launcher = Launcher(
         _decode_split_kernel, (splits, B * Hk),
         dict(
             GROUP=group, BLOCK_G=block_g, BLOCK_N=block_n, HEAD_DIM=D, SINGLE=splits == 1,
-            PAGE=page, PAGED=paged, USE_DESC=tma,
+            PAGE=page, PAGED=paged, USE_DESC=tma, MERGE_G=merge_g, SPLITS_P2=splits_p2,
+            # the merge reads the partials in chunks of <= 4096 floats (32 per thread at 4 warps)
+            SPLIT_CHUNK=min(splits_p2, max(1, 4096 // (merge_g * D))),
         ),
         num_warps=warps, num_stages=stages,
     )  # fmt: skip
@@ -516,41 +543,33 @@ def _make_plan(q, k_cache, v_cache, table, paged, scale, num_splits, max_len, ti
         v.stride(0), v.stride(1), v.stride(2),
         table_stride, Hq * D, D,
     )  # fmt: skip
-    plan.merge_launcher = None
-    if splits > 1:
-        plan.merge_launcher = Launcher(
-            _decode_merge_kernel, (B * Hq,),
-            dict(GROUP=group, HEAD_DIM=D, SPLITS_P2=max(2, next_power_of_2(splits))),
-            num_warps=4,
-        )  # fmt: skip
-        plan.merge_ints = (Hq, splits, chunk, Hq * D, D)
     return plan
 
 
 def _run(plan: _Plan, q, k, v, lens, table):
-    out = torch.empty(plan.out_shape, device=q.device, dtype=q.dtype)
-    lse = torch.empty(plan.lse_shape, device=q.device, dtype=torch.float32)
+    dev = q.device
+    out = torch.empty_strided(plan.out_shape, plan.out_strides, dtype=q.dtype, device=dev)
+    lse = torch.empty_strided(plan.lse_shape, plan.lse_strides, dtype=torch.float32, device=dev)
     if plan.empty:
         return out, lse
     cq, ck, cv = plan.contig
     if cq:
         q = q.contiguous()
-    k = k.contiguous() if ck else k
-    v = v.contiguous() if cv else v
-    if plan.part_numel:
-        part = torch.empty((plan.part_numel,), device=q.device, dtype=torch.float32)  # one allocation
-        o_part, lse_part = part[: plan.part_split], part[plan.part_split :]
+    if ck:
+        k = k.contiguous()
+    if cv:
+        v = v.contiguous()
+    if plan.ws_numel:
+        cnt, ws = workspace(dev, plan.ws_counters, plan.ws_numel, torch.float32, "decode")
     else:
-        o_part = lse_part = lse  # unused
+        cnt = ws = lse  # unused: one split writes out and lse itself
     if plan.desc_block is not None:
         D = q.shape[-1]
         k_desc = TensorDescriptor(k, [plan.rows, D], [D, 1], plan.desc_block)
         v_desc = TensorDescriptor(v, [plan.rows, D], [D, 1], plan.desc_block)
     else:
         k_desc, v_desc = k, v
-    plan.split_launcher(q, k, v, k_desc, v_desc, lens, table, out, lse, o_part, lse_part, *plan.ints)
-    if plan.merge_launcher is not None:
-        plan.merge_launcher(o_part, lse_part, lens, out, lse, *plan.merge_ints)
+    plan.launcher(q, k, v, k_desc, v_desc, lens, table, out, lse, ws, cnt, *plan.ints)
     return out, lse
 
 
@@ -584,29 +603,29 @@ def decode_attention(
     the key tiles) override the plan (sweeps). Lengths on the device cost the host least: host lengths
     are checked and copied to the device every call.
     """
+    key = plan = None
     try:
         sig = (
             q.shape, q.stride(), q.dtype, q.device, q.data_ptr() % 16 == 0,
             k_cache.shape, k_cache.stride(), k_cache.dtype, k_cache.device, k_cache.data_ptr() % 16 == 0,
             v_cache.shape, v_cache.stride(), v_cache.dtype, v_cache.device, v_cache.data_ptr() % 16 == 0,
-            signature(block_table),
+            None if block_table is None else signature(block_table),
             scale, type(scale), num_splits, max_seq_len, tile, max_chunk, use_desc,
         )  # fmt: skip
-        hash(sig)
+        if isinstance(seq_lens, torch.Tensor) and seq_lens.device.type != "cpu":
+            # the fast path: nothing about the lengths is read on the host (one hash of the key: ~1 us)
+            key = (sig, seq_lens.shape, seq_lens.dtype, seq_lens.device, seq_lens.data_ptr() % 16 == 0)
+            plan = _PLANS.get(key)
+        else:
+            hash(sig)
     except (AttributeError, TypeError):  # not tensors, or an unhashable option: the checks refuse it
-        sig = None
-    if sig is not None and isinstance(seq_lens, torch.Tensor) and seq_lens.device.type != "cpu":
-        # the fast path: nothing about the lengths is read on the host
-        key = (sig, seq_lens.shape, seq_lens.dtype, seq_lens.device, seq_lens.data_ptr() % 16 == 0)
-        plan = _PLANS.get(key)
-        if plan is not None:
-            lens = seq_lens if seq_lens.dtype == torch.int32 else seq_lens.to(torch.int32)
-            if block_table is None:
-                return _run(plan, q, k_cache, v_cache, lens, lens)
-            table = block_table if block_table.dtype == torch.int32 else block_table.to(torch.int32)
-            return _run(plan, q, k_cache, v_cache, lens, table)
-    else:
-        key = None
+        sig = key = plan = None
+    if plan is not None:
+        lens = seq_lens if seq_lens.dtype == torch.int32 else seq_lens.to(torch.int32)
+        if block_table is None:
+            return _run(plan, q, k_cache, v_cache, lens, lens)
+        table = block_table if block_table.dtype == torch.int32 else block_table.to(torch.int32)
+        return _run(plan, q, k_cache, v_cache, lens, table)
     if sig is None or sig not in _CHECKED:
         _check(q, k_cache, v_cache, block_table, scale)
     B = q.shape[0]

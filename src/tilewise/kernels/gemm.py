@@ -140,8 +140,8 @@ def _choose_cached(m: int, n: int, k: int, dtype: str, key: str, layout: str) ->
 def choose_config(m: int, n: int, k: int, dtype: str, device: torch.device | None = None, layout: str = "nn") -> Config:
     """The advisor's top-1 configuration for this shape (`tilewise.advise.default_config`), cached.
 
-    layout: "nn" when B is row-major [K, N], "nt" when B is a transposed row-major weight (`a @ w.T`);
-    only "nn" can take the persistent TMA kernel."""
+    layout: "nn" when B is row-major [K, N], "nt" when B is a transposed row-major weight (`a @ w.T`;
+    the persistent TMA kernel then describes w itself)."""
     key = gpu_key(device) if device is not None else "h200"
     dt = _gpus.dtype_name(dtype) if dtype != "fp32" else "fp32"
     return _choose_cached(int(m), int(n), int(k), dt, key, layout)
@@ -181,7 +181,8 @@ def _epilogue(acc, bias_ptr, offs_n, N, HAS_BIAS: tl.constexpr, ACTIVATION: tl.c
 def _matmul_kernel(
     # pointers
     a_ptr, b_ptr, c_ptr, bias_ptr, ws_ptr, counter_ptr,
-    # sizes (M_LOAD / N_LOAD: the rows / columns loads wrap at, passed divided by MUL_ML / MUL_NL)
+    # sizes (M, N, K passed divided by MUL_M / MUL_N / MUL_K; M_LOAD / N_LOAD: the rows / columns loads
+    # wrap at, passed divided by MUL_ML / MUL_NL)
     M, N, K, K_PER_SPLIT, M_LOAD, N_LOAD,
     # strides
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
@@ -194,9 +195,18 @@ def _matmul_kernel(
     # then knows rows start 16-byte aligned and can use wide (cp.async 16 B) loads
     MUL_AM: tl.constexpr, MUL_AK: tl.constexpr, MUL_BK: tl.constexpr, MUL_BN: tl.constexpr,
     MUL_CM: tl.constexpr, MUL_CN: tl.constexpr,
+    # M, N, K as quotient x power of two (up to 16 bytes), for the masks: triton specializes an
+    # integer only when it divides by 16, so with a plain N = 5000 it cannot prove `rn < N` constant
+    # over 8 columns and stores 2 bytes at a time (3000 x 5000 x 128 ran at 0.24x cuBLAS writing 30 MB
+    # at 0.37 TB/s; PTX for sm_90: 64 st.global.b16 per thread at N = 5000, 8 st.global.v4 at 5008);
+    # the same holds for the K remainder step's mask along A's rows (K = 100: all of A in 2-byte loads)
+    MUL_M: tl.constexpr = 1, MUL_N: tl.constexpr = 1, MUL_K: tl.constexpr = 1,
 ):  # fmt: skip
     """One BLOCK_M x BLOCK_N tile of C (program axis 0) over one K range (program axis 1)."""
     tl.static_assert(BLOCK_K >= 16)
+    M = M * MUL_M
+    N = N * MUL_N
+    K = K * MUL_K
     stride_am = stride_am * MUL_AM
     stride_ak = stride_ak * MUL_AK
     stride_bk = stride_bk * MUL_BK
@@ -272,15 +282,21 @@ def _persistent_tile(
     a_desc, b_desc, c_desc, bias_ptr, tile, tiles_m, tiles_n, k_steps, N,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, EPILOGUE_SPLIT: tl.constexpr, OUT_DTYPE: tl.constexpr,
+    B_T: tl.constexpr,
 ):  # fmt: skip
-    """One output tile through TMA: K loop, epilogue, store (in two halves to halve the staging buffer)."""
+    """One output tile through TMA: K loop, epilogue, store (in two halves to halve the staging buffer).
+    B_T: b_desc describes B's transpose (a row-major weight w [N, K] for `a @ w.T`): its tiles are
+    K-major, which wgmma reads from shared memory as they are (a transposed view, no data movement)."""
     pid_m, pid_n = _tile_coords(tile, tiles_m, tiles_n, GROUP_M)
     om = pid_m * BLOCK_M
     on = pid_n * BLOCK_N
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for ks in range(k_steps):
         a = a_desc.load([om, ks * BLOCK_K])
-        b = b_desc.load([ks * BLOCK_K, on])
+        if B_T:
+            b = b_desc.load([on, ks * BLOCK_K]).T
+        else:
+            b = b_desc.load([ks * BLOCK_K, on])
         acc = tl.dot(a, b, acc)
     rn = on + tl.arange(0, BLOCK_N)
     acc = _epilogue(acc, bias_ptr, rn, N, HAS_BIAS, ACTIVATION)
@@ -303,8 +319,10 @@ def _matmul_tma_persistent_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     NUM_PROGRAMS: tl.constexpr, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr,
     EPILOGUE_SPLIT: tl.constexpr, OUT_DTYPE: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
+    B_T: tl.constexpr = False,
 ):  # fmt: skip
-    """Persistent: program p takes tiles p, p + NUM_PROGRAMS, ... in grouped order."""
+    """Persistent: program p takes tiles p, p + NUM_PROGRAMS, ... in grouped order (NUM_PROGRAMS is the
+    SM count; the grid is min(SMs, tiles) programs)."""
     start = tl.program_id(0)
     tiles_m = tl.cdiv(M, BLOCK_M)
     tiles_n = tl.cdiv(N, BLOCK_N)
@@ -314,13 +332,13 @@ def _matmul_tma_persistent_kernel(
         for tile in tl.range(start, num_tiles, NUM_PROGRAMS, warp_specialize=True):
             _persistent_tile(
                 a_desc, b_desc, c_desc, bias_ptr, tile, tiles_m, tiles_n, k_steps, N,
-                BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, HAS_BIAS, ACTIVATION, EPILOGUE_SPLIT, OUT_DTYPE,
+                BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, HAS_BIAS, ACTIVATION, EPILOGUE_SPLIT, OUT_DTYPE, B_T,
             )  # fmt: skip
     else:
         for tile in range(start, num_tiles, NUM_PROGRAMS):
             _persistent_tile(
                 a_desc, b_desc, c_desc, bias_ptr, tile, tiles_m, tiles_n, k_steps, N,
-                BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, HAS_BIAS, ACTIVATION, EPILOGUE_SPLIT, OUT_DTYPE,
+                BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, HAS_BIAS, ACTIVATION, EPILOGUE_SPLIT, OUT_DTYPE, B_T,
             )  # fmt: skip
 
 
@@ -361,17 +379,24 @@ def _check(a, b, out, bias, activation):
         raise InputError(f"matmul: activation must be one of {ACTIVATIONS}, got {activation!r}")
 
 
+def _tma_rows(t: torch.Tensor) -> bool:
+    """A TMA descriptor's tensor: unit last stride, 16-byte aligned base and row stride."""
+    return t.stride(1) == 1 and (t.stride(0) * t.element_size()) % 16 == 0 and t.data_ptr() % 16 == 0
+
+
+def _b_transposed(b: torch.Tensor) -> bool:
+    """B is the transpose of a row-major matrix (`a @ w.T`): the TMA kernel describes w [N, K] instead."""
+    return b.stride(1) != 1 and b.stride(0) == 1
+
+
 def _tma_ok(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> bool:
-    """TMA needs 16-bit data (tf32 wgmma wants K-major B), unit last strides and 16-byte
-    aligned bases and row strides, and a Hopper GPU with a triton that has host descriptors."""
+    """TMA needs 16-bit data (tf32 wgmma wants K-major B), unit last strides and 16-byte aligned bases
+    and row strides (B's, or its transpose's for `a @ w.T`), and a Hopper GPU with host descriptors."""
     if a.device.type != "cuda" or a.dtype not in (torch.bfloat16, torch.float16) or TensorDescriptor is None:
         return False
     if capability(a.device)[0] < 9:
         return False
-    for t in (a, b, c):
-        if t.stride(1) != 1 or (t.stride(0) * t.element_size()) % 16 or t.data_ptr() % 16:
-            return False
-    return True
+    return _tma_rows(a) and _tma_rows(b.t() if _b_transposed(b) else b) and _tma_rows(c)
 
 
 def _span(t: torch.Tensor) -> int:
@@ -420,9 +445,8 @@ def _padded(t: torch.Tensor) -> torch.Tensor:
     return view
 
 
-# Operands whose rows cannot be read with 16-byte loads are copied to padded rows above this intensity;
-# the rule and its numbers live with the time model, which predicts the copy.
-PAD_MIN_FLOPS_PER_BYTE = predict.PAD_MIN_FLOPS_PER_BYTE
+# Operands whose rows cannot be read with 16-byte loads are copied to padded rows above an intensity and a
+# size (`predict.pads_operand`): the rule and its numbers live with the time model, which predicts the copy.
 
 
 _WS_FAILED: set[str] = set()
@@ -431,7 +455,7 @@ _WS_FAILED: set[str] = set()
 class _Plan:
     """Everything a call with this signature launches: the tiles, the grid, the scalar arguments."""
 
-    __slots__ = ("blocks", "cfg", "ints", "launcher", "pad_a", "pad_b", "recheck", "tiles", "ws_numel")
+    __slots__ = ("b_t", "blocks", "cfg", "ints", "launcher", "pad_a", "pad_b", "recheck", "tiles", "ws_numel")
 
 
 def _make_plan(a, b, c, bias, activation, cfg: Config) -> _Plan:
@@ -443,22 +467,28 @@ def _make_plan(a, b, c, bias, activation, cfg: Config) -> _Plan:
     plan.pad_a = plan.pad_b = False
     plan.recheck = False
     plan.ws_numel = 0
+    plan.b_t = False
     if cfg.persistent:
+        plan.b_t = _b_transposed(b)
         if cfg.warp_specialize and (cfg.tag() in _WS_FAILED or os.environ.get("TILEWISE_NO_WARP_SPECIALIZE")):
             cfg = dataclasses.replace(cfg, warp_specialize=False)
         split_epi = cfg.block_n >= 128
-        programs = min(sm_count(a.device), _tiles(m, n, cfg.block_m, cfg.block_n))
+        # one program per SM, fewer when there are fewer tiles; the loop's stride stays the SM count (a
+        # compile-time constant), so a grid of fewer tiles than SMs runs one tile per program on the same binary
+        sms = sm_count(a.device)
+        programs = min(sms, _tiles(m, n, cfg.block_m, cfg.block_n))
         plan.blocks = (
             [cfg.block_m, cfg.block_k],
-            [cfg.block_k, cfg.block_n],
+            [cfg.block_n, cfg.block_k] if plan.b_t else [cfg.block_k, cfg.block_n],
             [cfg.block_m, cfg.block_n // 2 if split_epi else cfg.block_n],
         )
         plan.launcher = Launcher(
             _matmul_tma_persistent_kernel, (programs,),
             dict(
                 BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
-                NUM_PROGRAMS=programs, HAS_BIAS=has_bias, ACTIVATION=activation,
+                NUM_PROGRAMS=sms, HAS_BIAS=has_bias, ACTIVATION=activation,
                 EPILOGUE_SPLIT=split_epi, OUT_DTYPE=_TL_DTYPES[c.dtype], WARP_SPECIALIZE=cfg.warp_specialize,
+                B_T=plan.b_t,
             ),
             num_warps=cfg.num_warps, num_stages=cfg.num_stages,
         )  # fmt: skip
@@ -479,6 +509,7 @@ def _make_plan(a, b, c, bias, activation, cfg: Config) -> _Plan:
     plan.recheck = (cdiv(m, cap) * cap != m and a.stride(0) == 1) or (cdiv(n, cap) * cap != n and b.stride(1) == 1)
     mq, mml = _split_stride(ext_m, cap)
     nq, mnl = _split_stride(ext_n, cap)
+    (m_q, mul_m), (n_q, mul_n), (k_q, mul_k) = _split_stride(m, cap), _split_stride(n, cap), _split_stride(k, cap)
     (sam, mam), (sak, mak) = _split_stride(a.stride(0), cap), _split_stride(a.stride(1), cap)
     (sbk, mbk), (sbn, mbn) = _split_stride(b.stride(0), cap), _split_stride(b.stride(1), cap)
     (scm, mcm), (scn, mcn) = _split_stride(c.stride(0), cap), _split_stride(c.stride(1), cap)
@@ -490,11 +521,12 @@ def _make_plan(a, b, c, bias, activation, cfg: Config) -> _Plan:
             MUL_ML=mml, MUL_NL=mnl,
             INPUT_PRECISION="tf32" if a.dtype == torch.float32 else "ieee", BIG=big,
             A_EVICT="evict_last" if cfg.stream_b else "", B_EVICT="evict_first" if cfg.stream_b else "",
-            MUL_AM=mam, MUL_AK=mak, MUL_BK=mbk, MUL_BN=mbn, MUL_CM=mcm, MUL_CN=mcn,
+            MUL_AM=mam, MUL_AK=mak, MUL_BK=mbk, MUL_BN=mbn, MUL_CM=mcm, MUL_CN=mcn, MUL_M=mul_m, MUL_N=mul_n,
+            MUL_K=mul_k,
         ),
         num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )  # fmt: skip
-    plan.ints = (m, n, k, k_per_split, mq, nq, sam, sak, sbk, sbn, scm, scn)
+    plan.ints = (m_q, n_q, k_q, k_per_split, mq, nq, sam, sak, sbk, sbn, scm, scn)
     plan.tiles = tiles
     plan.cfg = cfg
     return plan
@@ -507,7 +539,7 @@ def _run(plan: _Plan, a, b, c, bias) -> None:
         ba, bb, bc = plan.blocks
         descs = (
             TensorDescriptor.from_tensor(a, ba),
-            TensorDescriptor.from_tensor(b, bb),
+            TensorDescriptor.from_tensor(b.t() if plan.b_t else b, bb),
             TensorDescriptor.from_tensor(c, bc),
         )
         plan.launcher(*descs, bias_arg, *plan.ints)
@@ -565,8 +597,8 @@ def _new_plan(key, a, b, out, bias, activation, config):
     c = out if out is not None else torch.empty((m, n), dtype=a.dtype, device=a.device)
     cfg = config or choose_config(m, n, k, _DTYPES[a.dtype], a.device, "nn" if b.stride(1) == 1 else "nt")
     flops = traffic.gemm_flops(m, n, k)
-    pad_a = not _row_aligned(a) and flops >= PAD_MIN_FLOPS_PER_BYTE * a.numel() * a.element_size()
-    pad_b = not _row_aligned(b) and flops >= PAD_MIN_FLOPS_PER_BYTE * b.numel() * b.element_size()
+    pad_a = not _row_aligned(a) and predict.pads_operand(flops, a.numel() * a.element_size())
+    pad_b = not _row_aligned(b) and predict.pads_operand(flops, b.numel() * b.element_size())
     a = _padded(a) if pad_a else a
     b = _padded(b) if pad_b else b
     if cfg.persistent and not _tma_ok(a, b, c):

@@ -544,6 +544,41 @@ def launch(
     return _run(plan, x, w, offsets, y, gather, scatter, scale)
 
 
+def launch_plan(
+    x: torch.Tensor,
+    w: torch.Tensor,
+    y: torch.Tensor,
+    n: int,
+    cfg: GroupedConfig,
+    *,
+    rows: int,
+    glu: bool = False,
+    gather: torch.Tensor | None = None,
+    scatter: torch.Tensor | None = None,
+    scale: torch.Tensor | None = None,
+    gather_div: int = 1,
+) -> _Plan:
+    """The plan `launch` would cache for these tensors, for a caller that caches it under its own key
+    (MultiHeadMoE: one key for its two GEMMs instead of one per launch). Run it with `launch_planned`
+    on tensors of the same shapes, strides, dtypes and alignment."""
+    return _make_plan(x, w, y, n, cfg, rows, glu, gather, scatter, scale, gather_div, False, None)
+
+
+def launch_planned(
+    plan: _Plan,
+    x: torch.Tensor,
+    w: torch.Tensor,
+    offsets: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    gather: torch.Tensor | None = None,
+    scatter: torch.Tensor | None = None,
+    scale: torch.Tensor | None = None,
+) -> None:
+    """`launch` without the signature lookup: the plan comes from `launch_plan`."""
+    _run(plan, x, w, offsets, y, gather, scatter, scale)
+
+
 # ------------------------------------------------------------------------------ public op
 
 
@@ -624,6 +659,6 @@ def grouped_matmul(
     return out
 
 
-__all__ = ["GroupedConfig", "choose_config", "grouped_matmul", "launch"]
+__all__ = ["GroupedConfig", "choose_config", "grouped_matmul", "launch", "launch_plan", "launch_planned"]
 
 check_grouped_matmul = _check_inputs  # public: tilewise.kernels.custom_ops runs it in the fake impls

@@ -63,7 +63,8 @@ def permute(experts: torch.Tensor, num_experts: int):
     key = torch.int16 if num_experts <= 32767 else torch.int32
     sorted_ids, order = torch.sort(flat.to(key), stable=True)
     # the cached ids are real tensors: a trace (fake or functional tensors) builds its own
-    ids = _expert_ids(num_experts, key, flat.device) if type(flat) is torch.Tensor else None
+    real = type(flat) is torch.Tensor and not torch.compiler.is_compiling()
+    ids = _expert_ids(num_experts, key, flat.device) if real else None
     if ids is None:
         ids = torch.arange(num_experts, dtype=key, device=flat.device)
     offsets = torch.searchsorted(sorted_ids, ids, right=True, out_int32=True)
@@ -133,8 +134,9 @@ def moe_configs(
     return dataclasses.replace(up, schedule="inline"), dataclasses.replace(down, schedule="inline")
 
 
-def _default_configs(x, w_gate_up, top_k) -> tuple[GroupedConfig, GroupedConfig]:
-    """`moe_configs`, without TMA descriptors where the GEMMs are too short to hide their host cost."""
+def default_configs(x, w_gate_up, top_k) -> tuple[GroupedConfig, GroupedConfig]:
+    """`moe_configs` for x [T, d] (MH-MoE: z [T H, d_h]), without TMA descriptors where the GEMMs are too short
+    to hide their host cost (utils.long_kernel)."""
     T, d = x.shape
     E, _, f2 = w_gate_up.shape
     f = f2 // 2
@@ -192,7 +194,7 @@ def moe(
         key = plan = None
     if plan is None:
         _check_moe(x, router_logits, w_gate_up, w_down, top_k, gate)
-        plan = configs or _default_configs(x, w_gate_up, top_k)
+        plan = configs or default_configs(x, w_gate_up, top_k)
         if key is not None:
             _PLANS.put(key, plan)
     T, d = x.shape
@@ -233,6 +235,6 @@ def moe_reference(x, router_logits, w_gate_up, w_down, top_k, *, gate="softmax",
     return out
 
 
-__all__ = ["moe", "moe_reference", "permute", "route"]
+__all__ = ["default_configs", "moe", "moe_configs", "moe_reference", "permute", "route"]
 
 check_moe = _check_moe  # public: tilewise.kernels.custom_ops runs it in the fake impls

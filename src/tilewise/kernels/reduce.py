@@ -13,9 +13,11 @@ atomic". On an H200 that kernel moves one 4-byte element per thread and launches
 * the in-block tree and the warp shuffles of the seed are `tl.sum`;
 * the second pass happens inside the same kernel: every program writes its partial, bumps a
   counter, and the last one to arrive sums the partials in program order (deterministic) and
-  writes the result - one launch, no atomics on the data, no memset.
+  writes the result - one launch, no atomics on the data, no memset. The partials and counters
+  live in a per-stream workspace (`kernels.utils.workspace`): no allocation but the output's.
 
-`sum(x, dim)` over one dimension views x as [outer, R, inner] (any strides) and reduces R.
+`sum(x, dim)` over one dimension views x as [outer, R, inner] (any strides) and reduces R, in one
+launch too: when R is split across programs, the last split of each column block adds the partials.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import triton
 import triton.language as tl
 
 from tilewise.errors import InputError
-from tilewise.kernels.utils import Launcher, PlanCache, counters, interpreting, sm_count
+from tilewise.kernels.utils import Launcher, PlanCache, contiguous_strides, interpreting, sm_count, workspace
 from tilewise.util import cdiv, next_power_of_2
 
 _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
@@ -90,16 +92,19 @@ def _sum_flat_kernel(
 
 @triton.jit
 def _sum_dim_kernel(
-    x_ptr, out_ptr,
-    R, R_PER_SPLIT, INNER, stride_o, stride_r, stride_i, stride_out_o, stride_out_s, stride_out_i,
-    BLOCK_R: tl.constexpr, BLOCK_I: tl.constexpr, ACC: tl.constexpr,
+    x_ptr, out_ptr, part_ptr, counter_ptr,
+    R, R_PER_SPLIT, INNER, stride_o, stride_r, stride_i, stride_out_o, stride_out_i,
+    BLOCK_R: tl.constexpr, BLOCK_I: tl.constexpr, SPLITS: tl.constexpr, BLOCK_S: tl.constexpr, ACC: tl.constexpr,
 ):  # fmt: skip
     """x viewed as [outer, R, inner]: program (o, i-block, s) sums BLOCK_I columns over the s-th
-    R_PER_SPLIT rows and writes out[o, s, i] (a second launch adds the splits when there are several)."""
+    R_PER_SPLIT rows. One split writes out[o, i] itself; with several, each writes its partial, bumps
+    the (o, i-block) counter, and the last to arrive adds the SPLITS partials in split order
+    (deterministic), writes out and sets the counter back to zero: one launch either way."""
     o = tl.program_id(0).to(tl.int64)
     pid_i = tl.program_id(1)
     sp = tl.program_id(2)
-    offs_i = pid_i * BLOCK_I + tl.arange(0, BLOCK_I)
+    offs_b = tl.arange(0, BLOCK_I)
+    offs_i = pid_i * BLOCK_I + offs_b
     offs_r = tl.arange(0, BLOCK_R)
     base = x_ptr + o * stride_o + offs_i[None, :].to(tl.int64) * stride_i
     r_lo = sp * R_PER_SPLIT
@@ -110,8 +115,25 @@ def _sum_dim_kernel(
         mask = (rr[:, None] < r_hi) & (offs_i[None, :] < INNER)
         acc += tl.load(base + rr[:, None].to(tl.int64) * stride_r, mask=mask, other=0.0).to(ACC)
     total = tl.sum(acc, axis=0)
-    dst = out_ptr + o * stride_out_o + sp * stride_out_s + offs_i * stride_out_i
-    tl.store(dst, total.to(out_ptr.dtype.element_ty), mask=offs_i < INNER)
+    dst = out_ptr + o * stride_out_o + offs_i * stride_out_i
+    if SPLITS == 1:
+        tl.store(dst, total.to(out_ptr.dtype.element_ty), mask=offs_i < INNER)
+    else:
+        # partials [outer * i-blocks, SPLITS, BLOCK_I]: one (o, i-block)'s splits are contiguous
+        slot = o * tl.num_programs(1) + pid_i
+        rows = part_ptr + slot * (SPLITS * BLOCK_I)
+        tl.store(rows + sp * BLOCK_I + offs_b, total)
+        tl.debug_barrier()
+        arrived = tl.atomic_add(counter_ptr + slot, 1, sem="acq_rel", scope="gpu")
+        if arrived == SPLITS - 1:
+            offs_s = tl.arange(0, BLOCK_S)
+            parts = tl.zeros((BLOCK_S, BLOCK_I), dtype=ACC)
+            for s0 in range(0, SPLITS, BLOCK_S):
+                ss = s0 + offs_s
+                ptrs = rows + ss[:, None] * BLOCK_I + offs_b[None, :]
+                parts += tl.load(ptrs, mask=ss[:, None] < SPLITS, other=0.0, cache_modifier=".cg")
+            tl.store(dst, tl.sum(parts, axis=0).to(out_ptr.dtype.element_ty), mask=offs_i < INNER)
+            tl.atomic_xchg(counter_ptr + slot, 0)
 
 
 # --------------------------------------------------------------------------- launcher
@@ -139,25 +161,24 @@ def _check(x, dim):
 
 
 class _Plan:
-    """The launches of one call signature: buffers to allocate, then (launcher, source, destination, ints)
-    steps; a source / destination is an index into [x, out, partial 0, partial 1, ...]."""
+    """The one launch of a call signature: its launcher, the integer arguments, the output's shape, and the
+    workspace (counters, partials) it needs from `tilewise.kernels.utils.workspace` (0: none)."""
 
-    __slots__ = ("acc_dtype", "copy", "flat", "out_shape", "partials", "reshape", "steps")
+    __slots__ = ("acc_dtype", "copy", "counters", "ints", "launcher", "out_shape", "out_strides", "partials", "reshape")
 
 
 def _plan_all(x: torch.Tensor, cfg: SumConfig | None) -> _Plan:
     plan = _Plan()
-    plan.flat = True
     plan.copy = not x.is_contiguous()  # a strided full sum reads through a copy (documented)
     plan.reshape = None
     numel = x.numel()
     sms = sm_count(x.device)
     cfg = cfg or choose_config(numel, x.element_size(), sms)
     programs = max(1, min(sms * cfg.programs_per_sm, cdiv(numel, cfg.block)))
-    plan.out_shape = ()
+    plan.out_shape, plan.out_strides = (), ()
     plan.acc_dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
-    plan.partials = [(programs,)]
-    launcher = Launcher(
+    plan.counters, plan.partials = 1, programs
+    plan.launcher = Launcher(
         _sum_flat_kernel, (programs,),
         dict(
             BLOCK=cfg.block, NUM_PROGRAMS=programs, PARTIALS=next_power_of_2(programs),
@@ -165,16 +186,17 @@ def _plan_all(x: torch.Tensor, cfg: SumConfig | None) -> _Plan:
         ),
         num_warps=cfg.num_warps,
     )  # fmt: skip
-    plan.steps = [(launcher, 0, 1, (numel,))]
+    plan.ints = (numel,)
     return plan
 
 
-def _plan_3d(plan, src, dst, n_outer, r, n_inner, x_strides, out_strides, sms, dtype) -> None:
-    """Steps that sum buffer `src` [n_outer, r, n_inner] (given strides) over r into `dst` [n_outer, n_inner].
+def _plan_3d(plan, n_outer, r, n_inner, x_strides, out_strides, sms, dtype) -> None:
+    """The launch that sums x [n_outer, r, n_inner] (given strides) over r into out [n_outer, n_inner].
 
     Too few (outer, column-block) programs to keep the SMs streaming - summing the 32768 rows
-    of a [32768, 8192] matrix gives 64 column blocks - split R: each split writes an fp32
-    partial, and the same kernel then sums the splits (a second pass, as the seed says).
+    of a [32768, 8192] matrix gives 64 column blocks; the last dim of [64, 2^20] gives 2 - split R:
+    each split writes an fp32 partial and the last split of each column block adds them (the seed's
+    second pass, inside the same launch: a second launch cost the host ~10 us per call on the H200).
     """
     so, sr, si = x_strides
     contiguous_r = sr == 1
@@ -184,28 +206,23 @@ def _plan_3d(plan, src, dst, n_outer, r, n_inner, x_strides, out_strides, sms, d
     block_i = 32 if contiguous_r else 128
     block_i = min(block_i, next_power_of_2(n_inner))
     block_r = min(block_r, max(16, next_power_of_2(r)))
-    programs = n_outer * cdiv(n_inner, block_i)
+    i_blocks = cdiv(n_inner, block_i)
+    programs = n_outer * i_blocks
     # Summing the 32768 rows of a [32768, 8192] fp32 matrix column-wise gave 64 column blocks;
     # split over 4 x SMs programs that read 3.57 TB/s against torch's 4.2 (round 2): aim for 8 x SMs.
     splits = max(1, min(cdiv(8 * sms, programs), r // (8 * block_r)))
-    consts = dict(BLOCK_R=block_r, BLOCK_I=block_i, ACC=_acc(dtype))
-    if splits == 1:
-        launcher = Launcher(_sum_dim_kernel, (n_outer, cdiv(n_inner, block_i), 1), consts, num_warps=4)
-        plan.steps.append((launcher, src, dst, (r, r, n_inner, so, sr, si, out_strides[0], 0, out_strides[1])))
-        return
     r_per = cdiv(cdiv(r, splits), block_r) * block_r
-    splits = cdiv(r, r_per)
-    part = len(plan.partials) + 2
-    plan.partials.append((n_outer, splits, n_inner))  # contiguous: strides (splits * n_inner, n_inner, 1)
-    launcher = Launcher(_sum_dim_kernel, (n_outer, cdiv(n_inner, block_i), splits), consts, num_warps=4)
-    ints = (r, r_per, n_inner, so, sr, si, splits * n_inner, n_inner, 1)
-    plan.steps.append((launcher, src, part, ints))
-    _plan_3d(plan, part, dst, n_outer, splits, n_inner, (splits * n_inner, n_inner, 1), out_strides, sms, dtype)
+    splits = cdiv(r, r_per)  # no empty splits
+    block_s = min(next_power_of_2(splits), max(1, 4096 // block_i))
+    consts = dict(BLOCK_R=block_r, BLOCK_I=block_i, SPLITS=splits, BLOCK_S=block_s, ACC=_acc(dtype))
+    plan.launcher = Launcher(_sum_dim_kernel, (n_outer, i_blocks, splits), consts, num_warps=4)
+    plan.ints = (r, r_per, n_inner, so, sr, si, out_strides[0], out_strides[1])
+    plan.counters = programs if splits > 1 else 0
+    plan.partials = programs * splits * block_i if splits > 1 else 0
 
 
 def _plan_dim(x: torch.Tensor, dim: int, keepdim: bool) -> _Plan:
     plan = _Plan()
-    plan.flat = False
     plan.copy = False
     nd = x.dim()
     dim = dim % nd
@@ -213,9 +230,8 @@ def _plan_dim(x: torch.Tensor, dim: int, keepdim: bool) -> _Plan:
     r = shape[dim]
     outer_shape, inner_shape = shape[:dim], shape[dim + 1 :]
     plan.out_shape = (*outer_shape, 1, *inner_shape) if keepdim else (*outer_shape, *inner_shape)
+    plan.out_strides = contiguous_strides(plan.out_shape)
     plan.acc_dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
-    plan.partials = []
-    plan.steps = []
     outer = 1
     for s in outer_shape:
         outer *= s
@@ -232,7 +248,7 @@ def _plan_dim(x: torch.Tensor, dim: int, keepdim: bool) -> _Plan:
         so, sr, si, soo, soi, n_outer, n_inner = 0, x3.stride(1), x3.stride(0), 0, o_stride, 1, outer
     else:
         so, sr, si, soo, soi, n_outer, n_inner = x3.stride(0), x3.stride(1), x3.stride(2), o_stride, 1, outer, inner
-    _plan_3d(plan, 0, 1, n_outer, r, n_inner, (so, sr, si), (soo, soi), sm_count(x.device), x.dtype)
+    _plan_3d(plan, n_outer, r, n_inner, (so, sr, si), (soo, soi), sm_count(x.device), x.dtype)
     return plan
 
 
@@ -241,15 +257,12 @@ def _run(plan: _Plan, x: torch.Tensor) -> torch.Tensor:
         x = x.contiguous()
     elif plan.reshape is not None:
         x = x.reshape(plan.reshape)
-    dev = x.device
-    out = torch.empty(plan.out_shape, dtype=x.dtype, device=dev)
-    bufs = [x, out, *(torch.empty(p, dtype=plan.acc_dtype, device=dev) for p in plan.partials)]
-    if plan.flat:
-        launcher, _, _, ints = plan.steps[0]
-        launcher(x, out, bufs[2], counters(dev, 1, pool="sum"), *ints)
-        return out
-    for launcher, src, dst, ints in plan.steps:
-        launcher(bufs[src], bufs[dst], *ints)
+    out = torch.empty_strided(plan.out_shape, plan.out_strides, dtype=x.dtype, device=x.device)
+    if plan.counters:
+        cnt, part = workspace(x.device, plan.counters, plan.partials, plan.acc_dtype, "sum")
+        plan.launcher(x, out, part, cnt, *plan.ints)
+    else:
+        plan.launcher(x, out, out, out, *plan.ints)
     return out
 
 

@@ -5,6 +5,7 @@
   so a plan made on the CPU is the one the H200 would get.
 * `gpu_key(device)`: the registry entry of the device the tensors live on.
 * `counters(device, n)`: a zeroed int32 buffer of grid counters that the kernels set back to zero.
+* `workspace(device, n_counters, n, dtype, pool)`: counters and a scratch buffer kept per stream.
 * `flat_rows(t)`: is a [B, H, S, D] tensor one row-major [B*H*S, D] matrix (a 2-D TMA view)?
 * `long_kernel(device, flops, nbytes, dtype)`: long enough on the GPU to hide TMA descriptors' host cost?
 * `PlanCache`: the launch plan of a call, looked up by its signature (shapes, strides, dtype, device):
@@ -91,6 +92,35 @@ def current_stream(device: torch.device) -> int:
     return torch.cuda.current_stream(device).cuda_stream
 
 
+# Workspaces: (counters, scratch) per (pool, device, stream, dtype), for kernels whose programs meet through
+# partial results (the split sums of `sum`, the split-KV partials of `decode_attention`): a per-call
+# torch.empty costs the host 2-4 us on the H200's host, as much as a third of a short call. Kernels on one
+# stream run one after another, so they may share a stream's workspace. A workspace that grows keeps the
+# old buffers alive (`_RETIRED`): a CUDA graph captured with them still holds their addresses.
+_WORKSPACES: dict[tuple, tuple] = {}
+_RETIRED: list[torch.Tensor] = []
+
+
+def workspace(device: torch.device, n_counters: int, n: int, dtype: torch.dtype, pool: str):
+    """(counters, scratch) for `device`'s current stream, kept between calls: >= n_counters zeroed int32
+    counters (the kernels set back what they used) and >= n elements of `dtype` (contents undefined)."""
+    key = (pool, device, current_stream(device), dtype)
+    ws = _WORKSPACES.get(key)
+    if ws is not None and n_counters <= ws[2] and n <= ws[3]:
+        return ws[0], ws[1]
+    cnt, buf = (None, None) if ws is None else ws[:2]
+    if cnt is None or cnt.numel() < n_counters:
+        if cnt is not None:
+            _RETIRED.append(cnt)
+        cnt = torch.zeros(max(n_counters, 1024), dtype=torch.int32, device=device)
+    if buf is None or buf.numel() < n:
+        if buf is not None:
+            _RETIRED.append(buf)
+        buf = torch.empty(max(n, 4096, 2 * (0 if buf is None else buf.numel())), dtype=dtype, device=device)
+    _WORKSPACES[key] = (cnt, buf, cnt.numel(), buf.numel())
+    return cnt, buf
+
+
 def counters(device: torch.device, n: int, pool: str = "grid") -> torch.Tensor:
     """A zeroed int32 buffer of at least n counters for `device`'s current stream (kept between calls).
 
@@ -129,6 +159,16 @@ def aligned16(t: torch.Tensor) -> bool:
     return t.data_ptr() % 16 == 0
 
 
+def contiguous_strides(shape) -> tuple:
+    """Row-major strides of `shape` (what torch.empty would give): plans keep them for torch.empty_strided,
+    which cost the H200's host 2.0 us per call against torch.empty's 3.1 (host_launch_profile.json)."""
+    strides, step = [], 1
+    for n in reversed(tuple(shape)):
+        strides.append(step)
+        step *= max(int(n), 1)
+    return tuple(reversed(strides))
+
+
 def signature(t: torch.Tensor | None) -> tuple | None:
     """What a launch plan depends on in a tensor: shape, strides, dtype, device and 16-byte alignment (None: None)."""
     return None if t is None else (t.shape, t.stride(), t.dtype, t.device, t.data_ptr() % 16 == 0)
@@ -156,11 +196,23 @@ class PlanCache(dict):
 # `kernel[grid](...)` goes through JITFunction.run: it binds every argument, computes each one's
 # specialization (dtype, 16-byte alignment, == 1) and hashes them into the key of its kernel cache,
 # every call. A plan's signature already fixes all of that, so after the first launch a `Launcher`
-# calls the CompiledKernel that the launch returned: `compiled[grid](*every_argument)` (the call
-# Triton's fused-softmax tutorial makes). Triton 3.6 and 3.9 define it identically; other versions,
-# the interpreter, or TILEWISE_JIT_LAUNCH=1 keep the JIT path.
+# goes straight to the compiled kernel that the launch returned. Two ways, fastest first:
+#
+# * "direct": the call CompiledKernel's runner ends in - `CudaLauncher.launch(...)`, the C entry point -
+#   with the function handle, packed metadata and argument layout read once. Skipped per call: the
+#   runner's torch.cuda.current_device(), its launch_metadata() (a LazyDict per call: the hooks are never
+#   None but empty HookChains), CudaLauncher.__call__ (two nested functions and the scratch allocations a
+#   kernel without scratch does not make) and the C launcher's two calls of the empty chains. The two
+#   argument layouts are those of triton 3.6 (per-kernel C module, kernel arguments spread) and 3.9 (one
+#   C launcher, a tuple of kernel arguments with their annotations); kernels with global/profile scratch,
+#   GSan or other versions take the runner; so does every call while a launch hook is set (proton).
+# * "runner": `compiled[grid](*every_argument)`, the call Triton's fused-softmax tutorial makes.
+#
+# The interpreter or TILEWISE_JIT_LAUNCH=1 keep the JIT path ("jit").
 _VERSION = tuple(int(x) for x in triton.__version__.split(".")[:2] if x.isdigit())
 FAST_LAUNCH_VERSIONS = ((3, 6), (3, 7), (3, 8), (3, 9))
+DIRECT_LAUNCH_VERSIONS = ((3, 6), (3, 9))  # the argument layouts read in their sources
+_get_device = getattr(torch._C, "_cuda_getDevice", None)
 
 
 def fast_launch_enabled() -> bool:
@@ -168,14 +220,69 @@ def fast_launch_enabled() -> bool:
     return _VERSION in FAST_LAUNCH_VERSIONS and not interpreting() and not os.environ.get("TILEWISE_JIT_LAUNCH")
 
 
+def _runtime_knobs():
+    """triton.knobs.runtime (its launch hooks), or None on a Triton without knobs."""
+    knobs = getattr(triton, "knobs", None)
+    return getattr(knobs, "runtime", None)
+
+
+def _hooked(rt) -> bool:
+    """Whether a launch hook is set: triton 3.6-3.9 keep each as a HookChain (empty unless a profiler such as
+    proton adds to it; the runner then builds launch metadata and the C launcher calls the chain); a hook
+    assigned as a plain function counts as set."""
+    enter, leave = rt.launch_enter_hook, rt.launch_exit_hook
+    return (enter is not None and getattr(enter, "calls", True)) or (
+        leave is not None and getattr(leave, "calls", True)
+    )
+
+
+def direct_launch(compiled, grid: tuple, tail: tuple):
+    """A function of the runtime arguments that launches `compiled` on `grid` (three entries) with the
+    constexpr `tail`, through the C entry point; None where that is not known to be safe (see above)."""
+    rt = _runtime_knobs()
+    cl = getattr(compiled, "run", None)
+    launch = getattr(cl, "launch", None)
+    if _VERSION not in DIRECT_LAUNCH_VERSIONS or rt is None or launch is None or _get_device is None:
+        return None
+    if _raw_stream is None or getattr(cl, "global_scratch_size", 1) or getattr(cl, "profile_scratch_size", 1):
+        return None
+    if getattr(cl, "gsan_enabled", False):
+        return None
+    g0, g1, g2 = grid
+    function, meta = compiled.function, compiled.packed_metadata
+    coop, pdl = cl.launch_cooperative_grid, cl.launch_pdl
+    runner = compiled[grid]
+    stream, device = _raw_stream, _get_device
+    if _VERSION == (3, 9):
+        annotations, signature = getattr(cl, "arg_annotations", None), getattr(cl, "kernel_signature", None)
+        if annotations is None or signature is None:
+            return None
+
+        def go(*args):
+            if _hooked(rt):
+                return runner(*args, *tail)
+            launch(g0, g1, g2, stream(device()), function, coop, pdl, meta, None, None, None, None, None,
+                   annotations, signature, (*args, *tail))  # fmt: skip
+
+        return go
+
+    def go(*args):  # triton 3.6
+        if _hooked(rt):
+            return runner(*args, *tail)
+        launch(g0, g1, g2, stream(device()), function, coop, pdl, None, None, meta, None, None, None, *args, *tail)
+
+    return go
+
+
 class Launcher:
     """One launch of `kernel` on `grid` with fixed compile-time arguments and options.
 
     `consts` holds the kernel's constexpr arguments by name; they must be its trailing parameters
     (every tilewise kernel lists its meta-parameters last). Call with the runtime arguments in order.
+    `path` says how the last call launched: "jit", "runner" or "direct" (see above).
     """
 
-    __slots__ = ("consts", "fast", "grid", "kernel", "options", "run", "tail")
+    __slots__ = ("consts", "fast", "grid", "kernel", "options", "path", "run", "tail")
 
     def __init__(self, kernel, grid: tuple, consts: dict, **options) -> None:
         self.kernel = kernel
@@ -183,6 +290,7 @@ class Launcher:
         self.consts = consts
         self.options = options
         self.run = None
+        self.path = "jit"
         names = getattr(kernel, "arg_names", None)
         self.fast = bool(names) and list(names[len(names) - len(consts) :]) == list(consts) and fast_launch_enabled()
         self.tail = tuple(consts.values())
@@ -190,15 +298,26 @@ class Launcher:
     def __call__(self, *args) -> None:
         run = self.run
         if run is not None:
-            run(*args, *self.tail)
+            run(*args)
             return
         compiled = self.kernel[self.grid](*args, **self.consts, **self.options)
         if self.fast and compiled is not None and len(args) + len(self.tail) == len(self.kernel.arg_names):
+            grid = (*self.grid, 1, 1)[:3]  # the compiled kernel's runner reads grid[0], grid[1] and grid[2]
             try:
-                # the compiled kernel's runner reads grid[0], grid[1] and grid[2]: always three
-                self.run = compiled[(*self.grid, 1, 1)[:3]]
+                go = direct_launch(compiled, grid, self.tail)
+            except Exception:  # an unexpected CompiledKernel: the runner below
+                go = None
+            if go is not None:
+                self.run, self.path = go, "direct"
+                return
+            try:
+                runner = compiled[grid]
             except Exception:  # a Triton without CompiledKernel.__getitem__: stay on the JIT path
                 self.fast = False
+                return
+            tail = self.tail
+            self.run = lambda *a: runner(*a, *tail)
+            self.path = "runner"
 
 
 @triton.jit
@@ -210,13 +329,16 @@ def empty_kernel(x_ptr, n, BLOCK: tl.constexpr):
 __all__ = [
     "CPU_GPU",
     "DESC_MIN_SECONDS",
+    "DIRECT_LAUNCH_VERSIONS",
     "FAST_LAUNCH_VERSIONS",
     "Launcher",
     "PlanCache",
     "aligned16",
     "capability",
+    "contiguous_strides",
     "counters",
     "current_stream",
+    "direct_launch",
     "empty_kernel",
     "fast_launch_enabled",
     "flat_rows",
@@ -225,4 +347,5 @@ __all__ = [
     "long_kernel",
     "signature",
     "sm_count",
+    "workspace",
 ]

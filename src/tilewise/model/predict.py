@@ -47,11 +47,25 @@ from tilewise.model import traffic, waves
 from tilewise.model.occupancy import occupancy
 from tilewise.util import cdiv
 
+# terms reported as the part of a main term they account for (never added on top)
+SHARE_TERMS = ("wave_tail", "padding", "step_latency", "l2_hot_rows")
 KERNELS = ("gemm", "attention", "decode", "grouped", "moe", "ffn", "sum")  # the last three: model/compose.py
 # Operands whose rows cannot be read with 16-byte loads (333 x 7777 x 2049: both leading dimensions odd)
 # are copied to padded rows when the GEMM does at least this many FLOPs per byte copied: the copy
 # streams at ~4 TB/s, the unaligned GEMM ran 5-10x slower than cuBLAS (kernels.gemm applies it).
 PAD_MIN_FLOPS_PER_BYTE = 64
+# ... and only operands of at least this many bytes: a smaller copy costs more (a launch and a dependent
+# kernel, ~1.7 us each in a CUDA graph) than its unaligned reads: 100^3 bf16 ran 6.2 us padded, 2.8 us
+# unpadded (cuBLAS 3.0); 333 x 7777 x 2049 fp16 (A 1.4 MB, w 32 MB) 151.5 padded, 276.5 unpadded
+# (benchmarks/sweeps/gemm_ab_h200.jsonl; edit by the gemm helper, session 4).
+PAD_MIN_BYTES = 1 << 20
+
+
+def pads_operand(useful_flops: float, nbytes: int) -> bool:
+    """Whether kernels.gemm copies an operand whose rows cannot be read 16 bytes at a time to padded rows."""
+    return nbytes >= PAD_MIN_BYTES and useful_flops >= PAD_MIN_FLOPS_PER_BYTE * nbytes
+
+
 CAL_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "calibration")
 
 # Fallbacks when a calibration file lacks a figure (order of magnitude; the H200 file has them all).
@@ -63,6 +77,12 @@ DEFAULTS: dict[str, Any] = {
     "launch_us": 2.0,
     "latency_us": 1.2,  # memory latency in Little's law: bytes in flight / latency = bandwidth
     "fill_us": 1.0,  # a program's pipeline fill beyond the latency
+    # the overlap of the main terms: body = (sum of term^p)^(1/p); p = inf is the plain max (perfect
+    # overlap), a finite p charges two terms of the same size 2^(1/p) - 1 extra (p = 8: +9%): loads and
+    # MMAs of one program share its warps' issue slots and its ring, so they do not hide each other fully
+    "overlap_p": None,  # None: inf
+    "hot_line_tbps": 1.5,  # requests to one L2 line (rows that wrap onto the same A row), per distinct row
+    "step_latency_us": None,  # None: latency_us. One K step's load round trip (mostly L2 hits) in a program's ring
     "l2_resident_fraction": 0.5,  # operands up to this share of L2 are read from HBM once
     "mma_eff": 0.75,
     "stream_eff": 0.85,
@@ -124,6 +144,9 @@ class _Machine:
     l2_bytes: int
     launch_s: float
     latency_s: float
+    step_latency_s: float
+    hot_line_bps: float
+    overlap_p: float
     fill_s: float
     l2_res: float
     cal: dict[str, Any]
@@ -158,6 +181,9 @@ def machine(gpu: str, overrides: tuple[tuple[str, Any], ...] = ()) -> _Machine:
         l2_bytes=g.l2_bytes,
         launch_s=c["launch_us"] * 1e-6,
         latency_s=c["latency_us"] * 1e-6,
+        step_latency_s=(c["step_latency_us"] or c["latency_us"]) * 1e-6,
+        hot_line_bps=c["hot_line_tbps"] * 1e12,
+        overlap_p=float(c["overlap_p"] or math.inf),
         fill_s=c["fill_us"] * 1e-6,
         l2_res=c["l2_resident_fraction"],
         cal=cal,
@@ -185,6 +211,17 @@ def _stream_bw(mach: _Machine, inflight_bytes: float, stream: float) -> float:
     return max(1e9, min(mach.read_bps * min(1.0, stream), stream * inflight_bytes / mach.latency_s))
 
 
+def overlap(values, p: float) -> float:
+    """The time of terms that run at once: their max when p is inf, else (sum of v^p)^(1/p)."""
+    vals = [v for v in values if v > 0]
+    if not vals:
+        return 0.0
+    top = max(vals)
+    if math.isinf(p):
+        return top
+    return top * sum((v / top) ** p for v in vals) ** (1.0 / p)
+
+
 def _finish(
     kernel: str,
     mach: _Machine,
@@ -194,10 +231,10 @@ def _finish(
     fixed_scale: float = 1.0,
 ) -> Prediction:
     terms = {**terms, "prologue_epilogue": terms.get("prologue_epilogue", 0.0) * fixed_scale}
-    detail = {**detail, "fixed_scale": fixed_scale}
-    body = max(main.values())
+    detail = {**detail, "fixed_scale": fixed_scale, "main_terms": tuple(main)}
+    body = overlap(main.values(), mach.overlap_p)
     binding = max(main, key=lambda k: main[k])
-    extra = {k: v for k, v in terms.items() if k not in main and k not in ("wave_tail", "padding")}
+    extra = {k: v for k, v in terms.items() if k not in main and k not in SHARE_TERMS}
     total = body + sum(extra.values())
     # the reported terms: everything in ms; wave_tail and padding are shares of tensor_core
     out = {k: v * 1e3 for k, v in {**main, **terms}.items()}
@@ -288,11 +325,22 @@ def _gemm(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str, A
         reread = tiles * k * e * (bm / cols + bn / rows)
         hbm_bytes = max(a_bytes + b_bytes, reread) + c_bytes
     req_bytes = tiles * split * (bm + bn) * k_per * e
-    ring = stages if bm >= 64 or persistent else max(1, stages - 1)
+    # loads in flight: `stages - 1` K steps ahead of the MMA for every tile. Below 64 rows triton 3.6 keeps
+    # one shared-memory buffer fewer (space.gemm_smem_bytes) but still issues the loads stages - 1 steps ahead
+    # (the last lands in registers): counting stages - 2 there over-predicted the 3-stage skinny tiles by
+    # +0.33 in log on 3 x 4096 x 4096 (16 x 128 x 128: 34 us predicted, 20.5 measured).
+    ring = stages
     inflight = active * max(1, ring - 1) * (bm + bn) * bk * e
     bw = _stream_bw(mach, inflight, stream_eff)
     t_hbm = hbm_bytes / bw
     t_l2 = req_bytes / mach.l2_bps
+    # Little's law per program: a program keeps `ring - 1` K steps of loads in flight, so it cannot
+    # take a step faster than one load round trip / (ring - 1), whatever the bandwidth left over.
+    # It binds where few programs share an SM: 256 x 6144 x 4096 with 128 x 128 x 64 tiles (96 tiles,
+    # one per SM, 64 steps) took 35.6 us at 3 stages and 28.0 us at 4: 64 x 1.1 us / 2 = 35 us and
+    # 64 x 1.1 / 3 = 23 us (then the Tensor Cores bind).
+    gens_lat = busiest if persistent else cdiv(busiest, b)
+    t_lat = gens_lat * cdiv(k_per, bk) * mach.step_latency_s / max(1, ring - 1)
 
     # per program: the fill (latency + one stage) and the epilogue (C tile), at the program's share of
     # the bandwidth among the programs resident at once
@@ -321,7 +369,7 @@ def _gemm(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str, A
         (a_bytes, (k * e) % 16 == 0 or m == 1 or k == 1),
         (b_bytes, (k * e) % 16 == 0 if nt else ((n * e) % 16 == 0 or n == 1 or k == 1)),
     ):
-        if not aligned and useful >= PAD_MIN_FLOPS_PER_BYTE * nbytes:
+        if not aligned and pads_operand(useful, nbytes):
             t_copy += 2 * nbytes / mach.read_bps + mach.launch_s
     terms = {
         "wave_tail": max(0.0, t_tc - t_even),
@@ -345,7 +393,23 @@ def _gemm(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str, A
         "flops": useful,
     }
     fixed = _eff(mach, "gemm", "fixed", tag, 1.0, eff)
-    return _finish("gemm", mach, terms, {"tensor_core": t_tc, "hbm": t_hbm, "l2": t_l2}, detail, fixed)
+    # Rows past M wrap onto row (r % M) (the loads need no mask), so below BLOCK_M rows every program
+    # requests BLOCK_M rows of A per K step that are only M distinct rows, all programs the same ones
+    # (there is one row tile). The 64+ row tiles load through cp.async, which bypasses L1: every copy
+    # reaches the L2 slice that holds the line, and the same few lines serialize there. At M = 1,
+    # 1 x 28672 x 4096: 256 x 128 tiles took 308 us (224 programs x 256 rows x 8 KB = 470 MB of A
+    # requests: 1.5 TB/s on one line per K step), 128 x 128 181 us (235 MB); 16-row tiles (mma.sync,
+    # loads through L1, which merges the copies) stream B at the HBM rate. More distinct rows spread
+    # the requests over as many lines (M = 4: residual -0.09 in log before this term, M = 1: -0.5).
+    t_hot = 0.0
+    if m < bm and bm >= 64 and not persistent:
+        t_hot = tiles * split * bm * k_per * e / (mach.hot_line_bps * m)
+    # the queue at the hot lines lengthens every K step's round trip: it adds to the latency term (a step needs
+    # both operands; the ring slot waiting on A holds B's next loads back too). As a term of its own
+    # (overlapping B's stream) the 1-16 row problems stayed under-predicted by 0.3-0.6 in log.
+    terms["l2_hot_rows"] = t_hot
+    main = {"tensor_core": t_tc, "hbm": t_hbm, "l2": t_l2, "latency": t_lat + t_hot}
+    return _finish("gemm", mach, terms, main, detail, fixed)
 
 
 _GEMM_DEFAULTS: dict[str, Any] = {
@@ -447,11 +511,18 @@ def _decode(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str,
     flops = 4 * B * Hq * L * d
     mma_eff = _eff(mach, "decode", "mma", tag, 0.3, eff)
     t_tc = cdiv(programs, sms) * 4 * max(16, group) * chunk * d / (mach.peak_flops / sms * mma_eff)
-    terms = {"prologue_epilogue": t_fixed, "split_merge": t_merge, "launch": mach.launch_s}
+    # A program's K/V steps are a dependent chain (QK, softmax, PV on one tile, then the next): its load
+    # round trip over the `stages - 1` tiles in flight adds to the step's compute instead of hiding under
+    # it. b2 h16 kv4 L8192 d256, one split (8 programs, 128 steps of 64 keys): 238 us at 2 stages and
+    # 176 us at 3, i.e. 0.88 us of compute + 0.98 us / (stages - 1) per step; 32-key tiles at 2 stages:
+    # 350 us over 256 steps = 0.44 + 0.98 / 1 (half the compute per step, the same round trip).
+    t_lat = gens * (chunk // bn) * mach.step_latency_s / max(1, st - 1)
+    terms = {"prologue_epilogue": t_fixed, "split_merge": t_merge, "launch": mach.launch_s, "step_latency": t_lat}
     detail = {"programs": programs, "splits": splits, "chunk": chunk, "blocks_per_sm": b, "hbm_bytes": kv + part,
-              "stream_eff": stream, "bytes_in_flight": inflight, "flops": flops}  # fmt: skip
+              "stream_eff": stream, "bytes_in_flight": inflight, "flops": flops, "tc_extra": t_lat}  # fmt: skip
     fixed = _eff(mach, "decode", "fixed", tag, 1.0, eff)
-    return _finish("decode", mach, terms, {"hbm": t_stream, "l2": t_l2, "tensor_core": t_tc}, detail, fixed)
+    main = {"hbm": t_stream, "l2": t_l2, "tensor_core": t_tc + t_lat}  # the chain: compute + round trips
+    return _finish("decode", mach, terms, main, detail, fixed)
 
 
 # ------------------------------------------------------------------------------------------ grouped GEMM
@@ -497,7 +568,11 @@ def _grouped(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str
     }
     detail = {"tiles": tiles, "tiles_per_program": per_prog, "flops": useful, "hbm_bytes": hbm, "mma_eff": mma_eff}
     fixed = _eff(mach, "grouped", "fixed", tag, 1.0, eff)
-    return _finish("grouped", mach, terms, {"tensor_core": t_tc, "hbm": t_hbm, "l2": t_l2}, detail, fixed)
+    # the persistent program walks its tiles' K loops one after another, `stages - 1` steps of loads in
+    # flight (the GEMM's per-program latency term)
+    t_lat = per_prog * cdiv(k, bk) * mach.step_latency_s / max(1, st - 1)
+    main = {"tensor_core": t_tc, "hbm": t_hbm, "l2": t_l2, "latency": t_lat}
+    return _finish("grouped", mach, terms, main, detail, fixed)
 
 
 # ------------------------------------------------------------------------------------------ public
@@ -541,4 +616,4 @@ def _composed(name: str):
 
 _FAMILIES.update({k: _composed(k) for k in ("moe", "ffn", "sum")})
 
-__all__ = ["KERNELS", "Prediction", "calibration", "machine", "predict"]
+__all__ = ["KERNELS", "Prediction", "calibration", "machine", "overlap", "predict"]

@@ -4,8 +4,9 @@ Each op runs on a tiny problem, so the GPU's work (a few microseconds) hides beh
 back to back with one synchronisation at the end, divided by N, is the host's cost per call. Ours and the
 peer alternate round by round on the same inputs; a row keeps the median over rounds (and the spread).
 The target (issue 16): ours within 10 us of the peer. Two reference rows time an empty Triton kernel
-launched through the JIT (`kernel[grid](...)`) and through its compiled kernel (what tilewise's
-launchers do after the first call), so the rows show how much of a call is Triton's launch.
+launched through the JIT (`kernel[grid](...)`) and through its compiled kernel's runner, and a third
+launches it through tilewise's `Launcher` (Triton's C entry point after the first call) beside that
+runner, so the rows show how much of a call is the launch.
 
 `--eager-targets` adds the issue's eager targets (GEMM 1000^3, 2x4096x4096, 8x14336x4096 against cuBLAS;
 decode B1-B8 GQA at 8k-128k keys against SDPA; the sum over the last dim of [64, 2^20] fp16 against
@@ -28,7 +29,20 @@ HELP = "host cost per call (us) of every op and its torch peer on tiny problems;
 
 TARGET_US = 10.0  # issue 16: within 10 us of the peer
 DEVICE = "cuda"  # the eager targets' inputs (a CPU test of the rows changes it)
-OPS = ("empty", "matmul", "sum", "sum_dim", "attention", "decode", "grouped", "moe", "flash_ffn", "ffn_module", "mhmoe")
+OPS = (
+    "empty",
+    "launcher",
+    "matmul",
+    "sum",
+    "sum_dim",
+    "attention",
+    "decode",
+    "grouped",
+    "moe",
+    "flash_ffn",
+    "ffn_module",
+    "mhmoe",
+)
 
 
 def check(args: argparse.Namespace) -> None:
@@ -103,7 +117,7 @@ def _cases(torch, F, dev: str = "cuda", dtype=None):
     from tilewise.kernels import ffn as ffn_mod
     from tilewise.kernels import mhmoe as mh
     from tilewise.kernels.moe_layer import permute, route
-    from tilewise.kernels.utils import empty_kernel
+    from tilewise.kernels.utils import Launcher, empty_kernel
 
     bf = dtype or torch.bfloat16  # the CPU interpreter computes bf16 wrongly: its smoke test passes fp16
     g = torch.Generator(device=dev).manual_seed(0)
@@ -114,9 +128,13 @@ def _cases(torch, F, dev: str = "cuda", dtype=None):
     ex = torch.empty(16, device=dev)
     compiled = empty_kernel[(1,)](ex, 16, BLOCK=16)
     launch = compiled[(1, 1, 1)] if compiled is not None else (lambda *a: None)  # None: the CPU interpreter
+    launcher = Launcher(empty_kernel, (1,), {"BLOCK": 16})
     cases = {
         "empty": ("1 program", "-", lambda: empty_kernel[(1,)](ex, 16, BLOCK=16), "compiled kernel launch",
                   lambda: launch(ex, 16, 16)),
+        # tilewise's own launch path (kernels.utils.Launcher: the C entry point after the first call)
+        "launcher": ("1 program", "-", lambda: launcher(ex, 16), "compiled kernel launch",
+                     lambda: launch(ex, 16, 16)),
     }  # fmt: skip
     a, b = rn(64, 64), rn(64, 64)
     cases["matmul"] = ("64x64x64", "bf16", lambda: K.matmul(a, b), "torch.matmul", lambda: torch.matmul(a, b))
@@ -222,14 +240,16 @@ def _overhead_rows(args, torch, F, tags, progress, cases=None, sync=_cuda_sync, 
             ours_us, peer_us = t["ours_us"], t.get("peer_us")
             rows.append(
                 {
-                    "kernel": "triton launch" if name == "empty" else name,
+                    "kernel": {"empty": "triton launch", "launcher": "tilewise launch"}.get(name, name),
                     "shape": shape,
                     "dtype": dtype,
                     "peer": peer_name,
                     "ours_us": ours_us,
                     "peer_us": peer_us,
                     "extra_us": None if peer_us is None else ours_us - peer_us,
-                    "within_target": None if name == "empty" or peer_us is None else ours_us - peer_us <= TARGET_US,
+                    "within_target": None
+                    if name in ("empty", "launcher") or peer_us is None
+                    else ours_us - peer_us <= TARGET_US,
                     "ours_ms": ours_us * 1e-3,
                     "peer_ms": None if peer_us is None else peer_us * 1e-3,
                     "speedup": None if not peer_us else peer_us / ours_us,
