@@ -294,7 +294,7 @@ def main(argv=None):
     if args.smoke:
         print(run_shape(37, 2, 16, 3, 32, 2, 0, {}, device="cpu", dt=torch.float32))
         return
-    command = "PYTHONPATH=src python3 benchmarks/mhmoe_train.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    command = "python benchmarks/mhmoe_train.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     tags = harness.env_tags(command)
     t0 = time.monotonic()
     deadline = t0 + args.deadline_s if args.deadline_s else None

@@ -81,6 +81,9 @@ def configs_for(family: str, p: dict, nmh: dict, small: bool) -> list[tuple[str,
     """[(source, config)]: the space, then the comparison points (config None = the hand rule / cuBLAS)."""
     if family == "gemm":
         cfgs = [("space", c) for c in S.gemm_space(p["m"], p["n"], p["k"], p["dtype"], layout=p["layout"])]
+        # config None is the kernel's default, the advisor's top-1 since 2026-12-01: the committed gemm.jsonl of
+        # a re-sweep relabels these rows "default" and keeps the hand rule's rows of the first sweep as "hand"
+        # (tests/data/sweeps/h200/meta.json reruns.gemm.sources)
         extra = [("hand", None), ("cublas", None)]
         n = nmh.get(P.gemm_key(p))
         if n is not None:

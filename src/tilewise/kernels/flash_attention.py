@@ -94,7 +94,7 @@ def _budget(head_dim: int, block_m: int, block_n: int, num_warps: int, stages: i
 #
 # Where the advisor has nothing to say, a rule (no table):
 # * fp32 (the advisor models 16-bit attention only): the 16-bit top-1 for the same problem, shrunk by `_smaller`
-#   until its 4-byte Q tile and K/V stages fit shared memory;
+#   until its 4-byte Q tile and K/V stages fit shared memory, keeping at least two stages where a tile does;
 # * no configuration of the space fits the GPU (the advisor refuses): 64 x 64 with one warpgroup and two stages
 #   (N = 64 is the wgmma shared-memory feed's break-even, 0.5 N >= 16 + 0.25 N), shrunk the same way;
 # * the interpreter: 32 x 32 tiles (small test shapes stay cheap).
@@ -220,7 +220,11 @@ def _forward_config_cached(
     else:
         start, origin = _RULE_TILE, f"the advisor has no {dt} tile for {gpu}: the 64 x 64 rule, shrunk to fit"
     notes = []
-    for tile in (start, *_smaller(*start)):
+    chain = [start, *_smaller(*start)]
+    # two stages or more where any fits: compiled for sm_90 (triton 3.6, no GPU), the one-stage fp32 tiles this chain
+    # reaches first spilled 126-146 KB at D 128 / 256; the two-stage ones below them 8-61 KB (fp32 is the slow path)
+    chain = [t for t in chain if t[3] >= 2] + [t for t in chain if t[3] < 2]
+    for tile in chain:
         b, note = _note(head_dim, *tile, dt)
         # a tile below the advisor's needs only the shared memory (registers past the budget spill and slow
         # it, shared memory past the limit does not launch)
