@@ -142,7 +142,7 @@ _READERS = {
 
 def model_spec(row: dict[str, Any]) -> tuple[str, dict, dict] | None:
     """(kernel, problem, config) of `tilewise.model.predict` for a benchmark row, or None where it cannot be read."""
-    read = _READERS.get(row.get("kernel"))
+    read = _READERS.get(str(row.get("kernel")))
     try:
         return None if read is None else read(row)
     except (KeyError, ValueError, TypeError):

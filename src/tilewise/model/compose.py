@@ -29,7 +29,10 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tilewise.model.predict import Prediction
 
 from tilewise import gpus as _gpus
 from tilewise.errors import InputError
@@ -51,22 +54,22 @@ def routing_bytes(tokens: int, experts: int, top_k: int) -> int:
 _DTYPES = {"bf16": "bf16", "bfloat16": "bf16", "fp16": "fp16", "float16": "fp16", "fp32": "fp32", "float32": "fp32"}
 
 
-def _num(name: str, p: dict, default: Any = None, lo: int = 1) -> int:
+def _num(name: str, p: dict[str, Any], default: Any = None, lo: int = 1) -> int:
     v = p.get(name, default)
     if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v) or not lo <= int(v) <= 2**40:
         raise InputError(f"{name} must be an integer >= {lo}, got {v!r}")
     return int(v)
 
 
-def _dtype(p: dict, allowed=("bf16", "fp16", "fp32")) -> str:
+def _dtype(p: dict[str, Any], allowed: tuple[str, ...] = ("bf16", "fp16", "fp32")) -> str:
     d = _DTYPES.get(str(p.get("dtype", "bf16")).lower())
-    if d not in allowed:
+    if d is None or d not in allowed:
         raise InputError(f"dtype must be one of {', '.join(allowed)}, got {p.get('dtype')!r}")
     return d
 
 
 @functools.lru_cache(maxsize=1024)
-def _best_grouped(frozen: str, gpu: str) -> tuple:
+def _best_grouped(frozen: str, gpu: str) -> tuple[Any, ...]:
     """The grouped space's fastest predicted config for a problem (what `tilewise.advise` ranks first)."""
     from tilewise.advise import space
     from tilewise.model.predict import predict
@@ -82,7 +85,7 @@ def _best_grouped(frozen: str, gpu: str) -> tuple:
     return best
 
 
-def _gemm_part(name: str, p: dict, cfg: dict | None, gpu: str) -> tuple[str, Any, dict]:
+def _gemm_part(name: str, p: dict[str, Any], cfg: dict[str, Any] | None, gpu: str) -> tuple[str, Any, dict[str, Any]]:
     from tilewise.model.predict import predict
 
     if cfg is None:
@@ -92,12 +95,12 @@ def _gemm_part(name: str, p: dict, cfg: dict | None, gpu: str) -> tuple[str, Any
     return name, predict("grouped", p, cfg, gpu), cfg
 
 
-def _stream_part(mach, nbytes: float, launches: int) -> float:
+def _stream_part(mach: Any, nbytes: float, launches: int) -> float:
     """Seconds of `launches` small kernels moving `nbytes` at the calibrated read bandwidth."""
-    return nbytes / mach.read_bps + launches * (mach.launch_s + mach.latency_s)
+    return float(nbytes / mach.read_bps + launches * (mach.launch_s + mach.latency_s))
 
 
-def _compose(kernel: str, mach, gemms: list, streams: dict[str, float], detail: dict):
+def _compose(kernel: str, mach: Any, gemms: list[Any], streams: dict[str, float], detail: dict[str, Any]) -> Prediction:
     """Parts in sequence: ms is their sum; the binding term is the largest part's ("down_gemm.tensor_core")."""
     from tilewise.model.predict import Prediction
 
@@ -116,7 +119,7 @@ def _compose(kernel: str, mach, gemms: list, streams: dict[str, float], detail: 
 # ------------------------------------------------------------------------------------------ MoE layer
 
 
-def moe(p: dict, c: dict, mach, eff=None):
+def moe(p: dict[str, Any], c: dict[str, Any], mach: Any, eff: Any = None) -> Prediction:
     T, d, f = _num("tokens", p), _num("d_model", p), _num("d_ff", p)
     E, k = _num("experts", p), _num("top_k", p)
     if k > E:
@@ -166,7 +169,7 @@ def _ffn_gemms(T: int, H: int, d: int, inter: int, backward: str | None) -> list
     raise InputError(f"backward must be 'split', 'atomic' or None, got {backward!r}")
 
 
-def ffn(p: dict, c: dict, mach, eff=None):
+def ffn(p: dict[str, Any], c: dict[str, Any], mach: Any, eff: Any = None) -> Prediction:
     T, H, d, inter = _num("tokens", p), _num("heads", p), _num("head_dim", p), _num("intermediate", p)
     dt = _dtype(p, ("bf16", "fp16"))
     backward = p.get("backward")
@@ -184,7 +187,7 @@ def ffn(p: dict, c: dict, mach, eff=None):
 # ------------------------------------------------------------------------------------------ sum
 
 
-def sum_(p: dict, c: dict, mach, eff=None):
+def sum_(p: dict[str, Any], c: dict[str, Any], mach: Any, eff: Any = None) -> Prediction:
     from tilewise.model.predict import Prediction
 
     numel = _num("numel", p)

@@ -38,6 +38,7 @@ import functools
 import json
 import math
 import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -220,15 +221,15 @@ def _stream_bw(mach: _Machine, inflight_bytes: float, stream: float) -> float:
     return max(1e9, min(mach.read_bps * min(1.0, stream), stream * inflight_bytes / mach.latency_s))
 
 
-def overlap(values, p: float) -> float:
+def overlap(values: Iterable[float], p: float) -> float:
     """The time of terms that run at once: their max when p is inf, else (sum of v^p)^(1/p)."""
     vals = [v for v in values if v > 0]
     if not vals:
         return 0.0
     top = max(vals)
     if math.isinf(p):
-        return top
-    return top * sum((v / top) ** p for v in vals) ** (1.0 / p)
+        return float(top)
+    return float(top * sum((v / top) ** p for v in vals) ** (1.0 / p))
 
 
 def _finish(
@@ -626,13 +627,14 @@ def predict(
 _FAMILIES = {"gemm": _gemm, "attention": _attention, "decode": _decode, "grouped": _grouped}
 
 
-def _composed(name: str):
+def _composed(name: str) -> Callable[..., Prediction]:
     """moe, ffn, sum: composed from the families above (tilewise.model.compose)."""
 
     def run(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str, Any] | None = None) -> Prediction:
         from tilewise.model import compose
 
-        return compose.FAMILIES[name](p, c, mach, eff)
+        pred: Prediction = compose.FAMILIES[name](p, c, mach, eff)
+        return pred
 
     return run
 
