@@ -58,13 +58,13 @@ def test_default_is_the_advisors_top1(on_gpu, b, h, hk, sq, sk, d, causal, dtype
 def test_the_plan_asks_with_the_call_problem(on_gpu, monkeypatch):
     """The launcher plans with the call's own batch, heads, kv heads, both lengths and GPU."""
     seen = []
-    real = fa._forward_config
+    real = fa.forward_config
 
     def spy(*a, **kw):
         seen.append((a, kw))
         return real(*a, **kw)
 
-    monkeypatch.setattr(fa, "_forward_config", spy)
+    monkeypatch.setattr(fa, "forward_config", spy)
     q, k = torch.zeros(2, 6, 33, 64, dtype=torch.float16), torch.zeros(2, 3, 70, 64, dtype=torch.float16)
     fa._make_plan(q, k, k, True, None, None)
     assert seen == [((64, True, torch.float16, 33), dict(batch=2, heads=6, kv_heads=3, seq_k=70, gpu="h200"))]

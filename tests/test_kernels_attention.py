@@ -123,7 +123,7 @@ def test_config_follows_the_model_budgets(monkeypatch):
     """The chosen tiles fit the model's register and shared-memory budgets; the reason gives the numbers."""
     monkeypatch.setattr(attn_mod, "interpreting", lambda: False)
     for d in (64, 128, 256):
-        cfg = attn_mod._forward_config(d, True, torch.bfloat16, 4096)
+        cfg = attn_mod.forward_config(d, True, torch.bfloat16, 4096)
         b = attn_mod._budget(d, cfg.block_m, cfg.block_n, cfg.num_warps, cfg.num_stages, "bf16")
         assert b["fits"] and cfg.block_n >= 64  # N >= 64: the wgmma shared-memory feed bound
         assert "registers" in cfg.reason and "of 255" in cfg.reason and "KB of 227 KB" in cfg.reason

@@ -111,7 +111,7 @@ def test_sum_plan_hits(monkeypatch):
 def test_attention_plan_hit(monkeypatch):
     q, k, v = _rand(1, 2, 40, 32), _rand(1, 1, 50, 32), _rand(1, 1, 50, 32)
     _, (o, lse) = _second_call_is_a_plan_hit(
-        monkeypatch, fa, ["_check", "_forward_config"], lambda: fa.attention(q, k, v, causal=True)
+        monkeypatch, fa, ["_check", "forward_config"], lambda: fa.attention(q, k, v, causal=True)
     )
     kk, vv = k.double().repeat(1, 2, 1, 1), v.double().repeat(1, 2, 1, 1)
     mask = torch.ones(40, 50, dtype=torch.bool).tril(10)

@@ -30,13 +30,14 @@ def _poison_allocations(poison):
 
 def _poison_workspaces():
     """NaN in every scratch buffer: a merge that read a partial nobody wrote this call would show it."""
-    for cnt, buf, _, _ in utils._WORKSPACES.values():
+    for cnt in utils._COUNTERS.values():
         assert int(cnt.abs().sum()) == 0, "a counter was left non-zero by the previous call"
+    for buf in utils._SCRATCH.values():
         buf.fill_(float("nan"))
 
 
 def _counters_back_at_zero():
-    for cnt, _, _, _ in utils._WORKSPACES.values():
+    for cnt in utils._COUNTERS.values():
         assert int(cnt.abs().sum()) == 0, "a kernel did not set its counters back to zero"
 
 
@@ -217,3 +218,16 @@ def test_single_split_writes_out_directly(monkeypatch):
     assert launches.n == 1
     plan = [p for p in dec._PLANS.values() if p.launcher.grid[0] == 1]
     assert plan and all(p.ws_numel == 0 for p in plan)
+
+
+def test_a_grown_buffer_keeps_the_old_one_alive():
+    """A CUDA graph captured with a counter or scratch buffer keeps its address: growing must not free it."""
+    dev = torch.device("cpu")
+    old_cnt = utils.counters(dev, 8, pool="test-grow")
+    cnt, buf = utils.workspace(dev, 8, 10, torch.float32, "test-grow")
+    assert cnt is old_cnt and buf.numel() >= 10
+    bigger_cnt = utils.counters(dev, 5000, pool="test-grow")
+    _, bigger_buf = utils.workspace(dev, 8, 100_000, torch.float32, "test-grow")
+    assert bigger_cnt.numel() >= 5000 and bigger_buf.numel() >= 100_000
+    assert any(t is old_cnt for t in utils._RETIRED) and any(t is buf for t in utils._RETIRED)
+    assert int(bigger_cnt.abs().sum()) == 0

@@ -22,7 +22,7 @@ DEV = "cuda"
 
 def _counters_zero():
     torch.cuda.synchronize()
-    for cnt, _, _, _ in utils._WORKSPACES.values():
+    for cnt in utils._COUNTERS.values():
         assert int(cnt.abs().sum()) == 0, "a kernel left a counter non-zero"
 
 
@@ -136,7 +136,7 @@ def test_two_streams_two_workspaces():
         ref = xs[i].double().sum(-1)
         for s in outs[i]:
             assert_close(s, ref, atol=1e-5 * xs[i].double().abs().sum(-1), rtol=1e-6, what=f"stream {i}")
-    keys = {k for k in utils._WORKSPACES if k[0] == "sum" and k[2] in {s.cuda_stream for s in streams}}
+    keys = {k for k in utils._SCRATCH if k[0] == "sum" and k[2] in {s.cuda_stream for s in streams}}
     assert len(keys) == 2
     _counters_zero()
 

@@ -9,7 +9,7 @@ The tips document derives the tile sizes; this file follows it:
   through shared or global memory. Only Q (once), K and V (streamed) and O (once) move.
 * N (BLOCK_N) is bounded below by the shared-memory feed of wgmma (0.5 N >= 16 + 0.25 N,
   N >= 64) and above by registers (S costs N/2 fp32 registers per thread of a warpgroup,
-  O another D/2; 255 is the cap). The default tile is the advisor's top-1 (`_forward_config`, with the
+  O another D/2; 255 is the cap). The default tile is the advisor's top-1 (`forward_config`, with the
   numbers in its reason).
 * M (BLOCK_M) sets the HBM intensity (each K/V byte buys BLOCK_M FLOPs); the programs of
   one head run next to each other (program id 0 walks the query tiles of one head), so
@@ -101,26 +101,6 @@ def _budget(head_dim: int, block_m: int, block_n: int, num_warps: int, stages: i
 _RULE_TILE = (64, 64, 4, 2)
 
 
-def _forward_config(
-    head_dim: int,
-    causal: bool,
-    dtype: torch.dtype,
-    seq_q: int,
-    *,
-    batch: int = 1,
-    heads: int = 1,
-    kv_heads: int | None = None,
-    seq_k: int | None = None,
-    gpu: str = "h200",
-) -> ForwardConfig:
-    """Tile sizes for the forward kernel (cached per problem: the advisor ranks ~20 configs, ~1.5 ms of Python)."""
-    return _forward_config_cached(
-        int(head_dim), bool(causal), dtype, interpreting(), int(batch), int(heads),
-        int(kv_heads if kv_heads is not None else heads), max(1, int(seq_q)),
-        max(1, int(seq_k if seq_k is not None else seq_q)), gpu,
-    )  # fmt: skip
-
-
 def forward_config(
     head_dim: int,
     causal: bool,
@@ -134,10 +114,13 @@ def forward_config(
     gpu: str = "h200",
 ) -> ForwardConfig:
     """The tiles `attention` launches for q [batch, heads, seq_q, head_dim] against k/v [batch, kv_heads, seq_k,
-    head_dim] on `gpu` (a registry key) when no config is given: the plan, with its reason in numbers."""
-    return _forward_config(
-        head_dim, causal, dtype, seq_q, batch=batch, heads=heads, kv_heads=kv_heads, seq_k=seq_k, gpu=gpu
-    )
+    head_dim] on `gpu` (a registry key) when no config is given: the plan, with its reason in numbers. Cached per
+    problem: the advisor ranks ~20 configs, ~1.5 ms of Python."""
+    return _forward_config_cached(
+        int(head_dim), bool(causal), dtype, interpreting(), int(batch), int(heads),
+        int(kv_heads if kv_heads is not None else heads), max(1, int(seq_q)),
+        max(1, int(seq_k if seq_k is not None else seq_q)), gpu,
+    )  # fmt: skip
 
 
 def _smaller(bm: int, bn: int, w: int, st: int):
@@ -473,7 +456,7 @@ def _make_plan(q, k, v, causal, scale, config) -> _Plan:
     # FA3 in Gluon on Hopper (tilewise.kernels.attention_gluon); the Triton launcher below stays the fallback
     plan.gluon = config is None and use_gluon(q, k, v, scale)
     plan.causal, plan.scale = bool(causal), scale
-    cfg = config or _forward_config(
+    cfg = config or forward_config(
         D, causal, q.dtype, Sq, batch=B, heads=H, kv_heads=Hk, seq_k=Sk, gpu=gpu_key(q.device)
     )
     sm_scale = (1.0 / math.sqrt(D)) if scale is None else float(scale)

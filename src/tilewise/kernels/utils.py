@@ -92,45 +92,46 @@ def current_stream(device: torch.device) -> int:
     return torch.cuda.current_stream(device).cuda_stream
 
 
-# Workspaces: (counters, scratch) per (pool, device, stream, dtype), for kernels whose programs meet through
-# partial results (the split sums of `sum`, the split-KV partials of `decode_attention`): a per-call
-# torch.empty costs the host 2-4 us on the H200's host, as much as a third of a short call. Kernels on one
-# stream run one after another, so they may share a stream's workspace. A workspace that grows keeps the
-# old buffers alive (`_RETIRED`): a CUDA graph captured with them still holds their addresses.
-_WORKSPACES: dict[tuple, tuple] = {}
+# Per-stream buffers kept between calls: grid counters (`counters`) and scratch (`workspace`), for kernels whose
+# programs meet through counters and partial results (split-K GEMM, the split sums of `sum`, the split-KV
+# partials of `decode_attention`): a per-call torch.empty costs the host 2-4 us on the H200's host, as much as a
+# third of a short call. Kernels on one stream run one after another, so they may share a stream's buffers. A
+# buffer that grows keeps the old one alive (`_RETIRED`): a CUDA graph captured with it still holds its address.
+_SCRATCH: dict[tuple, torch.Tensor] = {}
 _RETIRED: list[torch.Tensor] = []
 
 
-def workspace(device: torch.device, n_counters: int, n: int, dtype: torch.dtype, pool: str):
-    """(counters, scratch) for `device`'s current stream, kept between calls: >= n_counters zeroed int32
-    counters (the kernels set back what they used) and >= n elements of `dtype` (contents undefined)."""
-    key = (pool, device, current_stream(device), dtype)
-    ws = _WORKSPACES.get(key)
-    if ws is not None and n_counters <= ws[2] and n <= ws[3]:
-        return ws[0], ws[1]
-    cnt, buf = (None, None) if ws is None else ws[:2]
-    if cnt is None or cnt.numel() < n_counters:
-        if cnt is not None:
-            _RETIRED.append(cnt)
-        cnt = torch.zeros(max(n_counters, 1024), dtype=torch.int32, device=device)
+def _kept(store: dict, key: tuple, n: int, make) -> torch.Tensor:
+    """store[key] if it holds >= n elements, else a new buffer from `make(old)` (the old one retired)."""
+    buf = store.get(key)
     if buf is None or buf.numel() < n:
         if buf is not None:
             _RETIRED.append(buf)
-        buf = torch.empty(max(n, 4096, 2 * (0 if buf is None else buf.numel())), dtype=dtype, device=device)
-    _WORKSPACES[key] = (cnt, buf, cnt.numel(), buf.numel())
-    return cnt, buf
+        buf = store[key] = make(buf)
+    return buf
+
+
+def _zeroed_counters(device: torch.device, n: int):
+    return lambda old: torch.zeros(max(n, 1024), dtype=torch.int32, device=device)
 
 
 def counters(device: torch.device, n: int, pool: str = "grid") -> torch.Tensor:
     """A zeroed int32 buffer of at least n counters for `device`'s current stream (kept between calls).
 
     Kernels that may run back to back on one stream share a pool; each kernel sets back what it used."""
-    key = (pool, device, current_stream(device))
-    buf = _COUNTERS.get(key)
-    if buf is None or buf.numel() < n:
-        buf = torch.zeros(max(n, 1024), dtype=torch.int32, device=device)
-        _COUNTERS[key] = buf
-    return buf
+    return _kept(_COUNTERS, (pool, device, current_stream(device)), n, _zeroed_counters(device, n))
+
+
+def workspace(device: torch.device, n_counters: int, n: int, dtype: torch.dtype, pool: str):
+    """(counters, scratch) for `device`'s current stream, kept between calls: >= n_counters zeroed int32
+    counters of `pool` (the kernels set back what they used) and >= n elements of `dtype` (contents undefined)."""
+    stream = current_stream(device)
+    cnt = _kept(_COUNTERS, (pool, device, stream), n_counters, _zeroed_counters(device, n_counters))
+    buf = _kept(
+        _SCRATCH, (pool, device, stream, dtype), n,
+        lambda old: torch.empty(max(n, 4096, 2 * (0 if old is None else old.numel())), dtype=dtype, device=device),
+    )  # fmt: skip
+    return cnt, buf
 
 
 # TMA descriptors cost host time per call: each is built in Python and encoded by Triton's launcher, which
