@@ -12,15 +12,15 @@ import pytest
 
 from tilewise.advise import advise, space
 from tilewise.model.predict import predict
-from tilewise.web import api, measured
+from tilewise.web import api
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_config_tags_parse_back_to_the_grids_configs():
     for c in space.gemm_grid():
-        assert measured.gemm_config_from_tag(space.gemm_tag(c)) == c
-    assert measured.gemm_config_from_tag("BLOCK_M=64 BLOCK_N=64") is None
+        assert space.gemm_config_from_tag(space.gemm_tag(c)) == c
+    assert space.gemm_config_from_tag("BLOCK_M=64 BLOCK_N=64") is None
 
 
 def test_hierarchy_rows_carry_the_prediction_of_the_config_that_ran():
@@ -30,7 +30,7 @@ def test_hierarchy_rows_carry_the_prediction_of_the_config_that_ran():
     r = by_shape[m["shape"]]
     M, N, K = (int(x) for x in r["shape"].split("x"))
     want = predict("gemm", {"m": M, "n": N, "k": K, "dtype": "bf16", "layout": "nn"},
-                   measured.gemm_config_from_tag(r["config"]), "h200")  # fmt: skip
+                   space.gemm_config_from_tag(r["config"]), "h200")  # fmt: skip
     assert m["model_ms"] == pytest.approx(want.ms) and m["model_binding"] == want.binding
     assert m["floor_ms"] == pytest.approx(r["predicted_ms"]) and m["floor_bound"] == r["predicted_bound"]
     assert m["measured_over_model"] == pytest.approx(r["ours_ms"] / want.ms)
@@ -49,3 +49,10 @@ def test_decode_rows_and_point_carry_the_prediction():
     assert p["floor_ms"] == pytest.approx(d["current"]["time_s"] * 1e3)
     other = api.call("decode", {"gpu": "a100-sxm", "batch": "64"})["predicted"]
     assert other["calibrated"] is False and other["model_ms"] > 0  # datasheet-only, and said so
+
+
+def test_grouped_tags_read_back():
+    for c in space.grouped_space(64, 512, 512, "bf16", "h200"):
+        back = space.grouped_config_from_tag(space.grouped_tag(c))
+        assert back == {k: c[k] for k in back} and back["schedule"] == c["schedule"]
+    assert space.grouped_config_from_tag("128x128x64_g8_s1_w4_st3") is None

@@ -29,6 +29,7 @@ Fit rules (each one a hardware limit, with the number):
 from __future__ import annotations
 
 import functools
+import re
 
 from tilewise import gpus as _gpus
 from tilewise.util import cdiv
@@ -293,6 +294,33 @@ def grouped_space(rows_per_expert: float, n: int, k: int, dtype: str = "bf16", g
 
 def grouped_tag(c: dict) -> str:
     return f"m{c['block_m']}n{c['block_n']}k{c['block_k']}w{c['num_warps']}s{c['num_stages']}-{c['schedule']}"
+
+
+# `gemm_tag`'s spelling read back: [pws|p|sb]BMxBNxBK_gG_sS_wW_stST
+_GEMM_TAG = re.compile(r"^(pws|p|sb)?(\d+)x(\d+)x(\d+)_g(\d+)_s(\d+)_w(\d+)_st(\d+)$")
+# `grouped_tag`'s spelling read back, as the grouped suite's config column writes it: m16n128k128w4s4-map[-flat][-tma]
+_GROUPED_TAG = re.compile(r"^m(\d+)n(\d+)k(\d+)w(\d+)s(\d+)-(map|search|inline)")
+
+
+def gemm_config_from_tag(tag: str) -> dict | None:
+    """`gemm_tag` read back: the config dict of a GEMM config tag, or None for a tag of another spelling."""
+    hit = _GEMM_TAG.match(tag or "")
+    if hit is None:
+        return None
+    p, bm, bn, bk, g, s, w, st = hit.groups()
+    return {"block_m": int(bm), "block_n": int(bn), "block_k": int(bk), "group_m": int(g), "split_k": int(s),
+            "num_warps": int(w), "num_stages": int(st), "persistent": p in ("p", "pws"), "warp_specialize": p == "pws",
+            "stream_b": p == "sb"}  # fmt: skip
+
+
+def grouped_config_from_tag(tag: str) -> dict | None:
+    """The config dict of a grouped config tag (`grouped_tag`'s spelling, a `-flat`/`-tma` suffix allowed), or None."""
+    hit = _GROUPED_TAG.match(tag or "")
+    if hit is None:
+        return None
+    bm, bn, bk, w, st, sched = hit.groups()
+    return {"block_m": int(bm), "block_n": int(bn), "block_k": int(bk), "num_warps": int(w), "num_stages": int(st),
+            "schedule": sched}  # fmt: skip
 
 
 TAGS = {"gemm": gemm_tag, "attention": attention_tag, "decode": decode_tag, "grouped": grouped_tag}

@@ -16,40 +16,17 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from tilewise.advise.space import gemm_config_from_tag, grouped_config_from_tag
 from tilewise.errors import InputError
 
 SOURCE = "computed on reading with today's tilewise.model.predict (the row predates the model)"
 
-# A GEMM config tag as `kernels.gemm.Config.tag()` / `advise.space.gemm_tag` spell it: [pws|p|sb]BMxBNxBK_gG_sS_wW_stST
-_GEMM_TAG = re.compile(r"^(pws|p|sb)?(\d+)x(\d+)x(\d+)_g(\d+)_s(\d+)_w(\d+)_st(\d+)$")
-# `advise.space.grouped_tag` and the grouped suite's config column: m16n128k128w4s4-map[-flat][-tma]
-_GROUPED_TAG = re.compile(r"^m(\d+)n(\d+)k(\d+)w(\d+)s(\d+)-(map|search|inline)")
 _ATTN_SHAPE = re.compile(r"^B(\d+) H(\d+)(?:/(\d+))? S(\d+) D(\d+) (causal|non-causal)$")
 _ATTN_CFG = re.compile(r"BLOCK_M=(\d+) BLOCK_N=(\d+) warps=(\d+) stages=(\d+)")
 _DECODE_SHAPE = re.compile(r"^B(\d+) Hq(\d+) Hkv(\d+) (?:L(\d+)k|varlen (\d+)k-(\d+)k)$")
 _DECODE_TILE = re.compile(r"BLOCK_N=(\d+) warps=(\d+) stages=(\d+)")
 _GROUPED_SHAPE = re.compile(r"^E(\d+) rows\S* K(\d+) N(\d+) \(T (\d+)\)")
 _MOE_SHAPE = re.compile(r"T(\d+) d(\d+) d_ff(\d+) E(\d+) top(\d+) (softmax|sigmoid)")
-
-
-def gemm_config_from_tag(tag: str) -> dict | None:
-    """The config dict of a GEMM config tag, or None for a tag of another spelling."""
-    hit = _GEMM_TAG.match(tag or "")
-    if hit is None:
-        return None
-    p, bm, bn, bk, g, s, w, st = hit.groups()
-    return {"block_m": int(bm), "block_n": int(bn), "block_k": int(bk), "group_m": int(g), "split_k": int(s),
-            "num_warps": int(w), "num_stages": int(st), "persistent": p in ("p", "pws"), "warp_specialize": p == "pws",
-            "stream_b": p == "sb"}  # fmt: skip
-
-
-def grouped_config_from_tag(tag: str) -> dict | None:
-    hit = _GROUPED_TAG.match(tag or "")
-    if hit is None:
-        return None
-    bm, bn, bk, w, st, sched = hit.groups()
-    return {"block_m": int(bm), "block_n": int(bn), "block_k": int(bk), "num_warps": int(w), "num_stages": int(st),
-            "schedule": sched}  # fmt: skip
 
 
 def _ints(m: re.Match) -> list[int]:
@@ -166,4 +143,4 @@ def with_model(row: dict[str, Any], gpu_key: str | None = None) -> dict[str, Any
     return {**row, **cols, "model_source": SOURCE}
 
 
-__all__ = ["SOURCE", "gemm_config_from_tag", "grouped_config_from_tag", "model_spec", "with_model"]
+__all__ = ["SOURCE", "model_spec", "with_model"]

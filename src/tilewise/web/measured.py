@@ -15,7 +15,6 @@ from importlib import resources
 
 from tilewise.advise.problems import normalize
 from tilewise.bench import model_rows
-from tilewise.bench.model_rows import gemm_config_from_tag  # noqa: F401  (re-exported for the explorer's tests)
 from tilewise.model import roofline, traffic
 from tilewise.web.measured_build import access_key, occupancy_key, sweep_key
 
