@@ -14,6 +14,7 @@ import argparse
 from tilewise import gpus as _gpus
 from tilewise import validate
 from tilewise.errors import InputError, parse_size, require
+from tilewise.explain.predicted import prediction
 from tilewise.explain.report import Report, fmt_bytes, fmt_flops, fmt_kib, fmt_time, gpu_info, pct, provenance_line
 from tilewise.model import decode, mma, roofline, traffic, waves
 from tilewise.model.occupancy import occupancy
@@ -265,17 +266,8 @@ def explain(
 
     # The time model (tilewise.model.predict) beside the floor: the advisor's best config of the kernel.
     if _gpus.dtype_name(dtype) in ("bf16", "fp16"):
-        from tilewise.advise import advise
-
-        best = advise("gemm", {"m": m, "n": n, "k": k, "dtype": _gpus.dtype_name(dtype)}, g.key, top_k=1)[0]
-        pm = best.prediction
-        s.values.update(model_ms=pm.ms, model_config=best.tag, model_binding=pm.binding, model_calibrated=pm.calibrated)
-        s.say(
-            f"The time model (`tilewise advise gemm`) predicts {pm.ms * 1e3:.1f} us for tilewise's kernel at its best "
-            f"config {best.tag} ({pm.binding} binds; "
-            f"{'calibrated on this GPU' if pm.calibrated else 'datasheet-only: never measured on this GPU'}), "
-            f"{pm.ms / (rf.time_s * 1e3):.2f}x the floor."
-        )
+        problem = {"m": m, "n": n, "k": k, "dtype": _gpus.dtype_name(dtype)}
+        prediction(s, "gemm", problem, g.key, what="tilewise's kernel at its best config", floor_s=rf.time_s)
 
     # 8. Fragment padding when M is small.
     fill16 = decode.fragment_fill(m, 16)
