@@ -27,8 +27,8 @@ _OPS = {
     "moe_experts": "custom_ops",
     "flash_ffn": "custom_ops",
     "FlashFFNFunction": "ffn",
-    "MultiHeadFFN": "ffn",
-    "MultiHeadMoE": "mhmoe",
+    "MultiHeadFFN": "layers",
+    "MultiHeadMoE": "layers",
 }
 
 

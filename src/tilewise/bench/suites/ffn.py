@@ -311,11 +311,11 @@ def _moe_case(T, heads, head_dim, experts, width, top_k, dtype_name, rounds, rep
 
     from tilewise.bench import harness
     from tilewise.bench.mhmoe_peer import experts_forward_torch
-    from tilewise.kernels import mhmoe
+    from tilewise.kernels import layers, mhmoe
     from tilewise.model import traffic
 
     dt = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
-    layer = mhmoe.MultiHeadMoE(heads * head_dim, heads, head_dim, experts, width, top_k, device=DEVICE, dtype=dt)
+    layer = layers.MultiHeadMoE(heads * head_dim, heads, head_dim, experts, width, top_k, device=DEVICE, dtype=dt)
     x = torch.randn(T, heads * head_dim, device=DEVICE, dtype=dt)
     with torch.no_grad():
         z, weights, experts_idx = layer.route(x)
