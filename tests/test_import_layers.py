@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -187,3 +187,100 @@ def test_the_checks_find_a_planted_circle_and_an_upward_import(tmp_path):
     assert g["tilewise.model.d"] == set() and g["tilewise.advise.space"] == {"tilewise.errors"}
     assert circles(g) == [["tilewise.model.a", "tilewise.model.b"]]
     assert upward(g) == ["tilewise.model.c (model) -> tilewise.advise.space (advise, explain)"]
+
+
+# ------------------------------------------------------------------------------ function-local imports
+
+# What a function-local import may defer: the optional extras (and what they pull in at import)
+HEAVY = ("torch", "triton", "matplotlib", "uvicorn", "starlette", "h11", "cupy", "tqdm")
+# Modules whose function-local imports of light modules are still to move to their tops (they are being
+# restructured elsewhere); take a module off once its imports pass
+NOT_YET = (
+    "tilewise.cli",
+    "tilewise.explain.attention",
+    "tilewise.explain.predicted",
+    "tilewise.kernels.attention_gluon",
+    "tilewise.kernels.decode",
+    "tilewise.kernels.flash_attention",
+    "tilewise.kernels.gemm",
+)
+
+
+def _imported(node: ast.Import | ast.ImportFrom) -> list[tuple[str, str | None]]:
+    """(module, name) pairs of an absolute import: `import a.b` -> (a.b, None); `from a import b` -> (a, b)."""
+    if isinstance(node, ast.Import):
+        return [(a.name, None) for a in node.names]
+    return [] if node.level else [(node.module or "", a.name) for a in node.names]
+
+
+def _function_local(tree: ast.AST, depth: int = 0) -> Iterator[ast.Import | ast.ImportFrom]:
+    for node in ast.iter_child_nodes(tree):
+        if _type_checking(node):
+            continue
+        inner = depth + isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        if depth and isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        yield from _function_local(node, inner)
+
+
+def heavy_modules(src: str) -> set[str]:
+    """The tilewise modules that import a HEAVY package when imported (their parents' imports included)."""
+    mods = modules(src)
+    trees = {m: ast.parse(open(p, encoding="utf-8").read(), p) for m, p in mods.items()}
+
+    def top_level(m: str) -> list[tuple[str, str | None]]:
+        out = []
+        for node in trees[m].body:
+            if _type_checking(node):
+                continue
+            for sub in ast.walk(node) if isinstance(node, (ast.If, ast.Try)) else [node]:
+                if isinstance(sub, (ast.Import, ast.ImportFrom)):
+                    out += _imported(sub)
+        return out
+
+    memo: dict[str, bool] = {}
+
+    def heavy(m: str, seen: tuple[str, ...] = ()) -> bool:
+        if m not in memo:
+            parents = [".".join(m.split(".")[:i]) for i in range(1, m.count(".") + 1)]
+            memo[m] = any(heavy(p, seen) for p in parents if p in mods and p not in seen) or any(
+                loads_heavy(mn, nm, mods, lambda t: t not in seen and t != m and heavy(t, (*seen, m)))
+                for mn, nm in top_level(m)
+            )
+        return memo[m]
+
+    return {m for m in mods if heavy(m)}
+
+
+def loads_heavy(module: str, name: str | None, mods: dict[str, str], heavy_module: Callable[[str], bool]) -> bool:
+    """Whether `from module import name` (`import module` when name is None) imports a HEAVY package."""
+    if module.split(".")[0] != "tilewise":
+        return module.split(".")[0] in HEAVY
+    sub = f"{module}.{name}"
+    if name and sub in mods:
+        return bool(heavy_module(sub))
+    if module == "tilewise.kernels" and name:  # a public op: the package's __getattr__ imports torch for it
+        return True
+    while module and module not in mods:
+        module = module.rpartition(".")[0]
+    return bool(module) and bool(heavy_module(module))
+
+
+def test_function_local_imports_only_defer_a_heavy_dependency():
+    """A function-local import is kept only where it defers torch, triton, matplotlib, ... (HEAVY) from a
+    module that must import without it; anything else belongs at the module's top (the graph has no
+    circle for it to break)."""
+    mods = modules(SRC)
+    heavy = heavy_modules(SRC)
+    light = []
+    for mod, path in sorted(mods.items()):
+        if mod in NOT_YET:
+            continue
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read(), path)
+        for node in _function_local(tree):
+            if not any(loads_heavy(m, n, mods, heavy.__contains__) for m, n in _imported(node)):
+                light.append(f"{mod}:{node.lineno} {ast.unparse(node)}")
+    assert light == []
+    assert "tilewise.kernels.gemm" in heavy and "tilewise.web.server" in heavy  # torch / starlette at the top
+    assert "tilewise.model.predict" not in heavy and "tilewise.bench.harness" not in heavy
