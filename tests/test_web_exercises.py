@@ -25,7 +25,7 @@ def ask(topic, variant, answer=None):
 
 
 def independent_answer(topic: str, v: dict):
-    g = gpus.get(v.get("gpu", "h100-sxm"))
+    g = gpus.get(v.get("gpu", gpus.DEFAULT_GPU))
     if topic == "access":
         width = int(v.get("width", "4"))
         base = 0 if v["space"] == "shared" else 1 << 20

@@ -180,7 +180,7 @@ def register(sub) -> None:
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    o.add_argument("--gpu", default="h100-sxm", help="registry name (default h100-sxm)")
+    o.add_argument("--gpu", default=_gpus.DEFAULT_GPU, help=f"registry name (default {_gpus.DEFAULT_GPU})")
     o.add_argument("--threads", type=int, required=True, help="threads per block")
     o.add_argument("--registers", type=int, required=True, help="registers per thread (ptxas -v)")
     o.add_argument("--smem", default="0", help="shared memory per block, static + dynamic (e.g. 48K)")

@@ -116,7 +116,7 @@ def _advise_cached(kernel: str, frozen: str, gpu: str, top_k: int) -> tuple:
     return tuple(out)
 
 
-def advise(kernel: str, problem: dict, gpu: str = "h200", top_k: int = 5) -> list[Advice]:
+def advise(kernel: str, problem: dict, gpu: str = _gpus.DEFAULT_GPU, top_k: int = 5) -> list[Advice]:
     """The `top_k` configurations of `kernel`'s space for `problem` on `gpu`, fastest predicted first."""
     kernel = _problems.check_kernel(kernel)
     gpu = _problems.check_gpu(gpu)
@@ -130,7 +130,7 @@ def _copy(a: Advice) -> Advice:
     return Advice(a.kernel, dict(a.config), a.tag, a.prediction, a.tflops, a.tbps, a.reason)
 
 
-def default_config(kernel: str, problem: dict, gpu: str = "h200") -> dict:
+def default_config(kernel: str, problem: dict, gpu: str = _gpus.DEFAULT_GPU) -> dict:
     """The advisor's top-1 configuration (a fresh dict; cached, so a kernel launch pays ~1 us)."""
     kernel = _problems.check_kernel(kernel)
     gpu = _problems.check_gpu(gpu)

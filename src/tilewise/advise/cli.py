@@ -133,7 +133,9 @@ def register(sub) -> None:
     p.add_argument("--dtype", default="bf16", help="bf16 | fp16 (gemm: fp32 too)")
     p.add_argument("--layout", default="nn", help="gemm: nn (B [K, N]) or nt (a @ w.T, w [N, K])")
     p.add_argument("--causal", action="store_true", help="attention: causal mask")
-    p.add_argument("--gpu", default="h200", help="a registry GPU (tilewise gpus)")
+    p.add_argument(
+        "--gpu", default=_gpus.DEFAULT_GPU, help=f"a registry GPU, see `tilewise gpus` (default {_gpus.DEFAULT_GPU})"
+    )
     p.add_argument("--top", type=int, default=5, help="how many configs (default 5)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--validate", action="store_true", help="the verdict on the committed sweep fixtures")

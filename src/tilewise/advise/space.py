@@ -160,7 +160,7 @@ _GRID = gemm_grid()
 
 
 def gemm_space(
-    m: int, n: int, k: int, dtype: str = "bf16", gpu: str | _gpus.GPU = "h200", layout: str = "nn"
+    m: int, n: int, k: int, dtype: str = "bf16", gpu: str | _gpus.GPU = _gpus.DEFAULT_GPU, layout: str = "nn"
 ) -> list[dict]:
     """The GEMM configurations that fit `gpu` for an M x N x K problem (each a fresh dict).
 
@@ -196,7 +196,7 @@ def attention_fits(c: dict, head_dim: int, dtype: str, gpu: str | _gpus.GPU) -> 
     return ""
 
 
-def attention_space(head_dim: int, dtype: str = "bf16", gpu: str | _gpus.GPU = "h200") -> list[dict]:
+def attention_space(head_dim: int, dtype: str = "bf16", gpu: str | _gpus.GPU = _gpus.DEFAULT_GPU) -> list[dict]:
     return [dict(c) for c in _attention_space(head_dim, dtype, _gpus.get(gpu).key)]
 
 
@@ -222,7 +222,12 @@ DECODE_SMEM = 192 * 1024  # the kernel's K/V stage budget (kernels/decode.py _DE
 
 
 def decode_space(
-    batch: int, kv_heads: int, seq_len: int, head_dim: int, dtype: str = "bf16", gpu: str | _gpus.GPU = "h200"
+    batch: int,
+    kv_heads: int,
+    seq_len: int,
+    head_dim: int,
+    dtype: str = "bf16",
+    gpu: str | _gpus.GPU = _gpus.DEFAULT_GPU,
 ) -> list[dict]:
     """(block_n, warps, stages) x num_splits; a split keeps at least one key tile."""
     e = _gpus.element_bytes(dtype)

@@ -22,6 +22,7 @@ import math
 import os
 import statistics
 
+from tilewise import gpus as _gpus
 from tilewise.advise import advise, fixtures, space
 from tilewise.errors import InputError
 from tilewise.model import roofline, traffic
@@ -108,7 +109,7 @@ def split_figures(family: str, recs: dict, gpu: str, split: str) -> dict:
     }
 
 
-def defaults_vs_cublas(directory: str | None = None, gpu: str = "h200") -> dict:
+def defaults_vs_cublas(directory: str | None = None, gpu: str = _gpus.DEFAULT_GPU) -> dict:
     """The advisor's top-1 (every GEMM's default config) against cuBLAS over every problem of the sweep (both
     splits): the sweep times every config of the space and cuBLAS side by side (CUDA graphs), so the default's
     measured time is read from the fixture without a GPU."""
@@ -133,7 +134,7 @@ def defaults_vs_cublas(directory: str | None = None, gpu: str = "h200") -> dict:
     }
 
 
-def family_verdict(family: str, directory: str | None = None, gpu: str = "h200") -> dict:
+def family_verdict(family: str, directory: str | None = None, gpu: str = _gpus.DEFAULT_GPU) -> dict:
     recs = fixtures.load(family, directory)
     comp = _compile_seconds(directory or fixtures.DEFAULT_DIR)
     nmh_pred = {}
@@ -230,7 +231,7 @@ def family_verdict(family: str, directory: str | None = None, gpu: str = "h200")
     return out
 
 
-def verdict(directory: str | None = None, gpu: str = "h200", families=fixtures.FAMILIES) -> dict:
+def verdict(directory: str | None = None, gpu: str = _gpus.DEFAULT_GPU, families=fixtures.FAMILIES) -> dict:
     meta = fixtures.meta(directory)
     out = {"sweep": {k: meta.get(k) for k in ("gpu", "date", "torch", "triton", "host_cpu", "command")},
            "families": {f: family_verdict(f, directory, gpu) for f in families}}  # fmt: skip

@@ -280,7 +280,7 @@ def make_row(
     return row
 
 
-def model_columns(kernel: str, problem: dict, config: dict, gpu_key: str = "h200") -> dict[str, Any]:
+def model_columns(kernel: str, problem: dict, config: dict, gpu_key: str = _gpus.DEFAULT_GPU) -> dict[str, Any]:
     """{"model_ms", "model_binding"} of `tilewise.model.predict` (None with "model_error" when it refuses).
 
     The advisor's families are normalised by `tilewise.advise.problems`; the composed ones (moe, ffn, sum:

@@ -34,7 +34,7 @@ def roofline_plot(rows: list[dict[str, Any]], path: str, *, gpu: str | None = No
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    key = gpu or next((r.get("model_gpu") for r in rows if r.get("model_gpu")), None) or "h200"
+    key = gpu or next((r.get("model_gpu") for r in rows if r.get("model_gpu")), None) or _gpus.DEFAULT_GPU
     g = _gpus.get(key)
     pts = list(_points(rows))
     fig, ax = plt.subplots(figsize=(8, 5.5), dpi=120)

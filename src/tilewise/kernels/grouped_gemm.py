@@ -43,6 +43,7 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
+from tilewise import gpus as _gpus
 from tilewise.advise import default_config
 from tilewise.errors import InputError
 from tilewise.kernels.utils import Launcher, PlanCache, gpu_key, interpreting, long_kernel, signature, sm_count
@@ -99,7 +100,7 @@ def choose_config(
     on_gpu: bool = True,
     glu: bool = False,
     experts: int | None = None,
-    gpu: str = "h200",
+    gpu: str = _gpus.DEFAULT_GPU,
 ) -> GroupedConfig:
     """A tile for the average rows per expert.
 

@@ -28,8 +28,8 @@ import triton.language as tl
 from tilewise import gpus as _gpus
 from tilewise.model import roofline as _roofline
 
-# The registry entry the CPU interpreter plans for (its SM count, its shared memory).
-CPU_GPU = "h200"
+# The registry entry the CPU interpreter plans for (its SM count, its shared memory): the default GPU.
+CPU_GPU = _gpus.DEFAULT_GPU
 
 
 def interpreting() -> bool:

@@ -658,7 +658,7 @@ def predict(
     kernel: str,
     problem: dict[str, Any],
     config: dict[str, Any],
-    gpu: str = "h200",
+    gpu: str = _gpus.DEFAULT_GPU,
     *,
     efficiency: dict[str, Any] | None = None,
     constants: dict[str, Any] | None = None,

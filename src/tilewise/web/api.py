@@ -25,4 +25,4 @@ def gpus_list() -> dict:
         d["wgmma"] = g.wgmma
         d["balance_bf16"] = _gpus.balance(g, "hbm", "bf16") if "bf16" in g.dense_macs_per_tc_per_cycle else None
         out.append(d)
-    return {"gpus": out, "default": "h100-sxm"}
+    return {"gpus": out, "default": _gpus.DEFAULT_GPU}

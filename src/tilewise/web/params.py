@@ -96,5 +96,5 @@ class Params:
             out.append(v)
         return out
 
-    def gpu(self, name: str = "gpu", default: str = "h100-sxm") -> _gpus.GPU:
+    def gpu(self, name: str = "gpu", default: str = _gpus.DEFAULT_GPU) -> _gpus.GPU:
         return _gpus.get(self.values.get(name, default).strip()[:40])

@@ -80,7 +80,7 @@ def problem(kernel: str, p: Params) -> dict:
     ),
 )
 def advisor_panel(p: Params) -> dict:
-    g = p.gpu(default="h200")
+    g = p.gpu()
     kernel = p.choice("kernel", "gemm", KERNELS)
     top_k = p.int("top_k", 5, 1, 20)
     prob = problem(kernel, p)
