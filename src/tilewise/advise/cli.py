@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from tilewise import gpus as _gpus
 from tilewise.advise import advise, validate
@@ -25,7 +26,7 @@ ARGS = {
 }
 
 
-def _problem(kind: str, a: argparse.Namespace) -> dict:
+def _problem(kind: str, a: argparse.Namespace) -> dict[str, Any]:
     p = {name: getattr(a, name) for name, _ in ARGS[kind]}
     p["dtype"] = a.dtype
     if kind == "gemm":
@@ -111,7 +112,7 @@ def _validate(a: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "advise",
         help="the time model's top-k configs for gemm|attention|decode|grouped (or --validate)",

@@ -21,6 +21,7 @@ import json
 import math
 import os
 import statistics
+from typing import Any
 
 from tilewise import gpus as _gpus
 from tilewise.advise import advise, fixtures, space
@@ -51,7 +52,7 @@ def _pct(xs: list[float], q: float) -> float:
     return xs[i]
 
 
-def _floor_ms(family: str, p: dict) -> float:
+def _floor_ms(family: str, p: dict[str, Any]) -> float:
     """The roofline floor the benchmark rows carried as `predicted_ms` (the previous 'model')."""
     if family == "gemm":
         f, b = traffic.gemm_flops(p["m"], p["n"], p["k"]), traffic.gemm_bytes(p["m"], p["n"], p["k"], p["dtype"])
@@ -71,9 +72,9 @@ def _floor_ms(family: str, p: dict) -> float:
     return roofline.time("h200", f, b, p["dtype"]).time_s * 1e3
 
 
-def _compile_seconds(directory: str) -> dict:
+def _compile_seconds(directory: str) -> dict[str, Any]:
     path = os.path.join(directory, "compile.jsonl")
-    out: dict = {}
+    out: dict[str, Any] = {}
     if not os.path.exists(path):
         return out
     with open(path) as f:
@@ -87,7 +88,7 @@ def _compile_seconds(directory: str) -> dict:
     return out
 
 
-def split_figures(family: str, recs: dict, gpu: str, split: str) -> dict:
+def split_figures(family: str, recs: dict[str, Any], gpu: str, split: str) -> dict[str, Any]:
     """top-1 within 5% and the error figures over the problems of one split (the calibration split's are the
     in-sample figures, printed beside the held-out verdict)."""
     top1, errs = [], []
@@ -109,7 +110,7 @@ def split_figures(family: str, recs: dict, gpu: str, split: str) -> dict:
     }
 
 
-def defaults_vs_cublas(directory: str | None = None, gpu: str = _gpus.DEFAULT_GPU) -> dict:
+def defaults_vs_cublas(directory: str | None = None, gpu: str = _gpus.DEFAULT_GPU) -> dict[str, Any]:
     """The advisor's top-1 (every GEMM's default config) against cuBLAS over every problem of the sweep (both
     splits): the sweep times every config of the space and cuBLAS side by side (CUDA graphs), so the default's
     measured time is read from the fixture without a GPU."""
@@ -134,7 +135,7 @@ def defaults_vs_cublas(directory: str | None = None, gpu: str = _gpus.DEFAULT_GP
     }
 
 
-def family_verdict(family: str, directory: str | None = None, gpu: str = _gpus.DEFAULT_GPU) -> dict:
+def family_verdict(family: str, directory: str | None = None, gpu: str = _gpus.DEFAULT_GPU) -> dict[str, Any]:
     recs = fixtures.load(family, directory)
     comp = _compile_seconds(directory or fixtures.DEFAULT_DIR)
     nmh_pred = {}
@@ -231,7 +232,9 @@ def family_verdict(family: str, directory: str | None = None, gpu: str = _gpus.D
     return out
 
 
-def verdict(directory: str | None = None, gpu: str = _gpus.DEFAULT_GPU, families=fixtures.FAMILIES) -> dict:
+def verdict(
+    directory: str | None = None, gpu: str = _gpus.DEFAULT_GPU, families: tuple[str, ...] = fixtures.FAMILIES
+) -> dict[str, Any]:
     meta = fixtures.meta(directory)
     out = {"sweep": {k: meta.get(k) for k in ("gpu", "date", "torch", "triton", "host_cpu", "command")},
            "families": {f: family_verdict(f, directory, gpu) for f in families}}  # fmt: skip

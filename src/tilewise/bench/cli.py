@@ -54,7 +54,7 @@ def _run(a: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     suites = _suites()
     p = sub.add_parser(
         "bench",

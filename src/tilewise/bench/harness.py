@@ -243,7 +243,7 @@ def make_row(
     gpu_key: str | None = None,
     model_dtype: str | None = None,
     extra: dict[str, Any] | None = None,
-    model: tuple[str, dict, dict] | None = None,
+    model: tuple[str, dict[str, Any], dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """One result row. `flops` and `nbytes` must come from `tilewise.model.traffic`.
 
@@ -280,7 +280,9 @@ def make_row(
     return row
 
 
-def model_columns(kernel: str, problem: dict, config: dict, gpu_key: str = _gpus.DEFAULT_GPU) -> dict[str, Any]:
+def model_columns(
+    kernel: str, problem: dict[str, Any], config: dict[str, Any], gpu_key: str = _gpus.DEFAULT_GPU
+) -> dict[str, Any]:
     """{"model_ms", "model_binding"} of `tilewise.model.predict` (None with "model_error" when it refuses).
 
     The advisor's families are normalised by `tilewise.advise.problems`; the composed ones (moe, ffn, sum:

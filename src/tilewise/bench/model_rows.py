@@ -30,7 +30,7 @@ _GROUPED_SHAPE = re.compile(r"^E(\d+) rows\S* K(\d+) N(\d+) \(T (\d+)\)")
 _MOE_SHAPE = re.compile(r"T(\d+) d(\d+) d_ff(\d+) E(\d+) top(\d+) (softmax|sigmoid)")
 
 
-def _ints(m: re.Match) -> list[int]:
+def _ints(m: re.Match[str]) -> list[int]:
     return [int(x) for x in m.groups() if x is not None and x.isdigit()]
 
 
@@ -118,7 +118,7 @@ _READERS = {
 }
 
 
-def model_spec(row: dict[str, Any]) -> tuple[str, dict, dict] | None:
+def model_spec(row: dict[str, Any]) -> tuple[str, dict[str, Any], dict[str, Any]] | None:
     """(kernel, problem, config) of `tilewise.model.predict` for a benchmark row, or None where it cannot be read."""
     read = _READERS.get(str(row.get("kernel")))
     try:

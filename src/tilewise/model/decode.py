@@ -177,7 +177,9 @@ class DecodeGemmPoint:
         return asdict(self)
 
 
-def decode_gemm_point(batch: int, k: int, n: int, dtype: str = "bf16", gpu: str = _gpus.DEFAULT_GPU) -> DecodeGemmPoint:
+def decode_gemm_point(
+    batch: int, k: int, n: int, dtype: str = "bf16", gpu: str | _gpus.GPU = _gpus.DEFAULT_GPU
+) -> DecodeGemmPoint:
     """Roofline of the decode GEMM [batch, k] x [k, n] (weights read once from HBM)."""
     batch, k, n = positive_int("batch", batch), positive_int("k", k), positive_int("n", n)
     g = _gpus.get(gpu)
@@ -208,7 +210,7 @@ def decode_gemm_roofline(
     n: int = 24576,
     batches: Sequence[int] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512),
     dtype: str = "bf16",
-    gpu: str = _gpus.DEFAULT_GPU,
+    gpu: str | _gpus.GPU = _gpus.DEFAULT_GPU,
 ) -> list[DecodeGemmPoint]:
     """The decode GEMM's roofline at each batch: intensity grows about linearly with batch.
 
@@ -218,7 +220,9 @@ def decode_gemm_roofline(
     return [decode_gemm_point(b, k, n, dtype, gpu) for b in batches]
 
 
-def batch_for_compute_bound(k: int, n: int, dtype: str = "bf16", gpu: str = _gpus.DEFAULT_GPU) -> int | None:
+def batch_for_compute_bound(
+    k: int, n: int, dtype: str = "bf16", gpu: str | _gpus.GPU = _gpus.DEFAULT_GPU
+) -> int | None:
     """Smallest batch at which the decode GEMM reaches the machine balance (None if never)."""
     k, n = positive_int("k", k), positive_int("n", n)
     g = _gpus.get(gpu)
@@ -273,7 +277,7 @@ def decode_attention(
     seq_len: int,
     head_dim: int = 128,
     dtype: str = "bf16",
-    gpu: str = _gpus.DEFAULT_GPU,
+    gpu: str | _gpus.GPU = _gpus.DEFAULT_GPU,
 ) -> DecodeAttention:
     """One decode step of attention: every cached K/V byte read once, serving one GQA group.
 

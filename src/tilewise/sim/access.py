@@ -24,6 +24,7 @@ Measured rules (the textbook's where it holds):
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -78,7 +79,7 @@ def analyze_access(
     active: int | Sequence[bool] | np.ndarray | None = None,
     store: bool = False,
     atomic: bool | str = False,
-) -> dict:
+) -> dict[str, Any]:
     """Nsight Compute's counters for one warp-wide memory instruction on an H200.
 
     addresses: 32 byte addresses, one per lane (lane i = element i); each a multiple of `width`.
@@ -152,7 +153,7 @@ def distinct_per_row(keys: np.ndarray, valid: np.ndarray) -> np.ndarray:
     return np.sum(new & (k != _BIG), axis=1)
 
 
-def _global(addr: np.ndarray, act: np.ndarray, width: int, store: bool) -> dict:
+def _global(addr: np.ndarray, act: np.ndarray, width: int, store: bool) -> dict[str, Any]:
     any_lane = act.any(axis=1)
     sectors = distinct_per_row(addr // SECTOR, act)
     requests = any_lane.astype(np.int64)
@@ -186,7 +187,7 @@ def lane_words(addr: np.ndarray, act: np.ndarray, width: int) -> tuple[np.ndarra
     return words.reshape(*addr.shape[:-1], -1), np.repeat(act, nw, axis=-1)
 
 
-def _shared(addr: np.ndarray, act: np.ndarray, width: int, store: bool) -> dict:
+def _shared(addr: np.ndarray, act: np.ndarray, width: int, store: bool) -> dict[str, Any]:
     """Wavefronts and bank conflicts of one shared-memory instruction per row, as measured on an H200.
 
     A phase is 128 bytes of lane data: the whole warp for 1-, 2- and 4-byte accesses, a half-warp
@@ -256,7 +257,7 @@ def shared_passes(
     width: int,
     active: int | Sequence[bool] | np.ndarray | None = None,
     store: bool = False,
-) -> dict:
+) -> dict[str, Any]:
     """How one warp's shared-memory load or store goes through the banks: its passes, lane by lane.
 
     The rule of `analyze_access` (the same helpers), spelled out for one warp so that a reader can see
@@ -288,7 +289,7 @@ def shared_passes(
 
 def analyze_batch(
     addr: np.ndarray, act: np.ndarray, width: int, space: str, store: bool = False, atomic: bool | str = False
-) -> dict:
+) -> dict[str, Any]:
     """`analyze_access` for many warps: addr and act are (warps, 32); returns arrays of length warps."""
     addr = np.asarray(addr, dtype=np.int64)
     act = np.asarray(act, dtype=bool)
@@ -318,7 +319,7 @@ def _atomic_kind(atomic, space: str) -> str:
     return kind
 
 
-def _atomic(addr: np.ndarray, act: np.ndarray, width: int, space: str, kind: str) -> dict:
+def _atomic(addr: np.ndarray, act: np.ndarray, width: int, space: str, kind: str) -> dict[str, Any]:
     """One atomic instruction per row (atom or red), as Nsight Compute counted it on an H200 (round 5).
 
     Lanes on one address are never merged into one operation, unlike a load's broadcast or a store:
@@ -368,7 +369,7 @@ def _per_key_max(group: np.ndarray, addr: np.ndarray, act: np.ndarray) -> np.nda
     return np.where(first, busiest, 0).sum(axis=1)
 
 
-def _cas_loop(addr: np.ndarray, act: np.ndarray, width: int) -> dict:
+def _cas_loop(addr: np.ndarray, act: np.ndarray, width: int) -> dict[str, Any]:
     """What ptxas makes of a shared-memory float32 add or 8-byte add: a loop of LDS + ATOMS.CAST.SPIN.
 
     Each pass, the lanes still pending load their word (LDS, counted with the load rule) and try a

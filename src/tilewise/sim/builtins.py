@@ -5,6 +5,7 @@ from __future__ import annotations
 import linecache
 import re
 import sys
+from typing import Any
 
 import numpy as np
 
@@ -20,7 +21,7 @@ FULL_MASK = 0xFFFFFFFF
 class _Dim3:
     __slots__ = ("_get",)
 
-    def __init__(self, get):
+    def __init__(self, get) -> None:
         self._get = get
 
     x = property(lambda s: s._get(0))
@@ -60,12 +61,12 @@ def _assigned_name(depth=2, default="shared"):
     return m.group(1) if m else default
 
 
-def syncthreads():
+def syncthreads() -> None:
     """__syncthreads(): a barrier for the block's threads; all live threads must reach it together."""
     current().sync(_caller_line())
 
 
-def syncwarp(mask=FULL_MASK):
+def syncwarp(mask=FULL_MASK) -> None:
     """__syncwarp(): orders the shared-memory accesses of the calling warp's lanes (the hazard checker then
     accepts a read of what another lane of the same warp wrote before it); other warps are not ordered."""
     current().syncwarp(_caller_line())
@@ -135,7 +136,7 @@ def atomic_exch(arr, idx, val):
     return _atomic("exch", arr, idx, val)
 
 
-def select(cond, a, b):
+def select(cond: Any, a: Any, b: Any) -> Any:
     """`cond ? a : b` computed by every thread (a select instruction, no branch): both sides are evaluated."""
     if isinstance(a, Vec) or isinstance(b, Vec):
         av = a.v if isinstance(a, Vec) else np.asarray(a)

@@ -8,6 +8,7 @@ import json
 import math
 import os
 import sys
+from typing import Any
 
 import numpy as np
 
@@ -114,7 +115,7 @@ DEFAULT_TOLERANCE = 1e-3  # max |error| a file's check() may report when it sets
 MAX_UNSAMPLED_BLOCKS = 65536  # more blocks than this without --sample: refused (hours of simulation)
 
 
-def _check_result(path: str, mod, args, blocks) -> dict:
+def _check_result(path: str, mod, args, blocks) -> dict[str, Any]:
     """Run the file's check(args, blocks) and judge it: ok, failed (error above tolerance) or impossible."""
     tol = getattr(mod, "TOLERANCE", DEFAULT_TOLERANCE)
     if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not math.isfinite(tol) or tol < 0:
@@ -243,7 +244,7 @@ def _cmd_trace(a: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "trace",
         help="simulate a Python CUDA-style kernel warp by warp: per-line sectors, bank conflicts, divergence, hazards",

@@ -21,7 +21,7 @@ class IfFrame:
 
     __slots__ = ("base", "cond")
 
-    def __init__(self, base, cond):
+    def __init__(self, base, cond) -> None:
         self.base = base
         self.cond = cond
 
@@ -31,7 +31,7 @@ class LoopFrame:
 
     __slots__ = ("active", "base", "broken", "cont", "dirty")
 
-    def __init__(self, base):
+    def __init__(self, base) -> None:
         self.base = base
         self.active = base
         self.broken = None
@@ -42,7 +42,7 @@ class LoopFrame:
 class RangeIter:
     """`for i in range(...)`: uniform bounds iterate like Python; per-thread bounds narrow the mask."""
 
-    def __init__(self, rt, line, frame, start, stop, step):
+    def __init__(self, rt, line, frame, start, stop, step) -> None:
         self.rt, self.line, self.frame = rt, line, frame
         self.k, self.stop, self.step = start, stop, step
         self.vector = isinstance(start, np.ndarray) or isinstance(stop, np.ndarray)
@@ -84,7 +84,7 @@ class ControlFlow:
     """
 
     # ---------------------------------------------------------------- masks
-    def set_mask(self, m):
+    def set_mask(self, m) -> None:
         self.mask = m
         alive_off = ~self.dead & ~m
         self.full = not alive_off.any()
@@ -107,7 +107,7 @@ class ControlFlow:
                     b = b | f.cont
         return b
 
-    def tick(self, line):
+    def tick(self, line) -> None:
         """One statement (or loop test) on `line`: counted for the report and against the step limit."""
         self.steps += 1
         if self.steps >= self.next_check:
@@ -166,16 +166,16 @@ class ControlFlow:
         self.set_mask(t)
         return 2
 
-    def flip(self):
+    def flip(self) -> None:
         f = self.stack[-1]
         self.set_mask(f.base & ~f.cond & ~self.blocked(len(self.stack) - 1))
 
-    def pop(self):
+    def pop(self) -> None:
         f = self.stack.pop()
         self.set_mask(f.base & ~self.blocked())
 
     # ---------------------------------------------------------------- loops
-    def loop_push(self):
+    def loop_push(self) -> None:
         self.stack.append(LoopFrame(self.mask))
 
     def loop_enter(self, L: LoopFrame) -> bool:
@@ -212,7 +212,7 @@ class ControlFlow:
             self.set_mask(m)
         return bool(m.any())
 
-    def loop_pop(self):
+    def loop_pop(self) -> None:
         f = self.stack.pop()
         self.set_mask(f.base & ~self.blocked())
 
@@ -250,7 +250,7 @@ class ControlFlow:
                 return i
         raise InputError(f"'{what}' outside a loop")
 
-    def _leave_loop(self, what, slot):
+    def _leave_loop(self, what, slot) -> bool:
         """`break` or `continue` by the active lanes. Straight inside the loop every thread still in it
         leaves together: True, the ordinary statement. Under a branch the active lanes are parked in the
         loop frame's `slot` and go idle: "broken" ones leave the loop at its next test (`loop_enter`),
@@ -271,7 +271,7 @@ class ControlFlow:
     def cont(self):
         return self._leave_loop("continue", "cont")
 
-    def exit(self):
+    def exit(self) -> bool:
         self.dead = self.dead | self.mask
         for f in self.stack:
             if isinstance(f, LoopFrame):

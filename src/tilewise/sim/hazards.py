@@ -9,6 +9,7 @@ another thread in the same epoch with no ordering between them is a RAW, WAR or 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -22,7 +23,7 @@ class Hazard:
     other_line: int | None
     array: str
     count: int = 0
-    examples: list = field(default_factory=list)  # dicts: block, thread, other_thread, index
+    examples: list[Any] = field(default_factory=list)  # dicts: block, thread, other_thread, index
 
 
 EXAMPLES_PER_HAZARD = 3
@@ -47,7 +48,7 @@ class HazardTracker:
     def thread_coords(self, t):
         return (int(self.tx[t]), int(self.ty[t]), int(self.tz[t]))
 
-    def hazard(self, kind, line, other_line, array, lanes, others=None, index=None):
+    def hazard(self, kind, line, other_line, array, lanes, others=None, index=None) -> None:
         """Count `lanes` (thread ids) as hitting one hazard; keep the first few as examples."""
         key = (kind, line, other_line, array)
         h = self.hazards.get(key)
@@ -62,7 +63,7 @@ class HazardTracker:
                 ex["index"] = int(index[j])
             h.examples.append(ex)
 
-    def out_of_bounds(self, obj, flatv, oob, site, line=None):
+    def out_of_bounds(self, obj, flatv, oob, site, line=None) -> None:
         if not self.check_hazards:
             return
         if line is None:
@@ -71,7 +72,7 @@ class HazardTracker:
         kind = "oob-global" if obj.space == "global" else "oob-shared"
         self.hazard(kind, line, None, obj.name, lanes, index=flatv[lanes])
 
-    def check_shared(self, obj, addr, ok, op, site):
+    def check_shared(self, obj, addr, ok, op, site) -> None:
         """Check one shared load or store of the lanes in `ok` against the bytes' history, then record it."""
         lanes = np.flatnonzero(ok)
         if not len(lanes):
@@ -116,7 +117,7 @@ class HazardTracker:
             self.h_wline[b] = line
             self.h_wsync[b] = cur
 
-    def _report_pairs(self, kind, line, b, t, hz, owner, lines_arr, obj, other=None):
+    def _report_pairs(self, kind, line, b, t, hz, owner, lines_arr, obj, other=None) -> None:
         idx = np.flatnonzero(hz)
         # one report per thread (not per byte)
         threads, first = np.unique(t[idx], return_index=True)
@@ -130,14 +131,14 @@ class HazardTracker:
             )
 
     # ---------------------------------------------------------------- barriers
-    def syncwarp(self, line):
+    def syncwarp(self, line) -> None:
         """__syncwarp(): orders the shared-memory accesses of each warp with an active lane (the warp's
         lanes, not the mask's subset: a partial mask is taken as the whole warp)."""
         self.tick(line)
         m = self.mask if not self.pad else np.concatenate([self.mask, np.zeros(self.pad, dtype=bool)])
         self.wsync += m.reshape(self.nwarps, WARP).any(axis=1)
 
-    def sync(self, line):
+    def sync(self, line) -> None:
         """syncthreads(): a new epoch; live threads outside the mask make it a sync-divergence hazard."""
         self.tick(line)
         live = ~self.dead

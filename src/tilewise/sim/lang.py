@@ -66,7 +66,7 @@ class KernelInfo:
 
 
 class _Rewriter(ast.NodeTransformer):
-    def __init__(self, info: KernelInfo, device: bool):
+    def __init__(self, info: KernelInfo, device: bool) -> None:
         self.info = info
         self.device = device
         self.tmp = 0

@@ -18,6 +18,7 @@ slices on an N-D one (what a result check does); `to_numpy()` makes everything.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -31,7 +32,9 @@ MAX_ELEMENTS = 1 << 62  # addresses stay below 2^64 bytes even for 8-byte elemen
 class LazyArray:
     """A C-ordered array of `shape` and `dtype` whose pages are made by `fill(page, n)` on first touch."""
 
-    def __init__(self, shape, dtype, fill: Callable[[int, int], np.ndarray], *, _pages: dict | None = None):
+    def __init__(
+        self, shape, dtype, fill: Callable[[int, int], np.ndarray], *, _pages: dict[str, Any] | None = None
+    ) -> None:
         self.shape = tuple(int(s) for s in (shape if isinstance(shape, tuple) else (shape,)))
         if any(s < 0 for s in self.shape):
             raise InputError(f"array sizes must be >= 0, got {self.shape}")
@@ -99,7 +102,7 @@ class LazyArray:
             sel = pg == p
             self._page(int(p))[off[sel]] = values[sel]  # numpy order: the last write to an element wins
 
-    def _flat(self, idx) -> tuple[np.ndarray, tuple]:
+    def _flat(self, idx) -> tuple[np.ndarray, tuple[Any, ...]]:
         """Flat element numbers of `idx` and the shape of the result."""
         if isinstance(idx, (int, np.integer)) and self.ndim == 1:
             i = int(idx)

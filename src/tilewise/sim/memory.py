@@ -35,7 +35,7 @@ class MemArray:
 
     __slots__ = ("base", "data", "name", "offset", "owner", "shape", "space", "strides", "unit_bytes", "vec")
 
-    def __init__(self, space, data, base, name, shape=None, offset=0, vec=1, owner: Accessor | None = None):
+    def __init__(self, space, data, base, name, shape=None, offset=0, vec=1, owner: Accessor | None = None) -> None:
         self.owner = owner
         self.space = space
         self.data = data
@@ -71,7 +71,7 @@ class MemArray:
 
     __radd__ = __add__
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.shape[0]
 
     def _running_owner(self) -> Accessor:
@@ -82,10 +82,10 @@ class MemArray:
     def __getitem__(self, idx):
         return self._running_owner().load(self, idx, None)
 
-    def __setitem__(self, idx, value):
+    def __setitem__(self, idx, value) -> None:
         self._running_owner().store(self, idx, value, None)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<{self.space} {self.name} {self.data.dtype}{'x' + str(self.vec) if self.vec > 1 else ''} {self.shape}>"
 
 
@@ -118,7 +118,7 @@ class Vec:
 
     __slots__ = ("v",)
 
-    def __init__(self, v):
+    def __init__(self, v) -> None:
         self.v = v  # (threads, n) or (n,) when uniform
 
     def __getitem__(self, i):
@@ -129,10 +129,10 @@ class Vec:
     z = property(lambda s: s.v[..., 2])
     w = property(lambda s: s.v[..., 3])
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.v.shape[-1]
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Vec({self.v!r})"
 
 

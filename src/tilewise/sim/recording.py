@@ -10,6 +10,7 @@ which elements were read and written, for the report's distinct-bytes figures.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -42,7 +43,7 @@ class SiteStats:
     op: str  # ld / st / atom
     width: int
     array: str
-    counts: dict = field(default_factory=lambda: dict.fromkeys(SITE_FIELDS, 0))
+    counts: dict[str, Any] = field(default_factory=lambda: dict[str, Any].fromkeys(SITE_FIELDS, 0))
 
 
 def atomic_how(kind, obj: MemArray):
@@ -59,7 +60,7 @@ def atomic_how(kind, obj: MemArray):
     return True
 
 
-_CACHE: dict = {}
+_CACHE: dict[str, Any] = {}
 _CACHE_LIMIT = 20000  # distinct warp patterns kept; a tiled GEMM has a few dozen
 
 
@@ -151,7 +152,7 @@ class AccessRecorder:
             c["phases_paired"] += r.get("phases_paired", 0)
         return r
 
-    def record_cas_loop(self, site, line, obj: MemArray, r):
+    def record_cas_loop(self, site, line, obj: MemArray, r) -> None:
         """A shared float32 / 8-byte atomic_add is an LDS + ATOMS.CAST loop on the GPU (access.py `_cas_loop`).
         The atomic's own site counts the ATOMS.CAST wavefronts of all passes (Nsight Compute's op_atom) and,
         like every site, one instruction per warp that calls it; a second site on the same line, op "ld",
@@ -168,7 +169,7 @@ class AccessRecorder:
         d["bank_conflicts"] += r["ld_bank_conflicts"]
         d["banks"] += r["ld_banks"]
 
-    def touch(self, obj: MemArray, flatv, ok, op):
+    def touch(self, obj: MemArray, flatv, ok, op) -> None:
         """Mark the global elements the active, in-bounds lanes read ("ld") or wrote ("st")."""
         rec = self.touched.get(obj.base)
         if rec is None:
@@ -184,7 +185,7 @@ class AccessRecorder:
         rec[op][idx] = True
 
 
-def touched_bytes(touched: dict) -> dict:
+def touched_bytes(touched: dict[str, Any]) -> dict[str, Any]:
     """Distinct global bytes read ("ld") and written ("st") over every array, from AccessRecorder.touch."""
     out = {"ld": 0, "st": 0}
     for rec in touched.values():

@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -76,7 +77,7 @@ class Kernel:
 
     device = False
 
-    def __init__(self, fn):
+    def __init__(self, fn) -> None:
         self.fn = fn
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
@@ -91,7 +92,7 @@ class Kernel:
                 g = dict(g)
                 for name, cell in zip(self.fn.__code__.co_freevars, self.fn.__closure__ or ()):
                     g[name] = cell.cell_contents
-            loc: dict = {}
+            loc: dict[str, Any] = {}
             exec(code, g, loc)
             self._compiled = loc[info.name]
             self._globals = g
@@ -135,15 +136,15 @@ def device(fn) -> Device:
 class Trace:
     kernel: str
     info: KernelInfo
-    grid: tuple
-    block: tuple
+    grid: tuple[Any, ...]
+    block: tuple[Any, ...]
     blocks_total: int
-    blocks_simulated: list
+    blocks_simulated: list[Any]
     seconds: float
-    sites: dict
-    lines: dict  # line -> [warp instructions, active lanes]
-    hazards: list
-    global_unique_bytes: dict  # "ld"/"st" -> distinct bytes touched in the simulated blocks
+    sites: dict[str, Any]
+    lines: dict[str, Any]  # line -> [warp instructions, active lanes]
+    hazards: list[Any]
+    global_unique_bytes: dict[str, Any]  # "ld"/"st" -> distinct bytes touched in the simulated blocks
     shared_bytes: int
 
 
@@ -163,7 +164,7 @@ class Executor(ControlFlow, AccessRecorder, HazardTracker, Intrinsics):
         trace: bool,
         max_steps: int | None = MAX_STEPS,
         time_limit: float | None = None,
-    ):
+    ) -> None:
         self.kern = kern
         self.grid = grid
         self.block = block
@@ -180,14 +181,14 @@ class Executor(ControlFlow, AccessRecorder, HazardTracker, Intrinsics):
         self.check_hazards = hazards
         self.tracing = trace
         self.sites: dict[int, SiteStats] = {}
-        self.lines: dict[int, list] = defaultdict(lambda: [0, 0])
-        self.hazards: dict[tuple, Hazard] = {}
-        self.touched: dict[int, dict] = {}  # base address -> {"ld": bool array, "st": bool array}
+        self.lines: dict[int, list[Any]] = defaultdict(lambda: [0, 0])
+        self.hazards: dict[tuple[Any, ...], Hazard] = {}
+        self.touched: dict[int, dict[str, Any]] = {}  # base address -> {"ld": bool array, "st": bool array}
         self.smem = np.empty(SMEM_OPTIN_LIMIT, dtype=np.uint8)
         self.max_shared = 0
         self.all_lanes = np.ones(self.n, dtype=bool)
         self.no_lanes = np.zeros(self.n, dtype=bool)
-        self.synthetic: dict[int, tuple] = {}  # builtin sites (atomics), keyed by -line
+        self.synthetic: dict[int, tuple[Any, ...]] = {}  # builtin sites (atomics), keyed by -line
         self.max_steps = max_steps
         self.time_limit = time_limit
         self.deadline = None if time_limit is None else time.perf_counter() + time_limit
@@ -196,12 +197,12 @@ class Executor(ControlFlow, AccessRecorder, HazardTracker, Intrinsics):
         self.running = False  # True while launch() runs it: its arrays' A[i] are its load / store then
 
     # ---------------------------------------------------------------- block setup
-    def start_block(self, bidx: tuple):
+    def start_block(self, bidx: tuple[Any, ...]) -> None:
         self.bidx = bidx
         self.steps = 0
         self.next_check = self._next_check()
         self.dead = self.no_lanes.copy()
-        self.stack: list = []
+        self.stack: list[Any] = []
         self.set_mask(self.all_lanes)
         self.smem[:] = 0xFF  # uninitialised shared memory: NaN for floats, -1 for ints
         self.static_cursor = align(self.shared_dyn, SMEM_ALIGN)
@@ -341,7 +342,7 @@ def _dim3(name, v):
     return t + (1,) * (3 - len(t))
 
 
-def launch_shape(grid, block) -> tuple[tuple, tuple]:
+def launch_shape(grid, block) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     """grid and block as 3-tuples, checked against CUDA's limits (InputError naming the limit)."""
     grid = _dim3("grid", grid)
     block = _dim3("block", block)
@@ -355,7 +356,7 @@ def launch_shape(grid, block) -> tuple[tuple, tuple]:
     return grid, block
 
 
-def sample_blocks(grid, sample: int | None) -> list:
+def sample_blocks(grid, sample: int | None) -> list[Any]:
     """The blocks a launch simulates, x fastest: all of them, or `sample` spread evenly over the grid.
 
     Only the chosen blocks are listed, so a sample of a 10^9-block grid costs what the sample costs.

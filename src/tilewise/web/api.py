@@ -7,6 +7,8 @@ animations the schedule or the steps to play. The page never computes a figure.
 
 from __future__ import annotations
 
+from typing import Any
+
 import tilewise.web.panels  # noqa: F401  (registers every panel)
 from tilewise import gpus as _gpus
 from tilewise.web.registry import ORDER, PANELS, Panel, available, call, clean, gpu_summary
@@ -14,7 +16,7 @@ from tilewise.web.registry import ORDER, PANELS, Panel, available, call, clean, 
 __all__ = ["ORDER", "PANELS", "Panel", "available", "call", "clean", "gpus_list"]
 
 
-def gpus_list() -> dict:
+def gpus_list() -> dict[str, Any]:
     out = []
     for g in _gpus.list():
         d = gpu_summary(g)

@@ -16,7 +16,8 @@ DEFAULT_PORT = 8765
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 def _check_port(port: int) -> None:
@@ -46,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "explore",
         help="open the explorer: the seeds' interactive widgets, live, in a browser",

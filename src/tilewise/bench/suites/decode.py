@@ -10,6 +10,7 @@ user of SDPA does; ours reads each sequence's own keys only.
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from tilewise.bench import harness, shapes
 from tilewise.model import traffic
@@ -68,7 +69,7 @@ def _copy_tbps(torch, do_bench) -> float:
     return 2 * src.numel() * src.element_size() / (ms * 1e-3) / 1e12
 
 
-def run(args: argparse.Namespace, progress) -> list[dict]:
+def run(args: argparse.Namespace, progress) -> list[dict[str, Any]]:
     import torch
     import torch.nn.functional as F
     from triton.testing import do_bench
@@ -88,7 +89,7 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
     tags = harness.env_tags()
     copy_tbps = _copy_tbps(torch, do_bench)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    rows: list[dict] = []
+    rows: list[dict[str, Any]] = []
     for name, hq, hk, lens in progress(problems, total=len(problems), desc="decode"):
         b, lmax = len(lens), max(lens)
         q = torch.randn(b, hq, 1, d, device=DEVICE, dtype=dt)

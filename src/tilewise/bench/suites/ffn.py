@@ -237,10 +237,10 @@ def _ffn_case(T, H, d, inter, dtype_name, rounds, rep_ms, dense, tags, log) -> l
     gy = torch.randn_like(z)
     gyh = gy.transpose(0, 1).contiguous()
 
-    def ours_step(i=0):
+    def ours_step(i=0) -> None:
         flash_ffn(zr, *ws).backward(gy)
 
-    def peer_step(i=0):
+    def peer_step(i=0) -> None:
         unfused_heads_first(zhr, *ws).backward(gyh)
 
     tp2 = harness.time_pair(ours_step, peer_step, rounds=rounds, rep_ms=rep_ms)
@@ -262,7 +262,7 @@ def _ffn_case(T, H, d, inter, dtype_name, rounds, rep_ms, dense, tags, log) -> l
         wd2 = [wgu.detach().clone().requires_grad_(), wdn.detach().clone().requires_grad_()]
         gx = torch.randn_like(x)
 
-        def dense_step(i=0):
+        def dense_step(i=0) -> None:
             dense_swiglu(xr, *wd2).backward(gx)
 
         td2 = harness.time_pair(dense_step, None, rounds=rounds, rep_ms=rep_ms)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 from tilewise.bench import harness, shapes
 from tilewise.model import traffic
@@ -107,10 +108,10 @@ def bench_shape(
     N: int,
     dtype_name: str,
     rounds: int,
-    tags: dict,
+    tags: dict[str, Any],
     loop: bool = True,
     config=None,
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """Rows for one shape: ours vs torch._grouped_mm and (if `loop`) ours vs a loop of matmuls."""
     import torch
 
@@ -170,10 +171,10 @@ def bench_shape(
     return rows
 
 
-def run(args, progress) -> list[dict]:
+def run(args, progress) -> list[dict[str, Any]]:
     problems = parse_shapes(args.shapes)
     tags = harness.env_tags()
-    rows: list[dict] = []
+    rows: list[dict[str, Any]] = []
     for label, counts, K, N in progress(problems, total=len(problems), desc="grouped"):
         rows += bench_shape(label, counts, K, N, args.dtype, args.rounds, tags, loop=not args.no_loop)
     return rows

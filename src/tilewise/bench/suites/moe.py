@@ -10,6 +10,7 @@ scatter back to token-slot order into the down GEMM's epilogue.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from tilewise.bench import harness, shapes
 from tilewise.model import traffic
@@ -100,8 +101,13 @@ def model_spec(problem: tuple[int, int, int, int, int, str], dtype: str, cfg_up,
 
 
 def bench_config(
-    name: str, problem: tuple[int, int, int, int, int, str], dtype_name: str, rounds: int, tags: dict, configs=None
-) -> dict:
+    name: str,
+    problem: tuple[int, int, int, int, int, str],
+    dtype_name: str,
+    rounds: int,
+    tags: dict[str, Any],
+    configs=None,
+) -> dict[str, Any]:
     import torch
 
     from tilewise.kernels.moe_layer import moe, moe_configs, route
@@ -143,7 +149,7 @@ def bench_config(
     return row
 
 
-def run(args, progress) -> list[dict]:
+def run(args, progress) -> list[dict[str, Any]]:
     problems = parse_configs(args.configs)
     tags = harness.env_tags()
     return [

@@ -22,6 +22,7 @@ import argparse
 import json
 import statistics
 import time
+from typing import Any
 
 from tilewise import kernels as K
 from tilewise.bench import harness
@@ -67,7 +68,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _emit(args, row: dict) -> dict:
+def _emit(args, row: dict[str, Any]) -> dict[str, Any]:
     """Append a finished row to --rows-out (a run that is cut short keeps what it measured)."""
     path = getattr(args, "rows_out", None)
     if path:
@@ -218,7 +219,9 @@ def parse_ops(text: str) -> list[str]:
     return names
 
 
-def _overhead_rows(args, torch, F, tags, progress, cases=None, sync=_cuda_sync, warmup: int = 20) -> list[dict]:
+def _overhead_rows(
+    args, torch, F, tags, progress, cases=None, sync=_cuda_sync, warmup: int = 20
+) -> list[dict[str, Any]]:
     names = parse_ops(args.ops)
     cases = cases or _cases(torch, F)
     from tilewise.kernels.utils import fast_launch_enabled
@@ -271,7 +274,7 @@ DECODE_TARGETS = [(f"B{b} Hq32 Hkv8 L{keys // 1024}k", 32, 8, b, keys) for b in 
 GEMM_TARGETS = [(1000, 1000, 1000), (2, 4096, 4096), (8, 14336, 4096)]
 
 
-def _eager_rows(args, torch, F, tags, progress) -> list[dict]:
+def _eager_rows(args, torch, F, tags, progress) -> list[dict[str, Any]]:
     from tilewise.kernels import decode_attention, matmul
     from tilewise.kernels import sum as tw_sum
 
@@ -279,7 +282,7 @@ def _eager_rows(args, torch, F, tags, progress) -> list[dict]:
     rows = []
     bf = torch.bfloat16
 
-    def row(kernel, shape, dtype, peer, ours, peer_fn, flops, nbytes, calls, target):
+    def row(kernel, shape, dtype, peer, ours, peer_fn, flops, nbytes, calls, target) -> None:
         t = harness.time_pair(lambda i: ours(), lambda i: peer_fn(), rounds=3, rep_ms=args.rep_ms)
         loop = alternate(ours, peer_fn, calls, 3)
         r = harness.make_row(
@@ -335,7 +338,7 @@ def _eager_one(kind, spec, row, torch, F, bf, matmul, decode_attention, tw_sum, 
         del x
 
 
-def run(args: argparse.Namespace, progress) -> list[dict]:
+def run(args: argparse.Namespace, progress) -> list[dict[str, Any]]:
     import torch
     import torch.nn.functional as F
 
