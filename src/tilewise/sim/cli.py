@@ -8,6 +8,8 @@ import json
 import math
 import os
 import sys
+from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -15,7 +17,7 @@ import numpy as np
 from tilewise.errors import InputError, fraction, positive_int
 from tilewise.sim.lazy import LazyArray
 from tilewise.sim.report import render_text, report
-from tilewise.sim.runtime import MAX_STEPS, Device, Kernel, launch, launch_shape
+from tilewise.sim.runtime import MAX_STEPS, Device, Kernel, Trace, launch, launch_shape
 
 EPILOG = """examples:
   tilewise trace examples/sim/gemm_tiled.py --grid 4,4 --block 32,32
@@ -29,7 +31,7 @@ reported as one line, FILE:LINE; a block running more than --max-steps statement
 """
 
 
-def _dims(name: str, text: str | None):
+def _dims(name: str, text: str | None) -> Any:
     if text is None:
         return None
     try:
@@ -41,7 +43,7 @@ def _dims(name: str, text: str | None):
     return t + (1,) * (3 - len(t))
 
 
-def _where(tb, path: str) -> int | None:
+def _where(tb: Any, path: str) -> int | None:
     """The line of the innermost traceback frame in the user's file, if any."""
     line = None
     target = os.path.realpath(path)
@@ -66,7 +68,7 @@ def user_error(path: str, what: str, err: BaseException) -> InputError:
     return InputError(f"{at}: in {what}: {type(err).__name__}{': ' + msg if msg else ''}")
 
 
-def _guarded(path: str, what: str, fn, *args, **kw):
+def _guarded(path: str, what: str, fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
     """Run a piece of the user's file; any error in it becomes one InputError line naming file and line."""
     try:
         return fn(*args, **kw)
@@ -78,7 +80,7 @@ def _guarded(path: str, what: str, fn, *args, **kw):
         raise user_error(path, what, e) from e
 
 
-def load_module(path: str):
+def load_module(path: str) -> Any:
     if not os.path.isfile(path):
         raise InputError(f"FILE must be a Python file with a @kernel function, got {path!r} (not found)")
     name = "tilewise_trace_" + os.path.splitext(os.path.basename(path))[0]
@@ -95,7 +97,7 @@ def load_module(path: str):
     return mod
 
 
-def pick_kernel(mod, name: str | None):
+def pick_kernel(mod: ModuleType, name: str | None) -> Any:
     ks = {k: v for k, v in vars(mod).items() if isinstance(v, Kernel) and not isinstance(v, Device)}
     if name:
         if name not in ks:
@@ -115,7 +117,7 @@ DEFAULT_TOLERANCE = 1e-3  # max |error| a file's check() may report when it sets
 MAX_UNSAMPLED_BLOCKS = 65536  # more blocks than this without --sample: refused (hours of simulation)
 
 
-def _check_result(path: str, mod, args, blocks) -> dict[str, Any]:
+def _check_result(path: str, mod: ModuleType, args: Any, blocks: Any) -> dict[str, Any]:
     """Run the file's check(args, blocks) and judge it: ok, failed (error above tolerance) or impossible."""
     tol = getattr(mod, "TOLERANCE", DEFAULT_TOLERANCE)
     if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not math.isfinite(tol) or tol < 0:
@@ -124,7 +126,7 @@ def _check_result(path: str, mod, args, blocks) -> dict[str, Any]:
     if isinstance(err, bool) or not isinstance(err, (int, float, np.floating, np.integer)):
         raise InputError(f"{path}: check() must return the max |error| as a number, got {type(err).__name__}")
     err = float(err)
-    out = {"max_abs_error_vs_numpy": err if math.isfinite(err) else None, "tolerance": float(tol)}
+    out: dict[str, Any] = {"max_abs_error_vs_numpy": err if math.isfinite(err) else None, "tolerance": float(tol)}
     if math.isnan(err):
         out["ok"] = False
         out["problem"] = (
@@ -142,16 +144,16 @@ def _check_result(path: str, mod, args, blocks) -> dict[str, Any]:
 
 
 def run_file(
-    path,
-    grid=None,
-    block=None,
-    kernel=None,
-    sample=None,
-    seed=0,
-    hazards=True,
-    max_steps=None,
-    time_limit=None,
-):
+    path: str,
+    grid: Any = None,  # (x, y, z) or a prefix of it; None: the file's GRID
+    block: Any = None,
+    kernel: str | None = None,
+    sample: int | None = None,
+    seed: int = 0,
+    hazards: bool = True,
+    max_steps: int | None = None,
+    time_limit: float | None = None,
+) -> tuple[Trace, dict[str, Any]]:
     """Load FILE, launch its kernel, return (trace, report dict with the check added).
 
     Errors in the file (syntax, setup(), the kernel, check()) come back as one InputError line naming the
@@ -239,6 +241,7 @@ def _cmd_trace(a: argparse.Namespace) -> int:
                 f"(tolerance {chk['tolerance']:g}): ok"
             )
     if failed:
+        assert chk is not None
         print(f"tilewise: result check failed: {chk['problem']}", file=sys.stderr)
         return 1
     return 0

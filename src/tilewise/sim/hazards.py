@@ -8,12 +8,18 @@ another thread in the same epoch with no ordering between them is a RAW, WAR or 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tilewise.sim.memory import MemArray
+
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from tilewise.sim.access import WARP
+from tilewise.sim.state import LaunchState
 
 
 @dataclass
@@ -29,7 +35,7 @@ class Hazard:
 EXAMPLES_PER_HAZARD = 3
 
 
-class HazardTracker:
+class HazardTracker(LaunchState):
     """The executor's hazard bookkeeping (a mixin of runtime.Executor: bidx, tx/ty/tz, mask, dead, epoch,
     wsync, hazards, check_hazards and site_line from the recorder)."""
 
@@ -45,10 +51,12 @@ class HazardTracker:
         self.h_rmax = np.zeros(size, dtype=np.int32)
         self.h_rline = np.zeros(size, dtype=np.int32)
 
-    def thread_coords(self, t):
+    def thread_coords(self, t: Any) -> Any:
         return (int(self.tx[t]), int(self.ty[t]), int(self.tz[t]))
 
-    def hazard(self, kind, line, other_line, array, lanes, others=None, index=None) -> None:
+    def hazard(
+        self, kind: str, line: int, other_line: Any, array: Any, lanes: Any, others: Any = None, index: Any = None
+    ) -> None:
         """Count `lanes` (thread ids) as hitting one hazard; keep the first few as examples."""
         key = (kind, line, other_line, array)
         h = self.hazards.get(key)
@@ -63,7 +71,7 @@ class HazardTracker:
                 ex["index"] = int(index[j])
             h.examples.append(ex)
 
-    def out_of_bounds(self, obj, flatv, oob, site, line=None) -> None:
+    def out_of_bounds(self, obj: MemArray, flatv: Any, oob: Any, site: int | None, line: int | None = None) -> None:
         if not self.check_hazards:
             return
         if line is None:
@@ -72,7 +80,7 @@ class HazardTracker:
         kind = "oob-global" if obj.space == "global" else "oob-shared"
         self.hazard(kind, line, None, obj.name, lanes, index=flatv[lanes])
 
-    def check_shared(self, obj, addr, ok, op, site) -> None:
+    def check_shared(self, obj: MemArray, addr: Any, ok: Any, op: str, site: int | None) -> None:
         """Check one shared load or store of the lanes in `ok` against the bytes' history, then record it."""
         lanes = np.flatnonzero(ok)
         if not len(lanes):
@@ -117,7 +125,18 @@ class HazardTracker:
             self.h_wline[b] = line
             self.h_wsync[b] = cur
 
-    def _report_pairs(self, kind, line, b, t, hz, owner, lines_arr, obj, other=None) -> None:
+    def _report_pairs(
+        self,
+        kind: str,
+        line: int,
+        b: Any,
+        t: Any,
+        hz: Any,
+        owner: Any,
+        lines_arr: Any,
+        obj: MemArray,
+        other: Any = None,
+    ) -> None:
         idx = np.flatnonzero(hz)
         # one report per thread (not per byte)
         threads, first = np.unique(t[idx], return_index=True)
@@ -131,14 +150,14 @@ class HazardTracker:
             )
 
     # ---------------------------------------------------------------- barriers
-    def syncwarp(self, line) -> None:
+    def syncwarp(self, line: int) -> None:
         """__syncwarp(): orders the shared-memory accesses of each warp with an active lane (the warp's
         lanes, not the mask's subset: a partial mask is taken as the whole warp)."""
         self.tick(line)
         m = self.mask if not self.pad else np.concatenate([self.mask, np.zeros(self.pad, dtype=bool)])
         self.wsync += m.reshape(self.nwarps, WARP).any(axis=1)
 
-    def sync(self, line) -> None:
+    def sync(self, line: int) -> None:
         """syncthreads(): a new epoch; live threads outside the mask make it a sync-divergence hazard."""
         self.tick(line)
         live = ~self.dead

@@ -198,7 +198,7 @@ def _trim(s: str, n: int) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
-def render_text(trace_or_report) -> str:
+def render_text(trace_or_report: Any) -> str:
     r = report(trace_or_report) if isinstance(trace_or_report, Trace) else trace_or_report
     out = []
     g, b = r["grid"], r["block"]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,14 +78,14 @@ class Kernel:
 
     device = False
 
-    def __init__(self, fn) -> None:
+    def __init__(self, fn: Callable[..., Any]) -> None:
         self.fn = fn
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
         self._compiled = None
         self.info: KernelInfo | None = None
 
-    def compiled(self):
+    def compiled(self) -> Any:
         if self._compiled is None:
             code, info = rewrite(self.fn, device=self.device)
             g = self.fn.__globals__
@@ -99,12 +100,12 @@ class Kernel:
             self.info = info
         return self._compiled
 
-    def __getitem__(self, config):
+    def __getitem__(self, config: Any) -> Any:
         grid, block = config[0], config[1]
         shared_bytes = config[2] if len(config) > 2 else 0
         return lambda *args, **kw: launch(self, grid, block, *args, shared_bytes=shared_bytes, **kw)
 
-    def __call__(self, *args, **kw):
+    def __call__(self, *args: Any, **kw: Any) -> Any:
         raise InputError(f"launch kernel {self.__name__} with launch(k, grid, block, ...) or k[grid, block](...)")
 
 
@@ -113,18 +114,18 @@ class Device(Kernel):
 
     device = True
 
-    def __call__(self, *args, **kw):
+    def __call__(self, *args: Any, **kw: Any) -> Any:
         f = self.compiled()
         self._globals[RT] = current()
         return f(*args, **kw)
 
 
-def kernel(fn) -> Kernel:
+def kernel(fn: Callable[..., Any]) -> Kernel:
     """Decorator: a CUDA-style kernel in Python (see tilewise.sim.lang for the rules)."""
     return Kernel(fn)
 
 
-def device(fn) -> Device:
+def device(fn: Callable[..., Any]) -> Device:
     """Decorator: a device function callable from kernels."""
     return Device(fn)
 
@@ -141,8 +142,8 @@ class Trace:
     blocks_total: int
     blocks_simulated: list[Any]
     seconds: float
-    sites: dict[str, Any]
-    lines: dict[str, Any]  # line -> [warp instructions, active lanes]
+    sites: dict[int, SiteStats]
+    lines: dict[int, list[Any]]  # line -> [warp instructions, active lanes]
     hazards: list[Any]
     global_unique_bytes: dict[str, Any]  # "ld"/"st" -> distinct bytes touched in the simulated blocks
     shared_bytes: int
@@ -157,8 +158,8 @@ class Executor(ControlFlow, AccessRecorder, HazardTracker, Intrinsics):
     def __init__(
         self,
         kern: Kernel,
-        grid,
-        block,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
         shared_dyn: int,
         hazards: bool,
         trace: bool,
@@ -217,7 +218,7 @@ class Executor(ControlFlow, AccessRecorder, HazardTracker, Intrinsics):
         nxt = self.steps + CHECK_EVERY
         return nxt if self.max_steps is None else min(nxt, self.max_steps + 1)
 
-    def check_limits(self, line):
+    def check_limits(self, line: int) -> Any:
         """Stop a block that runs past the step limit, or a launch past its time limit (an endless loop)."""
         where = f"kernel {self.kern.__name__}, block {self.bidx}, line {line}"
         if self.max_steps is not None and self.steps > self.max_steps:
@@ -233,7 +234,7 @@ class Executor(ControlFlow, AccessRecorder, HazardTracker, Intrinsics):
         self.next_check = self._next_check()
 
     # ---------------------------------------------------------------- memory
-    def index(self, obj: MemArray, idx):
+    def index(self, obj: MemArray, idx: Any) -> Any:
         if not isinstance(idx, tuple):
             idx = (idx,)
         if len(idx) > len(obj.shape):
@@ -257,7 +258,7 @@ class Executor(ControlFlow, AccessRecorder, HazardTracker, Intrinsics):
             return obj.view(off, obj.shape[len(idx) :])
         return off
 
-    def load(self, obj, idx, site):
+    def load(self, obj: MemArray, idx: Any, site: int | None) -> Any:
         if not isinstance(obj, MemArray):
             return obj[idx]
         flat = self.index(obj, idx)
@@ -265,7 +266,7 @@ class Executor(ControlFlow, AccessRecorder, HazardTracker, Intrinsics):
             return flat
         return self._access(obj, flat, site, "ld", None)
 
-    def store(self, obj, idx, value, site):
+    def store(self, obj: MemArray, idx: Any, value: Any, site: int | None) -> Any:
         if not isinstance(obj, MemArray):
             obj[idx] = value
             return
@@ -274,7 +275,7 @@ class Executor(ControlFlow, AccessRecorder, HazardTracker, Intrinsics):
             raise InputError(f"{obj.name}: store needs an index for every dimension ({len(obj.shape)})")
         self._access(obj, flat, site, "st", value)
 
-    def _access(self, obj: MemArray, flat, site, op, value):
+    def _access(self, obj: MemArray, flat: Any, site: int | None, op: str, value: Any) -> Any:
         m = self.mask
         n = self.n
         scalar = not isinstance(flat, np.ndarray)
@@ -330,7 +331,7 @@ class Executor(ControlFlow, AccessRecorder, HazardTracker, Intrinsics):
 # ----------------------------------------------------------------------------- launch
 
 
-def _dim3(name, v):
+def _dim3(name: str, v: Any) -> Any:
     if isinstance(v, (int, np.integer)):
         v = (int(v),)
     try:
@@ -342,7 +343,7 @@ def _dim3(name, v):
     return t + (1,) * (3 - len(t))
 
 
-def launch_shape(grid, block) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+def launch_shape(grid: Any, block: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     """grid and block as 3-tuples, checked against CUDA's limits (InputError naming the limit)."""
     grid = _dim3("grid", grid)
     block = _dim3("block", block)
@@ -356,7 +357,7 @@ def launch_shape(grid, block) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     return grid, block
 
 
-def sample_blocks(grid, sample: int | None) -> list[Any]:
+def sample_blocks(grid: Any, sample: int | None) -> list[Any]:
     """The blocks a launch simulates, x fastest: all of them, or `sample` spread evenly over the grid.
 
     Only the chosen blocks are listed, so a sample of a 10^9-block grid costs what the sample costs.
@@ -364,6 +365,7 @@ def sample_blocks(grid, sample: int | None) -> list[Any]:
     total = grid[0] * grid[1] * grid[2]
     if sample is not None and sample < 1:
         raise InputError(f"sample must be a positive number of blocks, got {sample}")
+    idx: range | list[int]
     if sample is None or sample >= total:
         idx = range(total)
     else:
@@ -377,9 +379,9 @@ def sample_blocks(grid, sample: int | None) -> list[Any]:
 
 def launch(
     kern: Kernel,
-    grid,
-    block,
-    *args,
+    grid: Any,
+    block: Any,
+    *args: Any,
     shared_bytes: int = 0,
     sample: int | None = None,
     hazards: bool = True,
@@ -404,7 +406,7 @@ def launch(
     if not isinstance(shared_bytes, (int, np.integer)) or shared_bytes < 0 or shared_bytes > SMEM_OPTIN_LIMIT:
         raise InputError(f"shared_bytes must be an int in [0, {SMEM_OPTIN_LIMIT}], got {shared_bytes!r}")
     fn = kern.compiled()
-    gargs = []
+    gargs: list[Any] = []
     addr = GLOBAL_BASE
     for i, a in enumerate(args):
         if isinstance(a, LazyArray):
@@ -445,6 +447,7 @@ def launch(
         _CURRENT.pop()
     secs = time.perf_counter() - t0
     uniq = touched_bytes(ex.touched)
+    assert kern.info is not None  # compiled above
     return Trace(
         kernel=kern.__name__,
         info=kern.info,
