@@ -91,7 +91,7 @@ def set_cuda_graph(on: bool) -> None:
     _MODE["graph"] = bool(on)
 
 
-def _capture(fn: Callable[[int], Any], rotate: int):
+def _capture(fn: Callable[[int], Any], rotate: int) -> Any:
     """A CUDA graph of fn(0) .. fn(rotate - 1), after a warm-up on a side stream (compiles, workspaces)."""
     import torch
 
@@ -164,7 +164,9 @@ def time_pair(
         raw = {"ours": ours, "peer": peer}
         for name in fns:
             try:
-                graphs[name] = _capture(raw[name], rotate)
+                side = raw[name]
+                assert side is not None  # fns holds peer only when there is one
+                graphs[name] = _capture(side, rotate)
             except Exception as e:  # a side that syncs with the host (or allocates oddly) cannot be captured
                 notes.append(f"{name}: not capturable ({type(e).__name__}: {str(e)[:120]})")
     samples: dict[str, list[list[float]]] = {k: [] for k in fns}
@@ -201,7 +203,7 @@ def timing_fields(t: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def progress(iterable, total: int | None = None, desc: str | None = None, file=None):
+def progress(iterable: Any, total: int | None = None, desc: str | None = None, file: Any = None) -> Any:
     """A progress bar over a sweep: tqdm when installed, else a plain one-line bar on stderr.
 
     The device machine has no tqdm; the bar still shows item i of n, the elapsed time and an
@@ -215,7 +217,7 @@ def progress(iterable, total: int | None = None, desc: str | None = None, file=N
         return _plain_progress(iterable, total, desc, file or sys.stderr)
 
 
-def _plain_progress(iterable, total, desc, file):
+def _plain_progress(iterable: Any, total: int | None, desc: str | None, file: Any) -> Any:
     items = list(iterable) if total is None else iterable
     n = total if total is not None else len(items)
     t0 = time.perf_counter()
@@ -303,7 +305,8 @@ def write_rows(path: str, rows: list[dict[str, Any]], *, meta: dict[str, Any] | 
 
 def read_rows(path: str) -> list[dict[str, Any]]:
     with open(path) as f:
-        return json.load(f)["rows"]
+        rows: list[dict[str, Any]] = json.load(f)["rows"]
+        return rows
 
 
 def format_table(rows: list[dict[str, Any]], cols: Sequence[str] | None = None) -> str:

@@ -90,7 +90,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rep-ms", type=float, default=60, help="do_bench repetition time per round (default 60)")
 
 
-def run(args: argparse.Namespace, progress) -> list[dict[str, Any]]:
+def run(args: argparse.Namespace, progress: Any) -> list[dict[str, Any]]:
 
     import torch
 
@@ -154,6 +154,6 @@ def run(args: argparse.Namespace, progress) -> list[dict[str, Any]]:
     return rows
 
 
-def _config_dict(cfg) -> dict[str, Any]:
+def _config_dict(cfg: Any) -> dict[str, Any]:
     """A kernels.gemm.Config as the time model's config dict (every knob, no reason)."""
     return {k: v for k, v in dataclasses.asdict(cfg).items() if k != "reason"}

@@ -71,7 +71,7 @@ def model_spec(numel: int, dtype: str, outputs: int) -> tuple[str, dict[str, Any
     return "sum", {"numel": numel, "dtype": dtype, "outputs": outputs}, {}
 
 
-def run(args: argparse.Namespace, progress) -> list[dict[str, Any]]:
+def run(args: argparse.Namespace, progress: Any) -> list[dict[str, Any]]:
 
     import torch
 
