@@ -193,7 +193,7 @@ if _IMPORT_ERROR is None:
         return acc
 
     @gluon.jit
-    def _consumer(a_smem, b_smem, c_smem, full, empty, c_desc, bias_ptr, N, tiles_m, tiles_n, k_steps,
+    def _consumer(a_smem, b_smem, c_smem, full, empty, turn, c_desc, bias_ptr, N, tiles_m, tiles_n, k_steps,
                   C: gl.constexpr, SUB_M: gl.constexpr, BLOCK_N: gl.constexpr, A_PARTS: gl.constexpr,
                   STAGES: gl.constexpr, GROUP_M: gl.constexpr, PINGPONG: gl.constexpr, B_T: gl.constexpr,
                   HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr):  # fmt: skip
@@ -212,6 +212,12 @@ if _IMPORT_ERROR is None:
             if PINGPONG:
                 mine = (local % 2) == C
             if mine:
+                if PINGPONG:
+                    # the consumers' main loops take turns (c0 tile 0, c1 tile 1, c0 tile 2, ...): the stages
+                    # of a tile are waited for only after the other consumer waited for the previous tile's,
+                    # so no consumer waits on a stage barrier more than one phase ahead of its fills (a parity
+                    # wait two phases ahead would pass on an old phase)
+                    mbarrier.wait(turn.index(C), ((local // 2) & 1) ^ (1 - C))
                 pid_m, pid_n = _tile_mn(t, tiles_m, tiles_n, GROUP_M)
                 on = pid_n * BLOCK_N
                 om = pid_m * (SUB_M * A_PARTS) + (C * SUB_M if A_PARTS > 1 else 0)
@@ -235,6 +241,8 @@ if _IMPORT_ERROR is None:
                 acc = warpgroup_mma_wait(0, deps=(acc,))
                 if k_steps > 0:
                     mbarrier.arrive(empty.index(prev))
+                if PINGPONG:
+                    mbarrier.arrive(turn.index(1 - C))  # this epilogue now overlaps the other's main loop
                 acc = _epilogue_math(acc, bias_ptr, on, N, acc_layout, BLOCK_N, HAS_BIAS, ACTIVATION)
                 tma.store_wait(0)  # the previous tile's store has left c_buf
                 c_buf.store(acc.to(dtype))
@@ -263,6 +271,9 @@ if _IMPORT_ERROR is None:
         bar_layout: gl.constexpr = mbarrier.MBarrierLayout()
         full = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
         empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
+        turn = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)
+        mbarrier.init(turn.index(0), count=1)
+        mbarrier.init(turn.index(1), count=1)
         for s in gl.static_range(STAGES):
             mbarrier.init(full.index(s), count=1)
             # cooperative: both consumers read every stage; pingpong / single: one consumer does
@@ -275,9 +286,9 @@ if _IMPORT_ERROR is None:
         if CONSUMERS == 2:
             gl.warp_specialize(
                 [
-                    (_consumer, (a_smem, b_smem, c_smem, full, empty, c_desc, bias_ptr, N, tiles_m, tiles_n, k_steps,
+                    (_consumer, (a_smem, b_smem, c_smem, full, empty, turn, c_desc, bias_ptr, N, tiles_m, tiles_n, k_steps,
                                  zero, SUB_M, BLOCK_N, A_PARTS, STAGES, GROUP_M, PINGPONG, B_T, HAS_BIAS, ACTIVATION)),
-                    (_consumer, (a_smem, b_smem, c_smem, full, empty, c_desc, bias_ptr, N, tiles_m, tiles_n, k_steps,
+                    (_consumer, (a_smem, b_smem, c_smem, full, empty, turn, c_desc, bias_ptr, N, tiles_m, tiles_n, k_steps,
                                  one, SUB_M, BLOCK_N, A_PARTS, STAGES, GROUP_M, PINGPONG, B_T, HAS_BIAS, ACTIVATION)),
                     (_producer, (a_desc, b_desc, a_smem, b_smem, full, empty, tiles_m, tiles_n, k_steps,
                                  SUB_M, BLOCK_N, BLOCK_K, A_PARTS, STAGES, GROUP_M, B_T)),
@@ -288,7 +299,7 @@ if _IMPORT_ERROR is None:
         else:
             gl.warp_specialize(
                 [
-                    (_consumer, (a_smem, b_smem, c_smem, full, empty, c_desc, bias_ptr, N, tiles_m, tiles_n, k_steps,
+                    (_consumer, (a_smem, b_smem, c_smem, full, empty, turn, c_desc, bias_ptr, N, tiles_m, tiles_n, k_steps,
                                  zero, SUB_M, BLOCK_N, A_PARTS, STAGES, GROUP_M, PINGPONG, B_T, HAS_BIAS, ACTIVATION)),
                     (_producer, (a_desc, b_desc, a_smem, b_smem, full, empty, tiles_m, tiles_n, k_steps,
                                  SUB_M, BLOCK_N, BLOCK_K, A_PARTS, STAGES, GROUP_M, B_T)),
