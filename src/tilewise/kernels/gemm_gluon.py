@@ -111,9 +111,15 @@ class GluonGemmConfig:
         """Rows of one consumer's accumulator."""
         return self.block_m // 2 if self.schedule == "cooperative" else self.block_m
 
+    def as_dict(self) -> dict:
+        """The advisor's spelling (`tilewise.advise.space.gemm_gluon_space` entries)."""
+        return {"schedule": self.schedule, "block_m": self.block_m, "block_n": self.block_n,
+                "block_k": self.block_k, "num_stages": self.stages, "group_m": self.group_m}  # fmt: skip
+
     def tag(self) -> str:
-        s = {"cooperative": "gco", "pingpong": "gpp", "single": "gsg"}[self.schedule]
-        return f"{s}{self.block_m}x{self.block_n}x{self.block_k}_g{self.group_m}_st{self.stages}"
+        from tilewise.advise.space import gemm_gluon_tag
+
+        return gemm_gluon_tag(self.as_dict())
 
 
 def config_from_dict(c: dict) -> GluonGemmConfig:
@@ -313,10 +319,10 @@ if _IMPORT_ERROR is None:
 
 
 def smem_bytes(cfg: GluonGemmConfig, elem_bytes: int = 2) -> int:
-    """Shared memory of one CTA: the ring (A and B tiles per stage), one C buffer per consumer, barriers."""
-    ring = cfg.stages * (cfg.block_m if cfg.schedule == "cooperative" else cfg.sub_m) * cfg.block_k
-    ring += cfg.stages * cfg.block_k * cfg.block_n
-    return (ring + cfg.consumers * cfg.sub_m * cfg.block_n) * elem_bytes + 16 * cfg.stages
+    """Shared memory of one CTA (`tilewise.advise.space.gemm_gluon_smem_bytes`, the fit rule's count)."""
+    from tilewise.advise.space import gemm_gluon_smem_bytes
+
+    return gemm_gluon_smem_bytes(cfg.as_dict(), elem_bytes)
 
 
 def _tma_rows(t) -> bool:

@@ -427,6 +427,51 @@ def _gemm(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str, A
     return _finish("gemm", mach, terms, main, detail, fixed)
 
 
+def gluon_calibration(gpu: str) -> dict[str, Any]:
+    """The Gluon GEMM's per-config rates on `gpu` (`calibration/<gpu>_gemm_gluon.json`), or {}."""
+    path = os.path.join(CAL_DIR, f"{gpu}_gemm_gluon.json")
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        data: dict[str, Any] = json.load(f)
+    return data
+
+
+def gemm_gluon(
+    p: dict[str, Any], c: dict[str, Any], gpu: str = "h200", efficiency: dict[str, Any] | None = None
+) -> Prediction:
+    """Predicted time of the Gluon GEMM (kernels/gemm_gluon.py) with config `c` (advise.space.gemm_gluon_space).
+
+    The same terms as the persistent Triton kernel (`_gemm` with persistent=True: one CTA per SM walking
+    its tiles, the fill paid once, the epilogue's store half hidden behind the next tile), at the Gluon
+    config's own rates: its MMA efficiency measured on 8192^3 nn, its stream efficiency on 1 x 28672 x 4096
+    nt, and its cost of rows that are not 128-byte aligned on 5000^3 (benchmarks/sweeps/calibrate_gluon.py
+    from benchmarks/results/h200/gemm_gluon_probe.json). A
+    cooperative CTA tile is 2 consumer warpgroups (8 warps), pingpong and single 1 at a time.
+    """
+    from tilewise.advise import space
+
+    key = _gpus.get(gpu).key
+    cal = gluon_calibration(key) or gluon_calibration("h200")
+    # TMA reads rows that are 16- but not 128-byte aligned at its own cost, not the pointer kernel's
+    mach = machine(key, (("misaligned_cost", cal["misaligned_cost"]),) if "misaligned_cost" in cal else ())
+    tag = space.gemm_gluon_tag(c)
+    rates = cal.get("configs", {}).get(tag, {})
+    med = cal.get("medians", {})
+    eff = {
+        "mma": rates.get("mma", med.get("mma", 0.75)),
+        "stream": rates.get("stream", med.get("stream", 0.85)),
+        "fixed": rates.get("fixed", med.get("fixed", 0.5)),
+        **(efficiency or {}),
+    }
+    warps = 8 if c["schedule"] == "cooperative" else 4
+    tc = {"block_m": c["block_m"], "block_n": c["block_n"], "block_k": c["block_k"], "group_m": c.get("group_m", 8),
+          "num_warps": warps, "num_stages": c["num_stages"], "persistent": True}  # fmt: skip
+    pred = _gemm(p, tc, mach, eff)
+    return Prediction("gemm_gluon", pred.ms, pred.terms, pred.binding, pred.gpu, pred.calibrated,
+                      {**pred.detail, "tag": tag})  # fmt: skip
+
+
 _GEMM_DEFAULTS: dict[str, Any] = {
     "group_m": 8,
     "split_k": 1,
@@ -641,4 +686,4 @@ def _composed(name: str) -> Callable[..., Prediction]:
 
 _FAMILIES.update({k: _composed(k) for k in ("moe", "ffn", "sum")})
 
-__all__ = ["KERNELS", "Prediction", "calibration", "machine", "overlap", "predict"]
+__all__ = ["KERNELS", "Prediction", "calibration", "gemm_gluon", "gluon_calibration", "machine", "overlap", "predict"]

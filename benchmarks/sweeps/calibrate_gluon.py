@@ -1,0 +1,117 @@
+"""Per-config rates of the Gluon GEMM for the time model, from the probe's timings, and the model's error.
+
+    python benchmarks/sweeps/calibrate_gluon.py benchmarks/results/h200/gemm_gluon_probe.json \
+        src/tilewise/model/calibration/h200_gemm_gluon.json
+
+Like calibrate.py for the Triton kernel: each config's MMA efficiency is the one at which the model
+(`tilewise.model.predict.gemm_gluon`) predicts its CUDA-graph time on 8192^3 nn, its stream efficiency
+the one that predicts 1 x 28672 x 4096 nt; the fixed-cost rate is the Triton kernel's median; the cost of
+rows that are not 128-byte aligned is the median slowdown of 5000^3 on its own rows against 128-byte
+padded rows. Every other probe shape is held out: the script prints the model's error there.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import sys
+
+from tilewise.model.predict import gemm_gluon
+
+MMA_SHAPE, STREAM_SHAPE = "8192x8192x8192_nn", "1x28672x4096_nt"
+# rows 10,000 bytes long (16- but not 128-byte aligned) against the same values in 10,112-byte rows
+MISALIGNED, PADDED = "5000x5000x5000_nn", "5000x5000x5000_nnp"
+
+
+def problem(shape: str) -> dict:
+    dims, layout = shape.split("_")
+    m, n, k = (int(x) for x in dims.split("x"))
+    return {"m": m, "n": n, "k": k, "dtype": "bf16", "layout": layout.rstrip("p")}
+
+
+def parse_tag(tag: str) -> dict:
+    sched = {"gco": "cooperative", "gpp": "pingpong", "gsg": "single"}[tag[:3]]
+    tile, g, st = tag[3:].split("_")
+    bm, bn, bk = (int(x) for x in tile.split("x"))
+    return {"schedule": sched, "block_m": bm, "block_n": bn, "block_k": bk, "group_m": int(g[1:]),
+            "num_stages": int(st[2:])}  # fmt: skip
+
+
+def solve(fn, target: float, lo: float = 0.05, hi: float = 3.0) -> float:
+    """The rate x in [lo, hi] with fn(x) = target (fn decreasing in x), by bisection in log space."""
+    for _ in range(60):
+        mid = math.sqrt(lo * hi)
+        if fn(mid) > target:
+            lo = mid
+        else:
+            hi = mid
+    return round(math.sqrt(lo * hi), 4)
+
+
+def measured(rows: list[dict]) -> dict[tuple[str, str], float]:
+    out = {}
+    for r in rows:
+        for tag, v in r["gluon"].items():
+            if v.get("graph_ms"):
+                out[(r["shape"], tag)] = v["graph_ms"]
+        for tag, v in (r.get("gluon_pingpong_run") or {}).get("gluon", {}).items():
+            if v.get("graph_ms"):
+                out[(r["shape"], tag)] = v["graph_ms"]
+    return out
+
+
+def main(argv: list[str]) -> int:
+    src, dst = argv[1], argv[2]
+    data = json.load(open(src))
+    t = measured(data["rows"])
+    tags = sorted({tag for _, tag in t})
+    configs = {}
+    for tag in tags:
+        c = parse_tag(tag)
+        rates: dict[str, float] = {"fixed": 0.5}
+        if (MMA_SHAPE, tag) in t:
+            p = problem(MMA_SHAPE)
+            rates["mma"] = solve(lambda x, p=p, c=c: gemm_gluon(p, c, efficiency={"mma": x, "fixed": 0.5}).ms,
+                                 t[(MMA_SHAPE, tag)])  # fmt: skip
+        if (STREAM_SHAPE, tag) in t and "mma" in rates:
+            p = problem(STREAM_SHAPE)
+            mma = rates["mma"]
+            rates["stream"] = solve(
+                lambda x, p=p, c=c, mma=mma: gemm_gluon(p, c, efficiency={"mma": mma, "stream": x, "fixed": 0.5}).ms,
+                t[(STREAM_SHAPE, tag)],
+            )
+        configs[tag] = rates
+    slow = [t[(MISALIGNED, tag)] / t[(PADDED, tag)] - 1 for tag in tags if (MISALIGNED, tag) in t and (PADDED, tag) in t]
+    med = {k: statistics.median(v[k] for v in configs.values() if k in v) for k in ("mma", "stream", "fixed")}
+    out = {
+        "gpu": data["meta"].get("gpu"),
+        "source": src,
+        "method": __doc__.strip().splitlines()[0],
+        "measured": {k: data["meta"].get(k) for k in ("date", "torch", "triton", "cpu", "commit")},
+        "configs": configs,
+        "medians": med,
+        "misaligned_cost": round(statistics.median(slow), 4),
+    }
+    with open(dst, "w") as f:
+        json.dump(out, f, indent=1, sort_keys=True)
+        f.write("\n")
+    # held-out error (the calibration shapes excluded), with the file just written
+    from tilewise.model import predict as _p
+
+    _p.machine.cache_clear()
+    errs = []
+    for (shape, tag), ms in sorted(t.items()):
+        if shape in (MMA_SHAPE, STREAM_SHAPE, MISALIGNED, PADDED):
+            continue
+        pred = gemm_gluon(problem(shape), parse_tag(tag)).ms
+        errs.append(pred / ms - 1)
+        print(f"{shape:22s} {tag:24s} measured {ms * 1e3:8.1f} us predicted {pred * 1e3:8.1f} us ({pred / ms - 1:+.0%})")
+    a = sorted(abs(e) for e in errs)
+    print(f"held out: {len(a)} (shape, config) pairs, median |error| {statistics.median(a):.1%}, "
+          f"within 10%: {sum(x <= 0.1 for x in a) / len(a):.0%}")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
