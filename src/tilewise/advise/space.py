@@ -393,4 +393,10 @@ def grouped_config_from_tag(tag: str) -> dict | None:
             "schedule": sched}  # fmt: skip
 
 
-TAGS = {"gemm": gemm_tag, "gemm_gluon": gemm_gluon_tag, "attention": attention_tag, "decode": decode_tag, "grouped": grouped_tag}
+TAGS = {
+    "gemm": gemm_tag,
+    "gemm_gluon": gemm_gluon_tag,
+    "attention": attention_tag,
+    "decode": decode_tag,
+    "grouped": grouped_tag,
+}
