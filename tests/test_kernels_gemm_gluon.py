@@ -188,3 +188,36 @@ def test_pinned_gluon_config_where_it_cannot_run_falls_back_with_the_reason(gemm
     assert_close(c, a.double() @ b.double(), atol=1e-3, rtol=2.0**-10, what="fallback")
     plan = gemm.matmul_plan(a, b, config=cfg)
     assert plan["kernel"] == "triton" and plan["reason"].startswith("triton ") and len(plan["reason"]) > 20
+
+
+@pytest.mark.kernel
+def test_short_dispatched_gluon_calls_run_triton_eagerly(gemm_mod, monkeypatch):
+    """A signature the model gives the Gluon kernel but predicts shorter than GLUON_EAGER_MIN_MS: the first call
+    builds (runs) the Gluon kernel once, every eager call's answer is the Triton kernel's."""
+    gemm, gemm_gluon = gemm_mod
+    calls = []
+
+    def fake(a, b, cfg, *, out=None, bias=None, activation="none"):
+        calls.append(cfg.tag())
+        out.fill_(float("nan"))  # whatever it wrote, the Triton launch after it must overwrite all of C
+        return out
+
+    pick = gemm_gluon.GluonGemmConfig(64, 128, 64, 6, "single")
+    monkeypatch.setattr(gemm_gluon, "unsupported", lambda *args: "")
+    monkeypatch.setattr(gemm_gluon, "gluon_matmul", fake)
+    monkeypatch.setattr(gemm, "_gluon_cached", lambda *args: (pick, 0.001))  # the model's pick: 1 us
+    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    a = torch.randn(33, 48, dtype=torch.float16, device=dev)
+    b = torch.randn(48, 40, dtype=torch.float16, device=dev)
+    _, g, why = gemm.choose_kernel(a, b, torch.empty(33, 40, dtype=torch.float16, device=dev))
+    assert g == pick, why
+    gemm._PLANS.clear()
+    c = gemm.matmul(a, b)
+    assert calls == [g.tag()]
+    assert_close(c, a.double() @ b.double(), atol=1e-3, rtol=2.0**-10, what="first call")
+    c2 = gemm.matmul(a, b)
+    assert calls == [g.tag()]  # no second Gluon launch outside a capture
+    assert_close(c2, a.double() @ b.double(), atol=1e-3, rtol=2.0**-10, what="second call")
+    plan = gemm.matmul_plan(a, b)
+    assert plan["kernel"] == "gluon" and plan["eager_kernel"] == "triton" and "eager calls run" in plan["reason"]
+    gemm._PLANS.clear()

@@ -5,9 +5,9 @@
 
 Like calibrate.py for the Triton kernel: each config's MMA efficiency is the one at which the model
 (`tilewise.model.predict.gemm_gluon`) predicts its CUDA-graph time on 8192^3 nn, its stream efficiency
-the one that predicts 1 x 28672 x 4096 nt; the fixed-cost rate is the Triton kernel's median; the cost of
-rows that are not 128-byte aligned is the median slowdown of 5000^3 on its own rows against 128-byte
-padded rows. Every other probe shape is held out: the script prints the model's error there.
+the one that predicts 1 x 28672 x 4096 nt; the fixed-cost rate is the Triton kernel's median; its cost of
+rows that are not 128-byte aligned the one that predicts 5000^3 nn (10,000-byte rows; the probe times the
+same values in 128-byte padded rows beside it: `misaligned_cost` is the median slowdown, for the record). Every other probe shape is held out: the script prints the model's error there.
 
 The frame: the probe's timings ran slower than the sweep's the Triton kernel's model was fitted on (8192^3
 nn, the Triton kernel's top-1: 1554 us in the probe, 1415 us in tests/data/sweeps/h200/gemm.jsonl). The
@@ -104,10 +104,22 @@ def main(argv: list[str]) -> int:
                 t[(STREAM_SHAPE, tag)],
             )
         configs[tag] = rates
+    stream_med = statistics.median(v["stream"] for v in configs.values() if "stream" in v)
+    for tag, rates in configs.items():
+        c = parse_tag(tag)
+        if (MISALIGNED, tag) in t and "mma" in rates:
+            p = problem(MISALIGNED)
+            known = {"mma": rates["mma"], "stream": rates.get("stream", stream_med), "fixed": rates["fixed"]}
+            # the misaligned-row cost that predicts this config's 5000^3 time on its own 10,000-byte rows
+            rates["misaligned"] = solve(
+                lambda x, p=p, c=c, known=known: -gemm_gluon(p, c, efficiency={**known, "misaligned": x}).ms,
+                -t[(MISALIGNED, tag)], lo=0.001, hi=10.0,
+            )  # fmt: skip
     slow = [
         t[(MISALIGNED, tag)] / t[(PADDED, tag)] - 1 for tag in tags if (MISALIGNED, tag) in t and (PADDED, tag) in t
     ]
-    med = {k: statistics.median(v[k] for v in configs.values() if k in v) for k in ("mma", "stream", "fixed")}
+    med = {k: statistics.median(v[k] for v in configs.values() if k in v)
+           for k in ("mma", "stream", "fixed", "misaligned")}  # fmt: skip
     out = {
         "gpu": data["meta"].get("gpu"),
         "source": src,

@@ -172,6 +172,18 @@ def _triton_ms(cfg: Config, m: int, n: int, k: int, dtype: str, key: str, layout
     return predict.predict("gemm", {"m": m, "n": n, "k": k, "dtype": dtype, "layout": layout}, c, key).ms
 
 
+# The Gluon kernel's launch costs the host more than the Triton kernel's (a JIT launch with three host-side
+# TMA descriptors, against the Triton plans' direct launch): in the fixture rows (H200, gemm_vs_cublas.json)
+# eager calls of 4-60 us kernels took 45-135 us (1000^3 fp16 nt: 10.8 us in a CUDA graph, 89.7 eager), and
+# eager matched the graph time from ~190 us on (2048 x 2048 x 28672: 309.9 eager, 308.1 graph). Below this
+# predicted time an eager call runs the Triton config; a CUDA-graph capture still takes the Gluon kernel.
+GLUON_EAGER_MIN_MS = 0.15
+
+
+def _layout(b: torch.Tensor) -> str:
+    return "nn" if b.stride(1) == 1 else "nt"
+
+
 def choose_kernel(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias: torch.Tensor | None = None):
     """The advisor's top-1 across the Triton and the Gluon kernel for these (checked) tensors.
 
@@ -514,7 +526,7 @@ _WS_FAILED: set[str] = set()
 class _Plan:
     """Everything a call with this signature launches: the tiles, the grid, the scalar arguments."""
 
-    __slots__ = ("activation", "b_t", "blocks", "cfg", "gluon", "ints", "launcher", "pad_a", "pad_b", "recheck", "tiles",
+    __slots__ = ("activation", "b_t", "blocks", "cfg", "gluon", "gluon_eager", "ints", "launcher", "pad_a", "pad_b", "recheck", "tiles",
                  "why", "ws_numel")  # fmt: skip
 
 
@@ -525,6 +537,7 @@ def _make_plan(a, b, c, bias, activation, cfg: Config) -> _Plan:
     has_bias = bias is not None
     plan = _Plan()
     plan.gluon = None
+    plan.gluon_eager = True
     plan.why = cfg.reason
     plan.activation = activation
     plan.pad_a = plan.pad_b = False
@@ -595,9 +608,20 @@ def _make_plan(a, b, c, bias, activation, cfg: Config) -> _Plan:
     return plan
 
 
+def _use_gluon(plan: _Plan) -> bool:
+    """A Gluon plan launches the Gluon kernel eagerly only where it predicted long enough to hide its launch
+    cost (`GLUON_EAGER_MIN_MS`), and always under CUDA-graph capture (a replay pays no host cost)."""
+    return plan.gluon is not None and (plan.gluon_eager or (_has_cuda() and torch.cuda.is_current_stream_capturing()))
+
+
+@functools.lru_cache(maxsize=1)
+def _has_cuda() -> bool:
+    return torch.cuda.is_available()  # (a CPU-only torch raises on the capture query)
+
+
 def _run(plan: _Plan, a, b, c, bias) -> None:
     """Launch a plan: allocations and descriptors are per call, everything else was derived once."""
-    if plan.gluon is not None:
+    if _use_gluon(plan):
         gemm_gluon.gluon_matmul(a, b, plan.gluon, out=c, bias=bias, activation=plan.activation)
         return
     bias_arg = bias if bias is not None else c
@@ -622,14 +646,21 @@ def _run_first(plan: _Plan, a, b, c, bias, activation) -> _Plan:
     """The first launch of a plan compiles; warp specialization needs triton >= 3.5 on Hopper and compiles
     only some shapes (128x256x64 w4 st3 hit an internal compiler error on triton 3.6): fall back once.
     A Gluon plan that raises turns the Gluon kernel off (one warning) and runs the Triton config instead."""
-    try:
-        _run(plan, a, b, c, bias)
-    except Exception as exc:
-        if plan.gluon is not None:
+    if plan.gluon is not None:
+        try:
+            if _use_gluon(plan):
+                _run(plan, a, b, c, bias)
+                return plan
+            # eager calls of this signature run the Triton config; the Gluon kernel is built (and run once)
+            # now, so that a CUDA-graph capture later finds it compiled; the Triton launch below writes c last
+            gemm_gluon.gluon_matmul(a, b, plan.gluon, out=c, bias=bias, activation=activation)
+        except Exception as exc:
             why = gemm_gluon.gluon_failed(exc)
             plan = _make_plan(a, b, c, bias, activation, plan.cfg)
             plan.why = f"triton {plan.cfg.tag()}: {why}"
-            return _run_first(plan, a, b, c, bias, activation)
+    try:
+        _run(plan, a, b, c, bias)
+    except Exception:
         if not (plan.cfg.persistent and plan.cfg.warp_specialize):
             raise
         _WS_FAILED.add(plan.cfg.tag())
@@ -691,6 +722,11 @@ def _new_plan(key, a, b, out, bias, activation, config):
     plan.pad_a, plan.pad_b = pad_a, pad_b
     if gcfg is not None and not (pad_a or pad_b):
         plan.gluon = gcfg
+        if config is None:  # the dispatch's choice; a pinned config runs as asked
+            best = _gluon_cached(int(m), int(n), int(k), _DTYPES[a.dtype], gpu_key(a.device), _layout(b))
+            plan.gluon_eager = best is not None and best[1] >= GLUON_EAGER_MIN_MS
+            if not plan.gluon_eager:
+                why += f"; eager calls run the Triton config (predicted < {GLUON_EAGER_MIN_MS * 1e3:.0f} us)"
     if why:
         plan.why = why if gcfg is None or plan.gluon is not None else f"triton {cfg.tag()}: operands padded"
     plan = _run_first(plan, a, b, c, bias, activation)
@@ -735,7 +771,8 @@ def matmul(
 
 def matmul_plan(a, b, *, out=None, bias=None, activation: str = "none", config=None) -> dict:
     """Which kernel and config `matmul` runs for these arguments, and why (the cached plan; built, and the
-    kernel launched once, on first use): {"kernel": "gluon" | "triton", "config": tag, "reason": ...}."""
+    kernel launched once, on first use): {"kernel": "gluon" | "triton", "config": tag, "eager_kernel": the
+    kernel an eager (not graph-captured) call runs, "reason": ...}."""
     key = _plan_key(a, b, out, bias, activation, config)
     plan = _PLANS.get(key) if key is not None else None
     if plan is None:
@@ -744,9 +781,19 @@ def matmul_plan(a, b, *, out=None, bias=None, activation: str = "none", config=N
     if plan is None:  # a signature that is re-derived per call (padded rows): derive the decision again
         c = out if out is not None else torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
         cfg, g, why = choose_kernel(a, b, c, bias)
-        return {"kernel": "gluon" if g else "triton", "config": (g or cfg).tag(), "reason": why}
+        return {
+            "kernel": "gluon" if g else "triton",
+            "config": (g or cfg).tag(),
+            "eager_kernel": "triton",
+            "reason": why,
+        }
     g = plan.gluon
-    return {"kernel": "gluon" if g else "triton", "config": (g or plan.cfg).tag(), "reason": plan.why}
+    return {
+        "kernel": "gluon" if g else "triton",
+        "config": (g or plan.cfg).tag(),
+        "eager_kernel": "gluon" if g and plan.gluon_eager else "triton",
+        "reason": plan.why,
+    }
 
 
 __all__ = ["ACTIVATIONS", "Config", "choose_config", "choose_kernel", "choose_split_k", "matmul", "matmul_plan"]

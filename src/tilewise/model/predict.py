@@ -445,7 +445,7 @@ def gemm_gluon(
     The same terms as the persistent Triton kernel (`_gemm` with persistent=True: one CTA per SM walking
     its tiles, the fill paid once, the epilogue's store half hidden behind the next tile), at the Gluon
     config's own rates: its MMA efficiency measured on 8192^3 nn, its stream efficiency on 1 x 28672 x 4096
-    nt, and its cost of rows that are not 128-byte aligned on 5000^3 (benchmarks/sweeps/calibrate_gluon.py
+    nt, its cost of rows that are not 128-byte aligned on 5000^3 nn (benchmarks/sweeps/calibrate_gluon.py
     from benchmarks/results/h200/gemm_gluon_probe.json). A
     cooperative CTA tile is 2 consumer warpgroups (8 warps), pingpong and single 1 at a time.
     """
@@ -453,8 +453,6 @@ def gemm_gluon(
 
     key = _gpus.get(gpu).key
     cal = gluon_calibration(key) or gluon_calibration("h200")
-    # TMA reads rows that are 16- but not 128-byte aligned at its own cost, not the pointer kernel's
-    mach = machine(key, (("misaligned_cost", cal["misaligned_cost"]),) if "misaligned_cost" in cal else ())
     tag = space.gemm_gluon_tag(c)
     rates = cal.get("configs", {}).get(tag, {})
     med = cal.get("medians", {})
@@ -462,8 +460,11 @@ def gemm_gluon(
         "mma": rates.get("mma", med.get("mma", 0.75)),
         "stream": rates.get("stream", med.get("stream", 0.85)),
         "fixed": rates.get("fixed", med.get("fixed", 0.5)),
+        "misaligned": rates.get("misaligned", med.get("misaligned", 0.0)),
         **(efficiency or {}),
     }
+    # TMA reads rows that are 16- but not 128-byte aligned at each config's own cost, not the pointer kernel's
+    mach = machine(key, (("misaligned_cost", float(eff["misaligned"])),))
     warps = 8 if c["schedule"] == "cooperative" else 4
     tc = {"block_m": c["block_m"], "block_n": c["block_n"], "block_k": c["block_k"], "group_m": c.get("group_m", 8),
           "num_warps": warps, "num_stages": c["num_stages"], "persistent": True}  # fmt: skip
