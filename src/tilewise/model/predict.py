@@ -427,6 +427,7 @@ def _gemm(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str, A
     return _finish("gemm", mach, terms, main, detail, fixed)
 
 
+@functools.lru_cache(maxsize=16)
 def gluon_calibration(gpu: str) -> dict[str, Any]:
     """The Gluon GEMM's per-config rates on `gpu` (`calibration/<gpu>_gemm_gluon.json`), or {}."""
     path = os.path.join(CAL_DIR, f"{gpu}_gemm_gluon.json")
