@@ -1,7 +1,7 @@
 """Per-config rates of the Gluon GEMM for the time model, from the probe's timings, and the model's error.
 
     python benchmarks/sweeps/calibrate_gluon.py benchmarks/results/h200/gemm_gluon_probe.json \
-        src/tilewise/model/calibration/h200_gemm_gluon.json
+        src/tilewise/model/calibration/h200_gemm_gluon.json [benchmarks/results/h200/gemm_vs_cublas.json]
 
 Like calibrate.py for the Triton kernel: each config's MMA efficiency is the one at which the model
 (`tilewise.model.predict.gemm_gluon`) predicts its CUDA-graph time on 8192^3 nn, its stream efficiency
