@@ -1,4 +1,4 @@
-"""`tilewise trace` and the simulator on bad input (issue 17): one line naming file and line, exit 2;
+"""`tilewise trace` and the simulator on bad input: one line naming file and line, exit 2;
 endless kernels stopped; --sample on a huge grid cheap; a result check that fails or is impossible
 exits non-zero with strict JSON; analyze_access refuses ragged input."""
 

@@ -58,7 +58,7 @@ PAD_MIN_FLOPS_PER_BYTE = 64
 # ... and only operands of at least this many bytes: a smaller copy costs more (a launch and a dependent
 # kernel, ~1.7 us each in a CUDA graph) than its unaligned reads: 100^3 bf16 ran 6.2 us padded, 2.8 us
 # unpadded (cuBLAS 3.0); 333 x 7777 x 2049 fp16 (A 1.4 MB, w 32 MB) 151.5 padded, 276.5 unpadded
-# (benchmarks/sweeps/gemm_ab_h200.jsonl; edit by the gemm helper, session 4).
+# (H200, benchmarks/sweeps/gemm_ab_h200.jsonl, padded and unpadded alternating in one run).
 PAD_MIN_BYTES = 1 << 20
 
 
@@ -86,7 +86,7 @@ DEFAULTS: dict[str, Any] = {
     # every tile row then straddles one more line. The load path pays for it, more than the extra sectors
     # (5 of 32 B for a 128-byte row instead of 4) say: the TMA kernel on 5000 x 5000 x 5000 ran 484 us on
     # the contiguous operands and 388 us on the same values in 128-byte aligned rows, 2000 x 3000 x 4000
-    # 99.7 against 75.9 (benchmarks/sweeps/gemm_align_h200.jsonl, the gemm helper's A/B). The Tensor-Core
+    # 99.7 against 75.9 (H200, benchmarks/sweeps/gemm_align_h200.jsonl, both layouts in one run). The Tensor-Core
     # and latency terms grow by misaligned_cost x the share of the loaded bytes in such rows (calibrated).
     "misaligned_cost": 0.0,
     "hot_line_tbps": 1.5,  # requests to one L2 line (rows that wrap onto the same A row), per distinct row
@@ -528,7 +528,7 @@ def _decode(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str,
     t_l2 = (kv + 2 * part) / mach.l2_bps
     sm_bw = mach.read_bps / _gpus.get(mach.key).sms
     t_fixed = gens * (mach.latency_s + mach.fill_s + 2 * bn * d * e / sm_bw)
-    # the merge is the tail of the same launch (kernels.decode, session 4: no second kernel): every split writes
+    # the merge is the tail of the same launch (kernels.decode: no second kernel): every split writes
     # its partial, the last one of each (batch, kv head) to take the counter (one round trip) reads the
     # pair's splits x group x (D + 1) floats at an SM's bandwidth share and writes the output
     t_merge = (mach.latency_s + part / mach.read_bps + splits * group * (d + 1) * 4 / sm_bw) if splits > 1 else 0.0
