@@ -36,8 +36,11 @@ passed; `tilewise.kernels.gemm.matmul` dispatches here only for those (see `unsu
 from __future__ import annotations
 
 import functools
+import os
+import warnings
 from dataclasses import dataclass
 
+from tilewise.model.tiles import gemm_gluon_smem_bytes, gemm_gluon_tag
 from tilewise.util import cdiv
 
 try:
@@ -117,8 +120,6 @@ class GluonGemmConfig:
                 "block_k": self.block_k, "num_stages": self.stages, "group_m": self.group_m}  # fmt: skip
 
     def tag(self) -> str:
-        from tilewise.advise.space import gemm_gluon_tag
-
         return gemm_gluon_tag(self.as_dict())
 
 
@@ -319,9 +320,7 @@ if _IMPORT_ERROR is None:
 
 
 def smem_bytes(cfg: GluonGemmConfig, elem_bytes: int = 2) -> int:
-    """Shared memory of one CTA (`tilewise.advise.space.gemm_gluon_smem_bytes`, the fit rule's count)."""
-    from tilewise.advise.space import gemm_gluon_smem_bytes
-
+    """Shared memory of one CTA (`tilewise.model.tiles.gemm_gluon_smem_bytes`, the fit rule's count)."""
     return gemm_gluon_smem_bytes(cfg.as_dict(), elem_bytes)
 
 
@@ -354,8 +353,6 @@ _FAILED: list[str] = []  # the first failure; the Gluon path is off afterwards
 def gluon_failed(exc: BaseException) -> str:
     """Called by the dispatch when the Gluon kernel raised (compile error, out of resources): turn it off,
     warn once. Returns the reason the plan records."""
-    import warnings
-
     if not _FAILED:
         _FAILED.append(f"{type(exc).__name__}: {str(exc)[:500]}")
         warnings.warn(
@@ -372,8 +369,6 @@ def unsupported(a, b, c, bias) -> str:
     Hopper (sm 9.0), a Triton version the GPU tests passed on (`GLUON_VERIFIED`) with the Gluon names this
     file uses, fp16/bf16, TMA-compatible A, B (or w for `a @ w.T`) and C; TILEWISE_GLUON=0 turns it off.
     """
-    import os
-
     import torch
 
     if os.environ.get("TILEWISE_GLUON", "1") == "0":
