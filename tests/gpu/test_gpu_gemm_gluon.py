@@ -135,3 +135,28 @@ def test_matmul_non_contiguous_a_falls_back_with_reason():
     assert plan["kernel"] == "triton", plan
     c = matmul(a, b)
     assert_close(c[:128], a[:128].double() @ b.double(), atol=16 * 4096 * 2.0**-24, rtol=RTOL[BF], what="fallback")
+
+
+def test_short_problem_runs_triton_eagerly_and_gluon_in_a_graph():
+    """1000^3 is predicted well under GLUON_EAGER_MIN_MS: eager calls run the Triton config, a captured call the
+    Gluon kernel the model picked; both answers checked against float64."""
+    _skip_unless_gluon()
+    a = torch.randn(1000, 1000, device="cuda", dtype=BF)
+    b = torch.randn(1000, 1000, device="cuda", dtype=BF)
+    out = poisoned((1000, 1000), BF, "cuda")
+    plan = matmul_plan(a, b, out=out)
+    if plan["kernel"] != "gluon":
+        pytest.skip(f"the model keeps 1000^3 on the Triton kernel: {plan['reason']}")
+    assert plan["eager_kernel"] == "triton", plan
+    ref = a.double() @ b.double()
+    bound = dict(atol=16 * 1000 * 2.0**-24 + 1e-6, rtol=RTOL[BF])
+    out.fill_(float("nan"))
+    matmul(a, b, out=out)
+    assert_close(out, ref, **bound, what="eager (Triton)")
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        matmul(a, b, out=out)
+    out.fill_(float("nan"))
+    g.replay()
+    torch.cuda.synchronize()
+    assert_close(out, ref, **bound, what="graph replay (Gluon)")
