@@ -161,3 +161,61 @@ FAMILIES = {
     "decode": (decode_problems, decode_key),
     "grouped": (grouped_problems, grouped_key),
 }
+
+
+# ------------------------------------------------------------------------------------ the fresh held-out set
+
+FRESH_SEED = 20261201  # tests/data/sweeps/h200/fresh/meta.json records it beside the rows
+
+
+def _log_uniform(r, lo: int, hi: int) -> int:
+    import math
+
+    return max(lo, min(hi, int(round(math.exp(r.uniform(math.log(lo), math.log(hi)))))))
+
+
+def fresh_problems(family: str, seed: int = FRESH_SEED, count: int = 0) -> list[dict]:
+    """Problems drawn at random, never seen by the calibration: log-uniform sizes (odd ones included),
+    both GEMM layouts, fp16 and bf16. GEMM: M, N, K in [1, 16384], at most 2e12 FLOPs (6 ms at 700 TFLOP/s:
+    the sweep's wall-clock budget); attention: batch 1-8, 8-32 heads (GQA groups 1, 4, 8), sequence
+    128-16384, head_dim 64/128/256, causal or not; decode: batch 1-128, 32 or 64 heads over 8 KV heads,
+    256-131072 keys, head_dim 64/128; grouped: 8-128 experts of 1-2048 rows, N and K 512-16384 (multiples
+    of 8: the kernel's TMA rows)."""
+    import random
+
+    r = random.Random(f"{seed}:{family}")
+    n = count or {"gemm": 40, "attention": 12, "decode": 12, "grouped": 12}[family]
+    out: list[dict] = []
+    keyf = FAMILIES[family][1]
+    seen: set[str] = set()
+    while len(out) < n:
+        dt = r.choice(("fp16", "bf16"))
+        if family == "gemm":
+            m, nn, k = (_log_uniform(r, 1, 16384) for _ in range(3))
+            if 2 * m * nn * k > 2e12:
+                continue
+            p: dict = {"m": m, "n": nn, "k": k, "dtype": dt, "layout": r.choice(("nn", "nt"))}
+        elif family == "attention":
+            h = r.choice((8, 16, 32))
+            s = _log_uniform(r, 128, 16384)
+            b = _log_uniform(r, 1, 8)
+            if b * h * s * s > 2**33:
+                continue
+            p = {"batch": b, "heads": h, "kv_heads": h // r.choice((1, 4, 8)), "seq_q": s, "seq_k": s,
+                 "head_dim": r.choice((64, 128, 256)), "causal": r.random() < 0.5, "dtype": dt}  # fmt: skip
+        elif family == "decode":
+            h = r.choice((32, 64))
+            p = {"batch": _log_uniform(r, 1, 128), "heads": h, "kv_heads": 8, "seq_len": _log_uniform(r, 256, 131072),
+                 "head_dim": r.choice((64, 128)), "dtype": dt}  # fmt: skip
+            if p["batch"] * p["seq_len"] > 2**21:
+                continue
+        else:
+            p = {"experts": r.choice((8, 16, 64, 128)), "rows_per_expert": _log_uniform(r, 1, 2048),
+                 "n": 8 * _log_uniform(r, 64, 2048), "k": 8 * _log_uniform(r, 64, 2048), "dtype": dt}  # fmt: skip
+            if 2 * p["experts"] * p["rows_per_expert"] * p["n"] * p["k"] > 2e12:
+                continue
+        key = keyf(p)
+        if key not in seen:
+            seen.add(key)
+            out.append(p)
+    return out

@@ -36,8 +36,8 @@ from typing import Any
 
 from tilewise import gpus as _gpus
 from tilewise.errors import InputError
-from tilewise.model import occupancy as _occ
 from tilewise.model import predict as _predict
+from tilewise.model.occupancy import occupancy as _occupancy
 from tilewise.util import cdiv
 
 FAMILIES = ("gemm", "grouped", "attention", "stream")
@@ -300,7 +300,7 @@ def stream_prediction(
     # registers: the lanes a thread holds (4 B each, in flight at once) over a base of 32
     regs = int(min(255, 32 + 2 * lanes / threads)) if lanes else 64
     try:
-        b = max(1, _occ.occupancy(g.key, threads=threads, registers=regs, dynamic_smem=0).blocks_per_sm)
+        b = max(1, _occupancy(g.key, threads=threads, registers=regs, dynamic_smem=0).blocks_per_sm)
     except InputError:
         b = 1
     slots = mach.sms * b
