@@ -153,13 +153,18 @@ class KernelDescription:
         )
 
     def dtype(self, named: Mapping[str, Any]) -> str:
-        t = self._tensor(self.dtype_from, "the dtype", named)
+        if isinstance(named.get("dtype"), str) and not any(n in named for n in self.dtype_from):
+            t: Any = type("Named", (), {"dtype": named["dtype"]})  # a shape dict that names its dtype
+        else:
+            t = self._tensor(self.dtype_from, "the dtype", named)
         name = str(t.dtype).replace("torch.", "")
         if name not in DTYPES:
             raise InputError(f"{self.name}: dtype must be fp16, bf16 or fp32, got {name} (argument dtype_from)")
         return DTYPES[name]
 
     def layout(self, named: Mapping[str, Any], p: Mapping[str, Any]) -> str:
+        if named.get("layout") in ("nn", "nt") and not any(n in named for n in self.layout_from):
+            return str(named["layout"])
         b = self._tensor(self.layout_from, "the layout", named)
         strides = tuple(b.stride()) if callable(getattr(b, "stride", None)) else ()
         if len(strides) < 2:
