@@ -107,6 +107,13 @@ def _validate(a: argparse.Namespace) -> int:
                 f"{c['advisor_below_0.8']} below 0.8x; kernel's best median {c['kernel_best_median']:.2f}x, "
                 f"min {c['kernel_best_min']:.2f}x, {c['kernel_best_below_0.8']} below 0.8x"
             )
+    if "fresh" in v:
+        fr = v["fresh"]
+        print(f"fresh held-out set (random problems, seed {fr['seed']}, swept {fr['date']}):")
+        for fam, f in fr["families"].items():
+            if f["problems"]:
+                print(f"{fam:<10} {f['problems']:>4} {f['top1_within_5pct']:>9.0%} {f['error_median']:>8.1%} "
+                      f"{f['error_p90']:>8.1%}  worst top-1 {f['top1_ratio_worst']:.2f}x")  # fmt: skip
     if "gemm_defaults_vs_cublas_all" in v:
         c = v["gemm_defaults_vs_cublas_all"]
         print(f"gemm defaults (advisor top-1) vs cuBLAS over all {c['problems']} problems: median "

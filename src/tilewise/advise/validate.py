@@ -230,10 +230,54 @@ def family_verdict(family: str, directory: str | None = None, gpu: str = "h200")
     return out
 
 
+def fresh_figures(family: str, directory: str, gpu: str = "h200") -> dict:
+    """The advisor on the fresh held-out set (problems drawn at random with a recorded seed, never read by the
+    calibration): every problem counts, top-1 within 5% of the best measured config, prediction error."""
+    path = os.path.join(directory, f"{family}.jsonl")
+    if not os.path.isfile(path):
+        return {"problems": 0}
+    recs = fixtures.load(family, directory)
+    top1, errs, missing = [], [], 0
+    for _key, rec in sorted(recs.items()):
+        tag = space.TAGS[family](advise(family, rec.problem, gpu, top_k=1)[0].config)
+        if tag in rec.space:
+            top1.append(rec.space[tag] / rec.best()[1])
+        else:
+            missing += 1  # the sweep could not time the advisor's pick (an error row): not scored
+        for t, ms in rec.space.items():
+            errs.append(abs(predict(family, rec.problem, rec.configs[t], gpu).ms - ms) / ms)
+    return {
+        "problems": len(top1),
+        "top1_unmeasured": missing,
+        "top1_within_5pct": sum(r <= 1.05 for r in top1) / len(top1) if top1 else float("nan"),
+        "top1_ratio_worst": max(top1) if top1 else float("nan"),
+        "error_median": statistics.median(errs) if errs else float("nan"),
+        "error_p90": _pct(errs, 0.9),
+    }
+
+
+def check_sweep_dir(directory: str | None) -> str:
+    """The sweep fixture folder, or an InputError saying where it is expected: an installed wheel ships no
+    fixtures, so `--validate` then needs `--sweep DIR` (a checkout's tests/data/sweeps/h200)."""
+    d = directory or fixtures.DEFAULT_DIR
+    if not os.path.isdir(d) or not os.path.isfile(os.path.join(d, "gemm.jsonl")):
+        raise InputError(
+            f"--validate needs the sweep's fixtures (gemm.jsonl ...) in {d}: pass --sweep DIR (a source checkout's "
+            "tests/data/sweeps/h200), got no such folder"
+        )
+    return d
+
+
 def verdict(directory: str | None = None, gpu: str = "h200", families=fixtures.FAMILIES) -> dict:
+    directory = check_sweep_dir(directory)
     meta = fixtures.meta(directory)
     out = {"sweep": {k: meta.get(k) for k in ("gpu", "date", "torch", "triton", "host_cpu", "command")},
            "families": {f: family_verdict(f, directory, gpu) for f in families}}  # fmt: skip
     if "gemm" in families:
         out["gemm_defaults_vs_cublas_all"] = defaults_vs_cublas(directory, gpu)
+    fresh = os.path.join(directory, "fresh")
+    if os.path.isdir(fresh):
+        fm = fixtures.meta(fresh)
+        out["fresh"] = {"seed": fm.get("seed"), "date": fm.get("date"),
+                        "families": {f: fresh_figures(f, fresh, gpu) for f in families}}  # fmt: skip
     return out
