@@ -55,7 +55,7 @@ def gemm_shapes(seed: int, n: int, lo: int = 16, hi: int = 16384) -> list[dict]:
     r = random.Random(seed)
     out: list[dict] = []
     while len(out) < n:
-        m, nn, k = (max(16, int(round(math.exp(r.uniform(math.log(lo), math.log(hi))) / 16)) * 16) for _ in range(3))
+        m, nn, k = (max(16, round(math.exp(r.uniform(math.log(lo), math.log(hi))) / 16) * 16) for _ in range(3))
         if 2 * m * nn * k > 4e12:  # <= ~6 ms a call at 700 TFLOP/s: the sweep's wall-clock budget
             continue
         out.append({"m": m, "n": nn, "k": k, "dtype": "fp16", "layout": "nn"})
@@ -69,7 +69,7 @@ def dyt_shapes(seed: int) -> list[dict]:
     out = []
     for w in widths:
         for _ in range(6):
-            rows = int(round(math.exp(r.uniform(math.log(8), math.log(32768)))))
+            rows = round(math.exp(r.uniform(math.log(8), math.log(32768))))
             out.append({"rows": rows, "cols": w, "dtype": "bf16"})
     return out
 
@@ -150,7 +150,7 @@ class Spec:
                         },
                         num_stages=key[3],
                         num_warps=key[4],
-                    )  # fmt: skip
+                    )
                 )
             self.configs = cfgs
             self.desc = ex.DESC

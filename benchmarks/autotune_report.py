@@ -77,6 +77,10 @@ def main(argv=None) -> int:
         meta = json.load(f)
     rows = [json.loads(x) for x in open(os.path.join(a.dir, "external.jsonl"))]
     out_rows, summary, cals = [], {}, {}
+    raw = os.path.relpath(a.dir, ROOT)
+    cmd = f"python benchmarks/autotune_external.py --out {raw} --budget 95 --workers 15"
+    tags = {"gpu": meta["gpu"], "date": meta["date"], "torch": meta["torch"], "triton": meta["triton"], "command": cmd,
+            "commit": meta["commit"]}  # fmt: skip
     for kernel, km in meta["kernels"].items():
         if "error" in km:
             summary[kernel] = {"error": km["error"]}
@@ -85,7 +89,7 @@ def main(argv=None) -> int:
         cfgs = _configs(km, krows)
         sp_desc = _desc(X, kernel)
         shapes = km["shapes"]
-        key = lambda s: json.dumps(s, sort_keys=True)  # noqa: E731
+        key = lambda s: json.dumps(s, sort_keys=True)
         idx = {key(s): i for i, s in enumerate(shapes)}
         table: dict[int, dict[int, dict]] = {}
         for r in krows:
@@ -99,7 +103,7 @@ def main(argv=None) -> int:
             if r is not None:
                 cal_rows.append({"kernel": sp_desc.name, "gpu": meta["gpu"], "config": cfgs[ci],
                                  "shape": shapes[si], "ms": r["ms"]})  # fmt: skip
-        cal = C.fit(sp_desc, cal_rows, named_of=lambda s: _named(torch, kernel, s))
+        cal = C.fit(sp_desc, cal_rows, named_of=lambda s, kernel=kernel: _named(torch, kernel, s))
         cals[kernel] = cal
         bench_s = statistics.fmean(km["do_bench_s"]) if km.get("do_bench_s") else 0.125
         k_rows = []
@@ -119,7 +123,7 @@ def main(argv=None) -> int:
             built = sorted((r["model_rank"], ci) for ci, r in t.items() if r.get("model_rank") is not None)
             b_order = [ci for _r, ci in built]
 
-            def ms_of(ci):
+            def ms_of(ci, t=t, ok=ok):
                 r = t.get(ci)
                 return r["ms"] if r is not None and ci in ok else float("inf")
 
@@ -134,6 +138,7 @@ def main(argv=None) -> int:
                 "builtin_top1_ms": ms_of(b_order[0]), "builtin_top3_ms": min(ms_of(c) for c in b_order[:3]),
                 "exhaustive_tune_s": round(exh, 3), "pruned_tune_s": round(pr3, 3),
                 "pruned_top1_tune_s": round(pr1, 3),
+                **tags,
                 "picks_rel_err": max(t[c].get("rel_err", 0.0) for c in order[:3] if c in t),
             })  # fmt: skip
         out_rows += k_rows
@@ -143,8 +148,9 @@ def main(argv=None) -> int:
     sha = subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     doc = {
         "meta": {
-            "command": "python benchmarks/autotune_external.py --out DIR --budget 95 --workers 15 (GPU); "
-            f"python benchmarks/autotune_report.py DIR (CPU, commit {sha})",
+            "command": cmd,
+            "reproduce": f"python benchmarks/autotune_report.py {raw} --out "
+            f"{os.path.relpath(a.out, ROOT)}  # on the CPU, commit {sha}, after the GPU command above",
             **{k: meta[k] for k in ("gpu", "torch", "triton", "python", "host_cpu", "date", "commit", "seed")},
             "evidence": meta.get("evidence"),
             "calibration_shapes": f"the first {CAL_SHAPES} shapes of each kernel's list (not in rows)",

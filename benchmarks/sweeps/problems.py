@@ -171,7 +171,7 @@ FRESH_SEED = 20261201  # tests/data/sweeps/h200/fresh/meta.json records it besid
 def _log_uniform(r, lo: int, hi: int) -> int:
     import math
 
-    return max(lo, min(hi, int(round(math.exp(r.uniform(math.log(lo), math.log(hi)))))))
+    return max(lo, min(hi, round(math.exp(r.uniform(math.log(lo), math.log(hi))))))
 
 
 def fresh_problems(family: str, seed: int = FRESH_SEED, count: int = 0) -> list[dict]:

@@ -104,3 +104,27 @@ if __name__ == "__main__":
         matmul(a, b, kern)
         torch.cuda.synchronize()
         print(f"{label}: tuned in {time.time() - t:.1f} s, picked {kern.best_config}")
+
+
+def _make_args(shape):
+    m, n, k = shape["M"], shape["N"], shape["K"]
+    dt = torch.float16 if shape.get("dtype", "fp16") == "fp16" else torch.bfloat16
+    a = torch.randn(m, k, device="cuda", dtype=dt)
+    b = torch.randn(k, n, device="cuda", dtype=dt)
+    c = torch.empty(m, n, device="cuda", dtype=dt)
+    grid = lambda meta: (triton.cdiv(m, meta["BLOCK_SIZE_M"]) * triton.cdiv(n, meta["BLOCK_SIZE_N"]),)
+    args = (a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
+    return args, grid, {"a_ptr": a, "b_ptr": b, "M": m, "N": n, "K": k}
+
+
+def _tunable():
+    from tilewise.advise.calibrate import Tunable
+
+    shapes = [{"M": m, "N": n, "K": k, "dtype": "fp16", "layout": "nn"}
+              for m, n, k in ((512, 4096, 4096), (4096, 4096, 4096), (64, 8192, 4096), (2048, 2048, 512),
+                              (8192, 1024, 1024), (16, 4096, 14336), (1024, 11008, 4096), (3000, 3000, 3000))]  # fmt: skip
+    return Tunable(DESC, matmul_kernel, CONFIGS, shapes, _make_args)
+
+
+# `tilewise calibrate examples/autotune/matmul.py:TUNABLE --budget 60 --out matmul.h200.json`
+TUNABLE = _tunable()

@@ -143,7 +143,8 @@ def prune_configs_by(
 
     def early_config_prune(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -> list[Any]:
         named = {**named_args, **kwargs}
-        out, dropped = [], []
+        out: list[Any] = []
+        dropped: list[Any] = []
         for c in configs:
             kw = _kwargs(c)
             _, miss = desc.split(kw)

@@ -51,6 +51,9 @@ class Tunable:
     configs: Sequence[Any]
     shapes: Sequence[Mapping[str, Any]]
     make_args: Callable[[Mapping[str, Any]], tuple[tuple[Any, ...], Callable[..., Any], dict[str, Any]]]
+    # a shape's named arguments as the model reads them without a GPU (default: the shape dict itself,
+    # which may name its "dtype" and "layout")
+    named_of: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
 
 
 def _kw(c: Any) -> dict[str, Any]:
@@ -79,7 +82,7 @@ def design(n_configs: int, n_shapes: int) -> list[tuple[int, int]]:
 
 def _gpu_matches(desc: KernelDescription, name: str) -> bool:
     g = _gpus.get(desc.gpu)
-    norm = lambda s: "".join(ch for ch in s.lower() if ch.isalnum())  # noqa: E731
+    norm = lambda s: "".join(ch for ch in s.lower() if ch.isalnum())
     return norm(g.name) in norm(name) or norm(g.key) in norm(name)
 
 
@@ -235,10 +238,39 @@ def fit(
         "rates": rates,
         "configs": own,
         "timings": {"fit": len(train), "held_out": len(test), "shapes": len(shapes), "held_out_shapes": len(held)},
-        "held_out_error": {"median": statistics.median(errs), "p90": errs[min(len(errs) - 1, int(0.9 * len(errs)))],
-                           "builtin_median": statistics.median(base)},  # fmt: skip
+        "held_out_error": {
+            "median": statistics.median(errs),
+            "p90": errs[min(len(errs) - 1, int(0.9 * len(errs)))],
+            "builtin_median": statistics.median(base),
+        },
         "measured_on": sorted(map(str, gpus_seen)),
     }
+
+
+def load_tunable(target: str) -> Tunable:
+    """`module:attr` or `path/to/file.py:attr` -> the Tunable it names."""
+    import importlib
+    import importlib.util
+
+    mod_name, sep, attr = str(target).rpartition(":")
+    if not sep or not mod_name or not attr:
+        raise InputError(f"target must be MODULE:NAME or FILE.py:NAME naming a Tunable, got {target!r}")
+    try:
+        if mod_name.endswith(".py"):
+            if not os.path.isfile(mod_name):
+                raise InputError(f"target file {mod_name} must exist, got no such file")
+            spec = importlib.util.spec_from_file_location("_tilewise_target", mod_name)
+            assert spec is not None and spec.loader is not None
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+        else:
+            mod = importlib.import_module(mod_name)
+    except ModuleNotFoundError as e:
+        raise InputError(f"target module {mod_name!r} must be importable, got {e}") from None
+    obj = getattr(mod, attr, None)
+    if not isinstance(obj, Tunable):
+        raise InputError(f"{target} must name a tilewise.advise.calibrate.Tunable, got {type(obj).__name__}")
+    return obj
 
 
 def write(cal: Mapping[str, Any], path: str) -> None:
@@ -246,4 +278,4 @@ def write(cal: Mapping[str, Any], path: str) -> None:
         json.dump(cal, f, indent=1, sort_keys=True)
 
 
-__all__ = ["MIN_ROWS", "Tunable", "design", "fit", "measure", "read_rows", "write"]
+__all__ = ["MIN_ROWS", "Tunable", "design", "fit", "load_tunable", "measure", "read_rows", "write"]

@@ -122,7 +122,47 @@ def _validate(a: argparse.Namespace) -> int:
     return 0
 
 
+def _calibrate(a: argparse.Namespace) -> int:
+    from tilewise.advise import calibrate as C
+
+    t = C.load_tunable(a.target)
+    if a.timings:
+        rows = C.read_rows(a.timings)
+    else:
+        partial = a.partial or (a.out + ".partial.jsonl")
+        rows = C.measure(t, budget_s=float(a.budget), partial=partial, progress=not a.json)
+    cal = C.fit(t.desc, rows, named_of=t.named_of)
+    C.write(cal, a.out)
+    h = cal["held_out_error"]
+    if a.json:
+        print(json.dumps(cal, indent=1))
+        return 0
+    print(f"{t.desc.name}: {cal['timings']['fit']} timings fitted, rates {cal['rates']}, "
+          f"{len(cal['configs'])} config(s) with their own")  # fmt: skip
+    print(f"held-out error over {cal['timings']['held_out']} timings of {cal['timings']['held_out_shapes']} shape(s): "
+          f"median {h['median']:.1%}, p90 {h['p90']:.1%} (built-in rates: median {h['builtin_median']:.1%})")  # fmt: skip
+    print(f"-> {a.out} (prune_configs_by(desc, calibration={a.out!r}))")
+    return 0
+
+
 def register(sub) -> None:
+    c = sub.add_parser(
+        "calibrate",
+        help="fit the time model's rates for your own Triton kernel from a few GPU timings",
+        description="Time a designed subset of a kernel's configs x shapes (budgeted, resumable), fit the model's "
+        "per-kernel rates, print the error on held-out shapes and write a calibration file for "
+        "tilewise.advise.autotune.prune_configs_by.",
+        epilog="examples:\n  tilewise calibrate my_kernels.py:TUNABLE --budget 60 --out my_kernel.h200.json\n"
+        "  tilewise calibrate my_kernels.py:TUNABLE --timings rows.jsonl --out my_kernel.h200.json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    c.add_argument("target", help="MODULE:NAME or FILE.py:NAME of a tilewise.advise.calibrate.Tunable")
+    c.add_argument("--out", required=True, help="the calibration file to write")
+    c.add_argument("--budget", default="60", help="seconds of timing (default 60)")
+    c.add_argument("--partial", default=None, help="the resumable timings file (default OUT.partial.jsonl)")
+    c.add_argument("--timings", default=None, help="fit these timings (a partial file) instead of measuring")
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(func=_calibrate)
     p = sub.add_parser(
         "advise",
         help="the time model's top-k configs for gemm|attention|decode|grouped (or --validate)",
