@@ -10,20 +10,8 @@ four is "cal" (calibration may look at it), the rest "val" (the verdict's held-o
 
 from __future__ import annotations
 
-# Anchors: always calibration (the per-config MMA rate and the memory-bound stream rate are read there).
-# Named before any model constant was fitted; calibrate.py reads the per-config rates on these.
-CAL_SHAPES = {
-    "gemm": {"mma": "8192x8192x8192_bf16_nn", "stream": "1x28672x4096_bf16_nt"},
-    "attention": {
-        "mma": {
-            64: "b4h32kv32q4096k4096d64n_bf16",
-            128: "b4h32kv32q4096k4096d128n_bf16",
-            256: "b2h16kv16q4096k4096d256n_bf16",
-        },
-    },
-    "decode": {"stream": "b1h32kv8L131072d128_bf16"},
-    "grouped": {"mma": "e8r4096n8192k8192_bf16", "stream": "e128r8n1536k2048_bf16"},
-}
+# The calibration anchors (tilewise.advise.validate.CAL_ANCHORS, the one copy): always in the calibration split
+from tilewise.advise.validate import CAL_ANCHORS as CAL_SHAPES  # noqa: E402,F401
 
 
 def split_of(key: str) -> str:
