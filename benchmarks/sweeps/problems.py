@@ -11,7 +11,7 @@ four is "cal" (calibration may look at it), the rest "val" (the verdict's held-o
 from __future__ import annotations
 
 # The calibration anchors (tilewise.advise.validate.CAL_ANCHORS, the one copy): always in the calibration split
-from tilewise.advise.validate import CAL_ANCHORS as CAL_SHAPES  # noqa: E402,F401
+from tilewise.advise.validate import CAL_ANCHORS as CAL_SHAPES  # noqa: F401
 
 
 def split_of(key: str) -> str:
