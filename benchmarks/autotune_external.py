@@ -99,9 +99,13 @@ class Spec:
         from tilewise.advise.kernel import describe
 
         if name == "flaggems_mm":
+            import importlib
+
             import flag_gems
             from flag_gems import runtime
-            from flag_gems.ops import mm as fg
+
+            # the module, not `flag_gems.ops.mm`: the package re-exports its `mm` function under that name
+            fg = importlib.import_module("flag_gems.ops.mm")
 
             self.source = f"flag-gems {getattr(flag_gems, '__version__', '5.0.2')}"
             self.jit = unwrap_jit(fg.mm_kernel_general)

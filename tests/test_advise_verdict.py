@@ -113,3 +113,27 @@ def test_every_top1_was_measured(verdict):
         for row in f["per_problem"]:
             assert row["best_ms"] == best[row["key"]], (fam, row["key"])
             assert row["ratio"] == pytest.approx(row["advisor_ms"] / best[row["key"]]), (fam, row["key"])
+
+
+def test_fresh_set_figures():
+    """The advisor on the fresh held-out set (random problems, seed recorded, swept after the calibration): the
+    figures docs/advise.md states, bounded by the measured values rounded against us. GEMM misses its targets
+    (top-1 within 5% on 7 of 16, median error 45%): 15 of its 16 problems have operand rows that are not
+    16-byte aligned and too small to copy to padded rows, which the sweep's calibration problems almost never
+    are."""
+    fr = validate.verdict()["fresh"]
+    assert fr["seed"] == 20261201
+    f = fr["families"]
+    assert f["gemm"]["problems"] == 16 and f["gemm"]["top1_within_5pct"] >= 0.43 and f["gemm"]["error_median"] <= 0.45
+    for fam, top1, med, p90 in (("attention", 0.75, 0.074, 0.176), ("decode", 0.75, 0.113, 0.254),
+                                ("grouped", 0.5, 0.065, 0.24)):  # fmt: skip
+        assert f[fam]["problems"] == 4
+        assert f[fam]["top1_within_5pct"] >= top1 and f[fam]["error_median"] <= med and f[fam]["error_p90"] <= p90
+
+
+def test_validate_without_fixtures_is_one_line(tmp_path, capsys):
+    from tilewise.cli import main
+
+    assert main(["advise", "--validate", "--sweep", str(tmp_path / "none")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "pass --sweep DIR" in err
