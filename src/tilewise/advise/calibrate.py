@@ -17,6 +17,8 @@ timings is what `fit` reports.
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import json
 import math
 import os
@@ -249,9 +251,6 @@ def fit(
 
 def load_tunable(target: str) -> Tunable:
     """`module:attr` or `path/to/file.py:attr` -> the Tunable it names."""
-    import importlib
-    import importlib.util
-
     mod_name, sep, attr = str(target).rpartition(":")
     if not sep or not mod_name or not attr:
         raise InputError(f"target must be MODULE:NAME or FILE.py:NAME naming a Tunable, got {target!r}")

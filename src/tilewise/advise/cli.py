@@ -7,6 +7,7 @@ import json
 
 from tilewise import gpus as _gpus
 from tilewise.advise import advise, validate
+from tilewise.advise import calibrate as C
 from tilewise.errors import InputError
 from tilewise.model.predict import calibration
 
@@ -119,8 +120,6 @@ def _validate(a: argparse.Namespace) -> int:
 
 
 def _calibrate(a: argparse.Namespace) -> int:
-    from tilewise.advise import calibrate as C
-
     t = C.load_tunable(a.target)
     if a.timings:
         rows = C.read_rows(a.timings)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from tilewise.advise.autotune import fits, rates_for
+from tilewise.advise.autotune import fits, load_calibration, rates_for
 from tilewise.advise.kernel import KernelDescription, config_tag, describe, predict_ms
 from tilewise.errors import InputError
 
@@ -76,8 +76,6 @@ def prune(ktcs: Iterable[Any], kernel_inputs: Any, top_k: int, desc: KernelDescr
 def choices(top_k: int = 3, gpu: str = "h200", calibration: str | None = None) -> Any:
     """An InductorChoices instance whose Triton mm template choices are the model's `top_k`."""
     from torch._inductor.choices import InductorChoices
-
-    from tilewise.advise.autotune import load_calibration
 
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise InputError(f"top_k must be an integer >= 1, got {top_k!r}")
