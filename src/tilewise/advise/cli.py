@@ -110,7 +110,8 @@ def _validate(a: argparse.Namespace) -> int:
         for fam, f in fr["families"].items():
             if f["problems"]:
                 print(f"{fam:<10} {f['problems']:>4} {f['top1_within_5pct']:>9.0%} {f['error_median']:>8.1%} "
-                      f"{f['error_p90']:>8.1%}  worst top-1 {f['top1_ratio_worst']:.2f}x")  # fmt: skip
+                      f"{f['error_p90']:>8.1%}  worst top-1 {f['top1_ratio_worst']:.2f}x"
+                      + (f"; nmh top-1 {f['nmh']['top1_within_5pct']:.0%}" if "nmh" in f else ""))  # fmt: skip
     if "gemm_defaults_vs_cublas_all" in v:
         c = v["gemm_defaults_vs_cublas_all"]
         print(f"gemm defaults (advisor top-1) vs cuBLAS over all {c['problems']} problems: median "

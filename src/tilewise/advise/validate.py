@@ -256,8 +256,10 @@ def fresh_figures(family: str, directory: str, gpu: str = "h200") -> dict:
     if not os.path.isfile(path):
         return {"problems": 0}
     recs = fixtures.load(family, directory)
-    top1, errs, missing = [], [], 0
+    top1, errs, missing, nmh = [], [], 0, []
     for _key, rec in sorted(recs.items()):
+        if "nmh" in rec.others:  # nvidia-matmul-heuristics' top-1 mapped to the kernel, timed beside the space
+            nmh.append(rec.others["nmh"][1] / rec.best()[1])
         tag = space.TAGS[family](advise(family, rec.problem, gpu, top_k=1)[0].config)
         if tag in rec.space:
             top1.append(rec.space[tag] / rec.best()[1])
@@ -265,7 +267,11 @@ def fresh_figures(family: str, directory: str, gpu: str = "h200") -> dict:
             missing += 1  # the sweep could not time the advisor's pick (an error row): not scored
         for t, ms in rec.space.items():
             errs.append(abs(predict(family, rec.problem, rec.configs[t], gpu).ms - ms) / ms)
+    out: dict = {}
+    if nmh:
+        out["nmh"] = {"problems": len(nmh), "top1_within_5pct": sum(r <= 1.05 for r in nmh) / len(nmh)}
     return {
+        **out,
         "problems": len(top1),
         "top1_unmeasured": missing,
         "top1_within_5pct": sum(r <= 1.05 for r in top1) / len(top1) if top1 else float("nan"),
