@@ -287,8 +287,8 @@ def check_sweep_dir(directory: str | None) -> str:
     d = directory or fixtures.DEFAULT_DIR
     if not os.path.isdir(d) or not os.path.isfile(os.path.join(d, "gemm.jsonl")):
         raise InputError(
-            f"--validate needs the sweep's fixtures (gemm.jsonl ...) in {d}: pass --sweep DIR (a source checkout's "
-            "tests/data/sweeps/h200), got no such folder"
+            f"--validate reads the sweep's fixtures: folder {d} must exist and hold gemm.jsonl ... (an installed "
+            "package ships none: pass --sweep DIR, a source checkout's tests/data/sweeps/h200), got no such folder"
         )
     return d
 
