@@ -47,7 +47,7 @@ from tilewise.bench.mhmoe_peer import experts_forward_torch
 from tilewise.kernels import custom_ops, layers, mhmoe
 from tilewise.model import traffic
 
-# (tokens, heads, head_dim, experts per head, expert width, top_k): the seeds' MH-MoE at d_model 2048,
+# (tokens, heads, head_dim, experts per head, expert width, top_k): MH-MoE at d_model 2048,
 # ~1024 rows per expert (A) and ~128 rows per expert (B: 256 experts; torch._grouped_mm takes < 1024 groups)
 _DEVICE = "cuda"  # the L2 flush buffer
 SHAPES = [(4096, 16, 128, 8, 256, 2), (2048, 8, 128, 32, 128, 2)]

@@ -3,7 +3,7 @@
 Outputs and all four gradients on small, awkward shapes (T and I not multiples of the tiles),
 d_h 64 and 128, fp16 and fp32 (the interpreter computes bf16 wrongly: bf16 is in tests/gpu);
 outputs poisoned with NaN so every element must be written; bad inputs -> InputError; and the
-issue's "done when": a tiny model trains a few steps and its loss matches the unfused layer's.
+the end-to-end check: a tiny model trains a few steps and its loss matches the unfused layer's.
 """
 
 import pytest
@@ -172,7 +172,7 @@ def test_module_rejects_bad_sizes():
 
 
 def test_tiny_model_trains_like_the_unfused_layer():
-    """The issue's 'done when': a few SGD steps of a tiny model; losses match the unfused layer's."""
+    """End to end: a few SGD steps of a tiny model; losses match the unfused layer's."""
     d_model, T = 32, 24
 
     def model(fused):

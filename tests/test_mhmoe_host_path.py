@@ -1,4 +1,4 @@
-"""MH-MoE's lean host path (issue 16) and its fused GLU passes, under the Triton interpreter, float64 references.
+"""MH-MoE's lean host path and its fused GLU passes, under the Triton interpreter, float64 references.
 
 * `glu` / `glu_backward`: one Triton pass each way for SiLU * mul and its backward (with the routing weight's
   gradient), every element of every output checked against float64 autograd, outputs poisoned (NaN) first.
@@ -174,7 +174,7 @@ def test_layer_forward_launch_count(monkeypatch):
 
     W_in, the router bmm, top-k, the fp32 cast and softmax of the k kept logits, the head offset, the sort
     (int16 keys, sort, searchsorted), the k-sum and W_out; the two grouped GEMMs. It was 19 torch kernels
-    and 3 TMA descriptors before issue 16's pass (the H200's host: 609.5 us vs 584.5 for the peer)."""
+    and 3 TMA descriptors before the lean host path (the H200's host: 609.5 us vs 584.5 for the peer)."""
     torch.manual_seed(0)
     layer = layers.MultiHeadMoE(128, 2, 64, 4, 64, 2, dtype=torch.float16)
     x = torch.randn(32, 128, dtype=torch.float16)

@@ -33,7 +33,7 @@ def test_terms_add_up_and_name_the_binding_term():
 
 
 def test_fragment_padding_at_batch_1():
-    """The GEMM article: at batch 1 a 16-row fragment carries 1 useful row (15/16 of the MMA is padding)."""
+    """At batch 1 a 16-row fragment carries 1 useful row (15/16 of the MMA is padding)."""
     cfg = dict(CFG, block_m=16, block_n=128, block_k=256)
     p = M.predict("gemm", {"m": 1, "n": 24576, "k": 8192, "dtype": "bf16", "layout": "nn"}, cfg, "h200")
     assert p.binding == "hbm"

@@ -1,4 +1,4 @@
-"""`tilewise trace` and the simulator on bad input (issue 17): one line naming file and line, exit 2;
+"""`tilewise trace` and the simulator on bad input: one line naming file and line, exit 2;
 endless kernels stopped; --sample on a huge grid cheap; a result check that fails or is impossible
 exits non-zero with strict JSON; analyze_access refuses ragged input."""
 
@@ -361,6 +361,6 @@ def test_array_access_outside_rewritten_code_runs_on_its_launch_and_only_during_
 
     x = np.array([1.5, 3.0], dtype=np.float32)
     launch(k, 1, 32, x)
-    assert x.tolist() == [3.0, 3.0]  # the helper's load and store ran on the launch's executor
+    assert x.tolist() == [3.0, 3.0]  # the device function's load and store ran on the launch's executor
     with pytest.raises(InputError, match="inside a @kernel function run by launch"):
         kept[0][0]  # the launch is over

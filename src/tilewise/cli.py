@@ -28,7 +28,7 @@ AREAS = [
 ]
 
 EPILOG = """examples:
-  tilewise explain                          the GEMM article's C[64,24576] = A[64,8192] x B[8192,24576]
+  tilewise explain                          the decode GEMM C[64,24576] = A[64,8192] x B[8192,24576]
   tilewise explain gemm --m 1 --json        the same at batch 1, as JSON
   tilewise gpus                             the GPU registry
   tilewise gpus h200 --json                 one GPU, every figure with its source

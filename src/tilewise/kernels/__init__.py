@@ -1,4 +1,4 @@
-"""Triton kernels for the seeds' problems (needs the `kernels` extra: torch + triton).
+"""Triton kernels: GEMM, sum, attention, decode, grouped GEMM, FlashFFN, MH-MoE (needs the `kernels` extra: torch + triton).
 
 Public ops are loaded lazily, so `import tilewise.kernels` costs nothing until one is used:
 

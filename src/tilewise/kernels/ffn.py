@@ -1,4 +1,4 @@
-"""FlashFFN: the fused multi-head SwiGLU FFN, forward and backward (the tips document's last part).
+"""FlashFFN: the fused multi-head SwiGLU FFN, forward and backward.
 
 The layer (README, "FlashFFN"): x [T, D] -> z = x W_in viewed as [T, H, d_h]; per head h
 
@@ -10,7 +10,7 @@ one program owns BLOCK_M token rows of one head (z tile [BLOCK_M, d_h] and the f
 up-projections ([BLOCK_M, BLOCK_N] each, fp32 in registers), SiLU * mul in registers, then the
 down-projection accumulated into y. The [T, H, I] intermediate never reaches HBM.
 
-The mapping onto the attention forward of the tips document: z is Q, Wg/Wu are K^T (two of them),
+The mapping onto FlashAttention's forward: z is Q, Wg/Wu are K^T (two of them),
 Wd is V, the chunk BLOCK_N is the KV tile's N (it sets the register cost of the [64, N] fp32
 up-projections, exactly like S), BLOCK_M is the M that sets the HBM intensity against the weights,
 and every token block of a head reads the same weights, so L2 reuse decides the HBM traffic.

@@ -1,6 +1,6 @@
 """MH-MoE: the FlashFFN idea carried to Mixture-of-Experts, routing per (token, head).
 
-The tips document ends here: split the model dimension into heads, give every head its own
+The idea: split the model dimension into heads, give every head its own
 experts, and route each (token, head) pair on its own, so each head's experts are isolated.
 The layer:
 
@@ -13,7 +13,7 @@ The layer:
 Global expert e = h E_h + local expert, so the T H k (row, expert) slots sort into H E_h groups
 and the expert FFN is two persistent grouped GEMMs (tilewise.kernels.grouped_gemm): gate/up with
 the row gather in its loads and SiLU * mul in its epilogue, then down with the routing weight and
-the scatter back to slot order in its epilogue. The kernel-side cost the seed warns about: the
+the scatter back to slot order in its epilogue. The kernel-side cost: the
 rows an expert receives are the (token, head) slots of one head only, and the GEMMs have
 K = d_h (gate/up) and N = d_h (down), so main loops are short (d_h / BLOCK_K steps) and M per
 expert is T k / E_h; `tilewise explain moe --heads H` prints those numbers.
@@ -81,7 +81,7 @@ def route_heads(logits: torch.Tensor, top_k: int) -> tuple[torch.Tensor, torch.T
     Softmax over the head's own E_h experts, keep the top k, renormalise over them; that equals a
     softmax over the k kept logits (the E_h-wide normaliser cancels), and the softmax is monotonic,
     so the top k of the logits are picked and only they are normalised: top-k, softmax, add the
-    head's first expert, three launches where the E_h-wide form took eight (issue 16: each CUDA
+    head's first expert, three launches where the E_h-wide form took eight (each CUDA
     launch costs the H200's host ~10 us).
     """
     T, H, Eh = logits.shape

@@ -1,4 +1,4 @@
-"""Pipeline designs on one SM: a small discrete-event simulation (the tips document's "compare three designs").
+"""Pipeline designs on one SM: a small discrete-event simulation (serial, ring buffer, ping-pong).
 
 The Tensor Cores go idle for three reasons: waiting for data, the consumer busy with something
 else (softmax), and prologue/epilogue. Three designs, each processing the same work: a CTA owns
@@ -116,7 +116,7 @@ def simulate(
     Returns the timeline (events, makespan) and the Tensor Cores' utilisation.
 
     The keyword options describe how a real kernel runs a design (`KERNEL_STRUCTURE` has the ones
-    of tilewise.kernels.attention_gluon; the defaults are the tips document's idealised designs):
+    of tilewise.kernels.attention_gluon; the defaults are the idealised designs, no host or barrier costs):
 
     * lockstep (serial, ring): the single consumer is two warpgroups of one instruction stream (M = 128
       over 8 warps): Q K^T of both row blocks, then both softmaxes at once (one per warpgroup), then
@@ -385,7 +385,7 @@ def kernel_tile_times(
 ) -> AttentionTileTimes:
     """Per-(row block, K/V tile) cycles as the Gluon kernels measure, for `simulate` with KERNEL_STRUCTURE.
 
-    Two terms differ from `attention_tile_times` (the idealised inputs the tips document derives):
+    Two terms differ from `attention_tile_times` (the idealised inputs from the feed and roofline arithmetic):
     * load: every byte of the K/V tile crosses L2 -> SM at this SM's share of the L2 bandwidth (the
       H200's measured 7.7 TB/s, gpus.py), plus the misses at its HBM share. The idealised term counts
       the HBM misses only: 103 cycles at D 128, N 128, 97% hits, where design (a) exposes ~1,000.

@@ -60,7 +60,7 @@ PAD_MIN_FLOPS_PER_BYTE = 64
 # ... and only operands of at least this many bytes: a smaller copy costs more (a launch and a dependent
 # kernel, ~1.7 us each in a CUDA graph) than its unaligned reads: 100^3 bf16 ran 6.2 us padded, 2.8 us
 # unpadded (cuBLAS 3.0); 333 x 7777 x 2049 fp16 (A 1.4 MB, w 32 MB) 151.5 padded, 276.5 unpadded
-# (benchmarks/sweeps/gemm_ab_h200.jsonl; edit by the gemm helper, session 4).
+# (H200, benchmarks/sweeps/gemm_ab_h200.jsonl, padded and unpadded alternating in one run).
 PAD_MIN_BYTES = 1 << 20
 
 
@@ -88,7 +88,7 @@ DEFAULTS: dict[str, Any] = {
     # every tile row then straddles one more line. The load path pays for it, more than the extra sectors
     # (5 of 32 B for a 128-byte row instead of 4) say: the TMA kernel on 5000 x 5000 x 5000 ran 484 us on
     # the contiguous operands and 388 us on the same values in 128-byte aligned rows, 2000 x 3000 x 4000
-    # 99.7 against 75.9 (benchmarks/sweeps/gemm_align_h200.jsonl, the gemm helper's A/B). The Tensor-Core
+    # 99.7 against 75.9 (H200, benchmarks/sweeps/gemm_align_h200.jsonl, both layouts in one run). The Tensor-Core
     # and latency terms grow by misaligned_cost x the share of the loaded bytes in such rows (calibrated).
     "misaligned_cost": 0.0,
     "hot_line_tbps": 1.5,  # requests to one L2 line (rows that wrap onto the same A row), per distinct row
@@ -496,6 +496,54 @@ def _gemm(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str, A
     return _finish("gemm", mach, terms, main, detail, _eff(mach, "gemm", "fixed", tag, eff))
 
 
+@functools.lru_cache(maxsize=16)
+def gluon_calibration(gpu: str) -> dict[str, Any]:
+    """The Gluon GEMM's per-config rates on `gpu` (`calibration/<gpu>_gemm_gluon.json`), or {}."""
+    path = os.path.join(CAL_DIR, f"{gpu}_gemm_gluon.json")
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        data: dict[str, Any] = json.load(f)
+    return data
+
+
+def gemm_gluon(
+    p: dict[str, Any], c: dict[str, Any], gpu: str = _gpus.DEFAULT_GPU, efficiency: dict[str, Any] | None = None
+) -> Prediction:
+    """Predicted time of the Gluon GEMM (kernels/gemm_gluon.py) with config `c` (an advise.space.gemm_gluon_space
+    entry: schedule, block_m, block_n, block_k, num_stages, group_m).
+
+    The same terms as the persistent Triton kernel (`_gemm` with persistent=True: one CTA per SM walking
+    its tiles, the fill paid once, the epilogue's store half hidden behind the next tile), at the Gluon
+    config's own rates: its MMA efficiency measured on 8192^3 nn, its stream efficiency on 1 x 28672 x 4096
+    nt, its cost of rows that are not 128-byte aligned on 5000^3 nn (benchmarks/sweeps/calibrate_gluon.py
+    from benchmarks/results/h200/gemm_gluon_probe.json). A
+    cooperative CTA tile is 2 consumer warpgroups (8 warps), pingpong and single 1 at a time.
+    """
+    key = _gpus.get(gpu).key
+    cal = gluon_calibration(key) or gluon_calibration("h200")  # dimensionless rates carry over, like machine()'s
+    tag = _tiles.gemm_gluon_tag(c)
+    rates = cal.get("configs", {}).get(tag, {})
+    med = cal.get("medians", {})
+    eff = dict(efficiency or {})
+    for kind in ("mma", "stream", "fixed", "misaligned"):  # the config's own rate, else the median: none guessed
+        if kind not in eff:
+            if kind not in rates and kind not in med:
+                raise InputError(
+                    f"the Gluon GEMM calibration of {key} must give medians.{kind} "
+                    "(benchmarks/sweeps/calibrate_gluon.py writes it), got none"
+                )
+            eff[kind] = rates.get(kind, med.get(kind))
+    # TMA reads rows that are 16- but not 128-byte aligned at each config's own cost, not the pointer kernel's
+    mach = machine(key, (("misaligned_cost", float(eff["misaligned"])),))
+    warps = 8 if c["schedule"] == "cooperative" else 4
+    tc = {"block_m": c["block_m"], "block_n": c["block_n"], "block_k": c["block_k"], "group_m": c.get("group_m", 8),
+          "num_warps": warps, "num_stages": c["num_stages"], "persistent": True}  # fmt: skip
+    pred = _gemm(p, tc, mach, eff)
+    return Prediction("gemm_gluon", pred.ms, pred.terms, pred.binding, pred.gpu, pred.calibrated,
+                      {**pred.detail, "tag": tag})  # fmt: skip
+
+
 # ------------------------------------------------------------------------------------------ attention
 
 
@@ -582,7 +630,7 @@ def _decode(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str,
     t_l2 = (kv + 2 * part) / mach.l2_bps
     sm_bw = mach.read_bps / _gpus.get(mach.key).sms
     t_fixed = gens * (mach.latency_s + mach.fill_s + 2 * bn * d * e / sm_bw)
-    # the merge is the tail of the same launch (kernels.decode, session 4: no second kernel): every split writes
+    # the merge is the tail of the same launch (kernels.decode: no second kernel): every split writes
     # its partial, the last one of each (batch, kv head) to take the counter (one round trip) reads the
     # pair's splits x group x (D + 1) floats at an SM's bandwidth share and writes the output
     t_merge = (mach.latency_s + part / mach.read_bps + splits * group * (d + 1) * 4 / sm_bw) if splits > 1 else 0.0
@@ -691,4 +739,4 @@ def _composed(name: str) -> Callable[..., Prediction]:
 
 _FAMILIES.update({k: _composed(k) for k in ("moe", "ffn", "sum")})
 
-__all__ = ["KERNELS", "Prediction", "calibration", "machine", "overlap", "predict"]
+__all__ = ["KERNELS", "Prediction", "calibration", "gemm_gluon", "gluon_calibration", "machine", "overlap", "predict"]

@@ -137,7 +137,7 @@ def time_levels(
 
 # ------------------------------------------------------------------ L2 reuse
 #
-# The tips document: a KV tile is K and V, [N, d] each; a block with M rows of Q does
+# A KV tile is K and V, [N, d] each; a block with M rows of Q does
 # 4 x M x N x d FLOPs on its 2 x N x d x 2 bytes: each byte of KV buys M FLOPs, N cancels.
 # Against a balance of 989.4 / 3.35 = 295, M = 64 is more than 4x short if every byte comes
 # from HBM. But the Q blocks of one head all read the same K/V, so later blocks mostly hit L2:
@@ -192,7 +192,7 @@ def l2_reuse(
 ) -> L2Reuse:
     """Where a kernel that re-reads a shared operand stands at a given L2 hit rate.
 
-    Only the misses go to HBM. The seed's model stops there (the default). With `include_l2`,
+    Only the misses go to HBM. The default stops there (M = 64 needs ~78% hits on an H100 SXM). With `include_l2`,
     every requested byte also counts against L2's bandwidth, an order-of-magnitude figure
     (NVIDIA publishes none), which can bind first.
     """

@@ -32,7 +32,7 @@ def gemm_bytes(m: int, n: int, k: int, dtype: str = "bf16", out_dtype: str | Non
 def gemm_naive_hbm_elements(m: int, n: int, k: int) -> int:
     """One thread per C[i][j], no reuse: each thread reads a row of A and a column of B.
 
-    The tips document: each element of A is read N times and each of B M times.
+    Without tiles each element of A is read N times and each of B M times.
     """
     return (m * n * k) * 2 + m * n
 

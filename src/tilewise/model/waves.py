@@ -1,6 +1,6 @@
 """Waves: how a grid of blocks is laid over the SMs, and what the last, partial wave costs.
 
-The GEMM article: 192 blocks on 132 SMs is 1.45 waves; the second wave runs 60 blocks
+C[64, 24576] in 64 x 128 tiles is 192 blocks; on 132 SMs that is 1.45 waves: the second wave runs 60 blocks
 while 72 SMs sit idle, so the grid as a whole uses 192 / (2 x 132) = 73% of the machine.
 """
 
@@ -51,9 +51,9 @@ def grid_waves(blocks: int, sms: int, blocks_per_sm: int = 1) -> Waves:
 
 # ----------------------------------------------------------------- grouped GEMM schedule
 #
-# The tips document: "The experts share K and N, but each has its own M. Take a prefix sum
-# over their tile counts; whichever range a global tile index falls into names its expert,
-# found with a binary search." The persistent grouped GEMM kernel
+# The experts share K and N, but each has its own M. A prefix sum over their tile counts
+# splits the global tile index into ranges; the range an index falls into names its expert,
+# found with a binary search. The persistent grouped GEMM kernel
 # (tilewise.kernels.grouped_gemm) walks tiles in exactly this order; tests check the kernel's
 # schedule against these functions.
 
@@ -120,9 +120,9 @@ def persistent_tiles(total_tiles: int, programs: int, program: int) -> list[int]
 
 # ----------------------------------------------------------------- persistent schedules
 #
-# The tips document: "Write the grouped GEMM as a persistent kernel: launch as many blocks as
-# SMs, keep each block resident, and let it loop, pulling tiles from a scheduler. That saves
-# the repeated launches and pipeline setups." And: prologue and epilogue are negligible when
+# A persistent grouped GEMM launches as many blocks as SMs, keeps each block resident and lets
+# it loop, pulling tiles from a scheduler: that saves the repeated launches and pipeline setups.
+# And: prologue and epilogue are negligible when
 # the K loop is long and show when it is short; MoE is the classic case.
 
 

@@ -18,7 +18,7 @@ from tilewise.sim.recording import atomic_how
 from tilewise.sim.state import LaunchState
 from tilewise.util import cdiv
 
-STATIC_SMEM_LIMIT = 48 * 1024  # static __shared__ arrays: at most 48 KB (the tips document)
+STATIC_SMEM_LIMIT = 48 * 1024  # static __shared__ arrays: at most 48 KB (CUDA guide; more needs dynamic, opt-in)
 SMEM_OPTIN_LIMIT = 227 * 1024  # one block's shared memory on Hopper, opt-in
 SMEM_ALIGN = 128
 

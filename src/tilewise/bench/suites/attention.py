@@ -6,7 +6,8 @@ onto its flash backend (FlashAttention-2) is timed in the same run as `sdpa_flas
 
 FLOPs and bytes come from `tilewise.model.traffic` (`attention_flops` with SDPA's causal
 convention, half of Sq x Sk pairs, so TFLOP/s compare with the published peers; and
-`attention_bytes`). The headline shapes are the issue's; the sweep adds shapes across batch,
+`attention_bytes`). The five headline shapes (`HEADLINE`: B4 H32 S4096 D 128 with and without a causal mask, ...) are
+the ones the README quotes; the sweep adds shapes across batch,
 heads, sequence length, head dim, causal and GQA.
 """
 

@@ -2,7 +2,7 @@
 
 Bytes from `tilewise.model.traffic.decode_bytes` (each sequence's K/V read once, plus q and o);
 the copy bandwidth is measured in the same run (1 GiB device-to-device copy, read + write) and
-every row carries `copy_fraction` = our TB/s over it (the issue's 90% target). The variable-length
+every row carries `copy_fraction` = our TB/s over it (the target: 90% of the copy). The variable-length
 batch gives SDPA the cache padded to the longest sequence with a boolean mask, which is what a
 user of SDPA does; ours reads each sequence's own keys only.
 """

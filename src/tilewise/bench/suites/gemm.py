@@ -18,9 +18,9 @@ from tilewise.model import traffic
 
 DEVICE = "cuda"  # the suites run on the GPU (a CPU smoke test may change it)
 NAME = "gemm"
-HELP = "matmul (bf16/fp16/tf32) vs torch.matmul (cuBLAS): the GEMM article's shapes, a sweep of odd ones, or your own"
+HELP = "matmul (bf16/fp16/tf32) vs torch.matmul (cuBLAS): the 64 x 24576 x 8192 decode GEMM and its batches, a sweep of odd ones, or your own"
 
-# The targets: the square case, the article's skinny M = 64 and the decode-to-prefill family.
+# The targets: the square case, the skinny M = 64 decode GEMM and the decode-to-prefill family.
 TARGETS = [
     (8192, 8192, 8192),
     (64, 24576, 8192),

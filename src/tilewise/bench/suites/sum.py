@@ -19,7 +19,7 @@ DEVICE = "cuda"  # the suites run on the GPU (a CPU smoke test may change it)
 NAME = "sum"
 HELP = "sum (fp32 / fp16 / bf16) vs torch.sum: 1 GiB and smaller inputs, full and per-dimension"
 
-# (bytes, dim): the issue's 1 GiB fp32 target, sizes below and around the 60 MB L2, and
+# (bytes, dim): the 1 GiB fp32 target, sizes below and around the 60 MB L2, and
 # per-dimension reductions of a [rows, cols] matrix.
 DEFAULT = "1G,256M,64M,16M,1M,1G:rows,1G:cols"
 EXAMPLES = """examples:
