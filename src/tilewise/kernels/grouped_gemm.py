@@ -37,6 +37,7 @@ import dataclasses
 import functools
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import triton
@@ -154,8 +155,8 @@ def _advised(experts: int, rows: int, n: int, k: int, dtype: str, gpu: str) -> G
 # ------------------------------------------------------------------------------ kernels
 
 
-@triton.jit
-def _schedule_kernel(
+@triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
+def _schedule_kernel(  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
     offsets_ptr,  # int32 [E]: cumulative row ends
     prefix_ptr,  # int32 [E + 1]: exclusive prefix sum of tiles per expert (out)
     map_e_ptr,  # int32 [bound]: expert of each global tile (out, WRITE_MAP)
@@ -188,8 +189,8 @@ def _schedule_kernel(
             tl.store(map_l_ptr + start + j, j, mask=j < count)
 
 
-@triton.jit
-def _grouped_mm_kernel(
+@triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
+def _grouped_mm_kernel(  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
     # pointers
     x_ptr,  # [T_in, K] activations (rows in expert order, or gathered through gather_ptr)
     w_ptr,  # [E, K, N_w] weights
@@ -364,7 +365,7 @@ def _grouped_mm_kernel(
 # ----------------------------------------------------------------------- launcher with checks
 
 
-def _check_inputs(x, w, offsets, *, glu: bool = False) -> None:
+def _check_inputs(x: Any, w: Any, offsets: Any, *, glu: bool = False) -> None:
     if not isinstance(x, torch.Tensor) or not isinstance(w, torch.Tensor) or not isinstance(offsets, torch.Tensor):
         raise InputError(
             f"x, w and offsets must be torch tensors, got {type(x).__name__}, {type(w).__name__}, "
@@ -440,7 +441,21 @@ class _Plan:
     )  # fmt: skip
 
 
-def _make_plan(x, w, y, n, cfg, rows, glu, gather, scatter, scale, gather_div, trace, programs) -> _Plan:
+def _make_plan(
+    x: Any,
+    w: Any,
+    y: Any,
+    n: Any,
+    cfg: Any,
+    rows: list[dict[str, Any]],
+    glu: Any,
+    gather: Any,
+    scatter: Any,
+    scale: Any,
+    gather_div: Any,
+    trace: Any,
+    programs: Any,
+) -> _Plan:
     E, K = w.shape[0], w.shape[1]
     if cfg.schedule not in SCHEDULES:
         raise InputError(f"config.schedule must be one of {list(SCHEDULES)}, got {cfg.schedule!r}")
@@ -485,7 +500,7 @@ def _make_plan(x, w, y, n, cfg, rows, glu, gather, scatter, scale, gather_div, t
     return plan
 
 
-def _run(plan: _Plan, x, w, offsets, y, gather, scatter, scale):
+def _run(plan: _Plan, x: Any, w: Any, offsets: Any, y: Any, gather: Any, scatter: Any, scale: Any) -> Any:
     dev = x.device
     prefix = torch.empty(plan.prefix_shape, dtype=torch.int32, device=dev)
     if plan.use_map:
@@ -582,7 +597,7 @@ def launch_planned(
 # ------------------------------------------------------------------------------ public op
 
 
-def _choose_checked(x, w, offsets, out, config) -> GroupedConfig:
+def _choose_checked(x: Any, w: Any, offsets: Any, out: Any, config: Any) -> GroupedConfig:
     """Check a call signature not seen before and pick its config."""
     _check_inputs(x, w, offsets)
     T, K = x.shape

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import triton
@@ -125,7 +126,7 @@ def plan(weights: torch.Tensor, experts: torch.Tensor, num_experts: int) -> Plan
 TRAIN_TILES = "advised"
 
 
-def _tile(slots: int, experts: int, n: int, k: int, dtype: torch.dtype, device: torch.device):
+def _tile(slots: int, experts: int, n: int, k: int, dtype: torch.dtype, device: torch.device) -> Any:
     """The grouped GEMM's tile for the rows per expert (the training products are plain grouped GEMMs)."""
     if TRAIN_TILES == "advised" and device.type == "cuda":
         return choose_config(slots / experts, n, k, dtype, on_gpu=True, experts=experts, gpu=gpu_key(device))
@@ -143,8 +144,10 @@ def _glu_block(f: int) -> tuple[int, int]:
 # ------------------------------------------------------------------------------ kernels
 
 
-@triton.jit
-def _glu_kernel(gu_ptr, a_ptr, S, F, stride_gu, stride_a, BLOCK_S: tl.constexpr, BLOCK_F: tl.constexpr):
+@triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
+def _glu_kernel(
+    gu_ptr: Any, a_ptr: Any, S: Any, F: Any, stride_gu: Any, stride_a: Any, BLOCK_S: tl.constexpr, BLOCK_F: tl.constexpr
+) -> Any:  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
     """a [S, F] = silu(g) * u of the gate/up activation gu [S, 2 F] = [g | u], in fp32, one rounding."""
     rows = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
     cols = tl.program_id(1) * BLOCK_F + tl.arange(0, BLOCK_F)
@@ -157,8 +160,8 @@ def _glu_kernel(gu_ptr, a_ptr, S, F, stride_gu, stride_a, BLOCK_S: tl.constexpr,
     tl.store(a_ptr + r * stride_a + cols[None, :], a.to(a_ptr.dtype.element_ty), mask=mask)
 
 
-@triton.jit
-def _glu_backward_kernel(
+@triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
+def _glu_backward_kernel(  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
     gu_ptr,  # [S, 2 F] gate/up activation, expert order
     da_ptr,  # [S, F] dL/da (unweighted: dout rows through Wd^T), expert order
     w_ptr,  # fp32 [S] routing weight of each slot (slot order)
@@ -205,7 +208,7 @@ def _glu_backward_kernel(
 # ----------------------------------------------------------------------- launchers with checks
 
 
-def check_experts(z, slot_weights, slot_of, offsets, w_gate_up, w_down) -> None:
+def check_experts(z: Any, slot_weights: Any, slot_of: Any, offsets: Any, w_gate_up: Any, w_down: Any) -> None:
     """Types, shapes, dtypes and devices of the expert FFN's operands (the fake impl of
     torch.ops.tilewise.moe_experts runs it; eager calls run it once per signature)."""
     for name, t in (("z", z), ("slot_weights", slot_weights), ("slot_of", slot_of), ("offsets", offsets),
@@ -314,7 +317,7 @@ def glu(gu: torch.Tensor) -> torch.Tensor:
     return a
 
 
-def glu_backward(gu: torch.Tensor, da: torch.Tensor, slot_weights: torch.Tensor, slot_of: torch.Tensor):
+def glu_backward(gu: torch.Tensor, da: torch.Tensor, slot_weights: torch.Tensor, slot_of: torch.Tensor) -> Any:
     """The GLU's and the routing weight's backward in one pass over the sorted rows (fp32 math).
 
     gu [S, 2 f] and da [S, f] contiguous, expert order; slot_weights [S] (slot order); slot_of [S].
