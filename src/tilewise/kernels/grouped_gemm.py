@@ -447,7 +447,7 @@ def _make_plan(
     y: Any,
     n: Any,
     cfg: Any,
-    rows: list[dict[str, Any]],
+    rows: int,
     glu: Any,
     gather: Any,
     scatter: Any,

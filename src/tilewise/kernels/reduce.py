@@ -71,7 +71,7 @@ def _sum_flat_kernel(  # type: ignore[no-untyped-def]  # a Triton kernel: Triton
     offs = tl.arange(0, BLOCK)
     for blk in range(pid, n_full, NUM_PROGRAMS):
         if BIG:
-            start = blk.to(tl.int64) * BLOCK
+            start = blk.to(tl.int64) * BLOCK  # type: ignore[attr-defined]  # Triton's range yields tensors
         else:
             start = blk * BLOCK
         acc += tl.load(x_ptr + start + offs).to(ACC)
@@ -166,6 +166,15 @@ class _Plan:
     workspace (counters, partials) it needs from `tilewise.kernels.utils.workspace` (0: none)."""
 
     __slots__ = ("acc_dtype", "copy", "counters", "ints", "launcher", "out_shape", "out_strides", "partials", "reshape")
+    acc_dtype: torch.dtype
+    copy: bool  # sum a contiguous copy (a strided full sum)
+    counters: int
+    ints: tuple[int, ...]  # the kernel's integer arguments
+    launcher: Launcher
+    out_shape: tuple[int, ...]
+    out_strides: tuple[int, ...]
+    partials: int
+    reshape: tuple[int, ...] | None  # the [outer, r, inner] view of x, where the sum needs one
 
 
 def _plan_all(x: torch.Tensor, cfg: SumConfig | None) -> _Plan:
@@ -192,7 +201,7 @@ def _plan_all(x: torch.Tensor, cfg: SumConfig | None) -> _Plan:
 
 
 def _plan_3d(
-    plan: Any, n_outer: Any, r: dict[str, Any], n_inner: Any, x_strides: Any, out_strides: Any, sms: Any, dtype: Any
+    plan: _Plan, n_outer: int, r: int, n_inner: int, x_strides: Any, out_strides: Any, sms: Any, dtype: Any
 ) -> None:
     """The launch that sums x [n_outer, r, n_inner] (given strides) over r into out [n_outer, n_inner].
 
@@ -286,11 +295,12 @@ def sum(x: torch.Tensor, dim: int | None = None, *, keepdim: bool = False, confi
         A tensor of x's dtype: 0-D for dim=None, else x's shape without `dim`. 16-bit
         inputs are accumulated in fp32, fp32 in fp32, fp64 in fp64.
     """
+    key: tuple[Any, ...] | None
     try:
         key = (x.shape, x.stride(), x.dtype, x.device, x.data_ptr() % 16 == 0, dim, type(dim), keepdim, config)
         plan = _PLANS.get(key)
     except (AttributeError, TypeError):  # not a tensor, or an unhashable dim: the checks refuse it
-        key = plan = None
+        key, plan = None, None
     if plan is None:
         _check(x, dim)
         if dim is None or x.dim() == 0:
