@@ -124,9 +124,8 @@ def choose_config(
         )
         if adv is not None:
             return adv
-    f = dict(tma=True, flatten=True)
     if dtype == torch.float32:
-        cfg = GroupedConfig(block_m=64, block_n=64, block_k=32, num_warps=4, num_stages=3, **f)
+        cfg = GroupedConfig(block_m=64, block_n=64, block_k=32, num_warps=4, num_stages=3, tma=True, flatten=True)
     else:
         # the tile shape is the model's (tilewise.model.waves.grouped_tile), so explain moe predicts these tiles
         bm, bn, bk = grouped_tile(rows_per_expert, n)
@@ -135,7 +134,9 @@ def choose_config(
         if bm == 128 and rows_per_expert >= 512 and n >= 4096:
             cfg = GroupedConfig(block_m=bm, block_n=bn, block_k=bk, num_warps=warps, num_stages=4, tma=True)
         else:
-            cfg = GroupedConfig(block_m=bm, block_n=bn, block_k=bk, num_warps=warps, num_stages=stages, **f)
+            cfg = GroupedConfig(
+                block_m=bm, block_n=bn, block_k=bk, num_warps=warps, num_stages=stages, tma=True, flatten=True
+            )
     if glu:
         cfg = dataclasses.replace(cfg, block_n=max(16, cfg.block_n // 2))
     return cfg
@@ -439,6 +440,18 @@ class _Plan:
         "trace",
         "use_map",
     )  # fmt: skip
+    bound: int  # the tile count's upper bound (the map's length)
+    cfg: GroupedConfig
+    ints: tuple[Any, ...]  # the GEMM's integer arguments
+    ints_y: tuple[Any, ...]  # y's strides
+    kernel: Launcher
+    prefix_shape: tuple[int, ...]
+    schedule: Launcher | None  # the prefix-sum (and map) kernel; None when the GEMM computes it inline
+    schedule_ints: tuple[int, int]
+    tma_w: bool
+    tma_x: bool
+    trace: bool
+    use_map: bool
 
 
 def _make_plan(
@@ -607,7 +620,8 @@ def _choose_checked(x: Any, w: Any, offsets: Any, out: Any, config: Any) -> Grou
             f"out must be a {x.dtype} tensor of shape [{T}, {N}] on {x.device}, got {out.dtype} {list(out.shape)}"
         )
     if config is not None:
-        return config
+        chosen: GroupedConfig = config
+        return chosen
     cfg = choose_config(T / E, N, K, x.dtype, on_gpu=x.is_cuda, experts=E, gpu=gpu_key(x.device))
     if x.is_cuda and not long_kernel(x.device, 2.0 * T * K * N, (E * K * N + T * (K + N)) * x.element_size(), x.dtype):
         # Too short to hide the host: no TMA descriptors (utils.long_kernel), and the prefix sum inside the
@@ -631,7 +645,7 @@ def grouped_matmul(
     check_offsets: bool = True,
     programs: int | None = None,
     trace: bool = False,
-):
+) -> Any:
     """y = x @ w[e] for the rows of each expert e, in one persistent launch.
 
     x: [T, K] float16 / bfloat16 / float32, rows sorted by expert.
@@ -647,12 +661,12 @@ def grouped_matmul(
 
     Returns y [T, N] in the dtype of x (and the trace if asked).
     """
+    key: tuple[Any, ...] | None
     try:
         key = (signature(x), signature(w), signature(offsets), signature(out), config, programs, trace)
         entry = _CALLS.get(key)
     except (AttributeError, TypeError):  # not tensors, or an unhashable option: the checks refuse it
-        key = entry = None
-    T = entry[0] if entry is not None else None
+        key, entry = None, None
     if entry is None:
         cfg = _choose_checked(x, w, offsets, out, config)
         T, N = x.shape[0], w.shape[2]
@@ -661,7 +675,7 @@ def grouped_matmul(
         entry = (T, (T, N), plan)
         if key is not None:
             _CALLS.put(key, entry)
-    _, shape, plan = entry
+    T, shape, plan = entry
     if check_offsets:
         _check_offset_values(offsets, T)
     if out is None:
