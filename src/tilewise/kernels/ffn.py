@@ -97,7 +97,7 @@ MODE = "split"  # the default backward mode
 _FP32 = Config(block_m=64, block_n=32, num_warps=4, num_stages=2)
 
 
-def _tiles(table: dict[str, Any], head_dim: int, dtype: torch.dtype) -> Config:
+def _tiles(table: dict[int, Config], head_dim: int, dtype: torch.dtype) -> Config:
     return _FP32 if dtype == torch.float32 else table[head_dim]
 
 
@@ -392,7 +392,11 @@ def _dw_finish_kernel(  # type: ignore[no-untyped-def]  # a Triton kernel: Trito
 
 
 def _check(
-    z: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_down: torch.Tensor, dtypes=DTYPES
+    z: torch.Tensor,
+    w_gate: torch.Tensor,
+    w_up: torch.Tensor,
+    w_down: torch.Tensor,
+    dtypes: tuple[torch.dtype, ...] = DTYPES,
 ) -> tuple[int, ...]:
     for name, t in (("z", z), ("w_gate", w_gate), ("w_up", w_up), ("w_down", w_down)):
         if not isinstance(t, torch.Tensor):
@@ -434,6 +438,11 @@ def _contig(t: torch.Tensor) -> torch.Tensor:
 
 class _FwdPlan:
     __slots__ = ("contig_w", "ints", "launcher", "row_z", "shape")
+    contig_w: tuple[bool, bool, bool]  # which weights are copied contiguous first
+    ints: tuple[int, ...]
+    launcher: Launcher
+    row_z: bool  # z is read through a copy with unit-stride rows
+    shape: tuple[int, int, int]
 
 
 # Forward launch plans by call signature (z and the three weights; the config).
@@ -460,11 +469,13 @@ def _fwd_plan(z: Any, wg: Any, wu: Any, wd: Any, cfg: Config | None) -> _FwdPlan
 
 def _fwd(z: Any, wg: Any, wu: Any, wd: Any, cfg: Config | None = None, check: bool = True) -> torch.Tensor:
     """Launch the forward. The checks run once per call signature (`check=False`: the caller did them)."""
+    key: tuple[Any, ...] | None
+    plan: _FwdPlan | None
     try:
         key = (signature(z), signature(wg), signature(wu), signature(wd), cfg)
         plan = _FWD_PLANS.get(key)
     except (AttributeError, TypeError):  # not tensors: the checks refuse them
-        key = plan = None
+        key, plan = None, None
     if plan is None:
         if check or key is None:
             _check(z, wg, wu, wd)
@@ -484,11 +495,11 @@ def _fwd(z: Any, wg: Any, wu: Any, wd: Any, cfg: Config | None = None, check: bo
 
 
 def _bwd(
-    z,
-    wg,
-    wu,
-    wd,
-    dy,
+    z: torch.Tensor,
+    wg: torch.Tensor,
+    wu: torch.Tensor,
+    wd: torch.Tensor,
+    dy: torch.Tensor,
     mode: str | None = None,
     dz_cfg: Config | None = None,
     dw_cfg: Config | None = None,
@@ -554,8 +565,8 @@ def _bwd(
         dz = None
     else:
         dz = _empty((T, H, d), dev, z.dtype)
-        grid = (cdiv(T, dz_cfg.block_m), H)
-        _bwd_dz_kernel[grid](
+        dz_grid = (cdiv(T, dz_cfg.block_m), H)
+        _bwd_dz_kernel[dz_grid](
             z, dy, wg, wu, wd, dz, T, I,
             z.stride(0), z.stride(1), dy.stride(0), dy.stride(1), dz.stride(0), dz.stride(1),
             D=d, EVEN_M=T % dz_cfg.block_m == 0, EVEN_N=I % dz_cfg.block_n == 0, **dz_cfg.kwargs(),
@@ -566,7 +577,7 @@ def _bwd(
 # --------------------------------------------------------------------------- public ops
 
 
-class FlashFFNFunction(torch.autograd.Function):
+class FlashFFNFunction(torch.autograd.Function):  # type: ignore[misc]  # torch is read as Any (unchecked)
     """Autograd wrapper: saves only z and the weights; the backward recomputes the intermediate."""
 
     @staticmethod

@@ -247,6 +247,13 @@ class _ForwardPlan:
     """A checked inference call: sizes and the two grouped GEMMs' launch plans."""
 
     __slots__ = ("d", "down", "f", "rows", "slots", "top_k", "up")
+    d: int
+    down: Any  # the down GEMM's launch plan (grouped_gemm.launch_plan); None for no slots
+    f: int
+    rows: int
+    slots: int  # rows x top_k
+    top_k: int
+    up: Any  # the gate/up GEMM's launch plan
 
 
 # Checked inference calls by signature: the checks, the tile choice and the launch plans run once per
@@ -268,12 +275,14 @@ def experts_forward(
     position; offsets int32 [E]; w_gate_up [E, d, 2 f]; w_down [E, f, d]. Values are trusted (no
     host sync: CUDA graphs capture it); shapes, dtypes and devices are checked once per signature.
     """
+    key: tuple[Any, ...] | None
+    fp: _ForwardPlan | None
     try:
         key = (signature(z), signature(slot_weights), signature(slot_of), signature(offsets), signature(w_gate_up),
                signature(w_down))  # fmt: skip
         fp = _FWD_PLANS.get(key)
     except (AttributeError, TypeError):  # not tensors: the checks refuse them
-        key = fp = None
+        key, fp = None, None
     h = y = None
     if fp is None:
         check_experts(z, slot_weights, slot_of, offsets, w_gate_up, w_down)
@@ -303,6 +312,7 @@ def experts_forward(
     # y row slot_of[r] and scaled by that slot's weight
     launch_planned(fp.up, z, w_gate_up, offsets, h, gather=slot_of)
     launch_planned(fp.down, h, w_down, offsets, y, scatter=slot_of, scale=slot_weights.reshape(-1))
+    assert y is not None  # allocated above: the plan has slots
     return y if fp.top_k == 1 else y.view(fp.rows, fp.top_k, fp.d).sum(dim=1)
 
 
