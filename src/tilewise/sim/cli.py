@@ -31,7 +31,7 @@ reported as one line, FILE:LINE; a block running more than --max-steps statement
 """
 
 
-def _dims(name: str, text: str | None) -> Any:
+def _dims(name: str, text: str | None) -> tuple[int, ...] | None:
     if text is None:
         return None
     try:
@@ -80,7 +80,7 @@ def _guarded(path: str, what: str, fn: Callable[..., Any], *args: Any, **kw: Any
         raise user_error(path, what, e) from e
 
 
-def load_module(path: str) -> Any:
+def load_module(path: str) -> ModuleType:
     if not os.path.isfile(path):
         raise InputError(f"FILE must be a Python file with a @kernel function, got {path!r} (not found)")
     name = "tilewise_trace_" + os.path.splitext(os.path.basename(path))[0]
@@ -97,7 +97,7 @@ def load_module(path: str) -> Any:
     return mod
 
 
-def pick_kernel(mod: ModuleType, name: str | None) -> Any:
+def pick_kernel(mod: ModuleType, name: str | None) -> Kernel:
     ks = {k: v for k, v in vars(mod).items() if isinstance(v, Kernel) and not isinstance(v, Device)}
     if name:
         if name not in ks:

@@ -247,7 +247,7 @@ class ControlFlow(LaunchState):
             stop = int(stop)
         return RangeIter(self, line, L, start, stop, step)
 
-    def _innermost_loop(self, what: str) -> Any:
+    def _innermost_loop(self, what: str) -> int:
         for i in range(len(self.stack) - 1, -1, -1):
             if isinstance(self.stack[i], LoopFrame):
                 return i
@@ -268,10 +268,10 @@ class ControlFlow(LaunchState):
         self.set_mask(self.no_lanes)
         return False
 
-    def brk(self) -> Any:
+    def brk(self) -> bool:
         return self._leave_loop("break", "broken")
 
-    def cont(self) -> Any:
+    def cont(self) -> bool:
         return self._leave_loop("continue", "cont")
 
     def exit(self) -> bool:

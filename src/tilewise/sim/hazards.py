@@ -51,7 +51,7 @@ class HazardTracker(LaunchState):
         self.h_rmax = np.zeros(size, dtype=np.int32)
         self.h_rline = np.zeros(size, dtype=np.int32)
 
-    def thread_coords(self, t: Any) -> Any:
+    def thread_coords(self, t: Any) -> tuple[int, int, int]:
         return (int(self.tx[t]), int(self.ty[t]), int(self.tz[t]))
 
     def hazard(
@@ -64,7 +64,7 @@ class HazardTracker(LaunchState):
             h = self.hazards[key] = Hazard(kind, line, other_line, array)
         h.count += len(lanes)
         for j, t in enumerate(lanes[: max(0, EXAMPLES_PER_HAZARD - len(h.examples))]):
-            ex = {"block": self.bidx, "thread": self.thread_coords(int(t))}
+            ex: dict[str, Any] = {"block": self.bidx, "thread": self.thread_coords(int(t))}
             if others is not None:
                 ex["other_thread"] = self.thread_coords(int(others[j]))
             if index is not None:

@@ -73,7 +73,7 @@ class MemArray:
     def view(self, offset: Any, shape: Any) -> MemArray:
         return MemArray(self.space, self.data, self.base, self.name, shape, offset, self.vec, self.owner)
 
-    def __add__(self, k: Any) -> Any:
+    def __add__(self, k: Any) -> MemArray:
         """Pointer arithmetic: `A + row * K` is the array starting `row * K` elements further."""
         if isinstance(k, MemArray):
             return NotImplemented

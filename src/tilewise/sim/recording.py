@@ -48,7 +48,7 @@ class SiteStats:
     counts: dict[str, Any] = field(default_factory=lambda: dict[str, Any].fromkeys(SITE_FIELDS, 0))
 
 
-def atomic_how(kind: str, obj: MemArray) -> Any:
+def atomic_how(kind: str, obj: MemArray) -> bool | str:
     """How the GPU does atomic_<kind> on obj (the `atomic=` of access.py), as ptxas compiled it on sm_90
     (round 5): an add on a shared float32 or 8-byte array is a compare-and-swap loop ("loop": measured for
     float32 and 64-bit integers; float64 assumed the same); everything else is one instruction (True)."""
@@ -66,7 +66,7 @@ _CACHE: dict[tuple[Any, ...], Any] = {}
 _CACHE_LIMIT = 20000  # distinct warp patterns kept; a tiled GEMM has a few dozen
 
 
-def cached_analysis(a2: Any, m2: Any, width: int, space: str, store: bool, atomic: bool = False) -> Any:
+def cached_analysis(a2: Any, m2: Any, width: int, space: str, store: bool, atomic: bool | str = False) -> Any:
     """analyze_batch summed over warps, memoised on the pattern relative to each warp's 1 KB-aligned base."""
     base = np.where(m2, a2, np.int64(1) << 62).min(axis=1, keepdims=True) // 1024 * 1024
     rel = np.where(m2, a2 - base, -1)
@@ -101,20 +101,20 @@ class AccessRecorder(LaunchState):
         assert info is not None  # launch() compiled the kernel before running it
         return info
 
-    def line_site(self, line: int, text: str) -> Any:
+    def line_site(self, line: int, text: str) -> int:
         """The synthetic site of a builtin (an atomic) on `line`: one per line, keyed -line."""
         key = -line
         if key not in self.synthetic:
             self.synthetic[key] = (line, text)
         return key
 
-    def site_line(self, site: int | None) -> Any:
+    def site_line(self, site: int | None) -> int:
         """The source line of a site (0 for an access from outside the kernel's own expressions)."""
         if site is None:
             return 0
         if site >= 0:
             return self._info().sites[site].line
-        return self.synthetic[site][0]
+        return int(self.synthetic[site][0])
 
     def site_stats(self, site: int, obj: MemArray, op: str) -> SiteStats:
         """The statistics of one source site (a kernel line's access, or a builtin's synthetic one)."""
@@ -128,7 +128,7 @@ class AccessRecorder(LaunchState):
             st = self.sites[site] = SiteStats(site, line, text, obj.space, op, obj.unit_bytes, obj.name)
         return st
 
-    def record(self, site: int, obj: MemArray, addr: Any, m: Any, op: str, atomic: bool = True) -> Any:
+    def record(self, site: int, obj: MemArray, addr: Any, m: Any, op: str, atomic: bool | str = True) -> Any:
         """Count one instruction of every warp with an active lane at `site`; return the summed analysis."""
         st = self.site_stats(site, obj, op)
         if self.pad:

@@ -218,7 +218,7 @@ class Executor(ControlFlow, AccessRecorder, HazardTracker, Intrinsics):
         nxt = self.steps + CHECK_EVERY
         return nxt if self.max_steps is None else min(nxt, self.max_steps + 1)
 
-    def check_limits(self, line: int) -> Any:
+    def check_limits(self, line: int) -> None:
         """Stop a block that runs past the step limit, or a launch past its time limit (an endless loop)."""
         where = f"kernel {self.kern.__name__}, block {self.bidx}, line {line}"
         if self.max_steps is not None and self.steps > self.max_steps:
@@ -331,7 +331,7 @@ class Executor(ControlFlow, AccessRecorder, HazardTracker, Intrinsics):
 # ----------------------------------------------------------------------------- launch
 
 
-def _dim3(name: str, v: Any) -> Any:
+def _dim3(name: str, v: Any) -> tuple[int, int, int]:
     if isinstance(v, (int, np.integer)):
         v = (int(v),)
     try:
@@ -340,7 +340,8 @@ def _dim3(name: str, v: Any) -> Any:
         raise InputError(f"{name} must be an int or a tuple of up to 3 ints, got {v!r}") from None
     if not 1 <= len(t) <= 3 or any(x < 1 for x in t):
         raise InputError(f"{name} must be 1 to 3 positive ints, got {v!r}")
-    return t + (1,) * (3 - len(t))
+    x, y, z = (*t, 1, 1)[:3]
+    return x, y, z
 
 
 def launch_shape(grid: Any, block: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:

@@ -92,7 +92,7 @@ class LaunchState:
     def site_line(self, site: int | None) -> int:  # recording.AccessRecorder
         raise NotImplementedError
 
-    def record(self, site: int, obj: MemArray, addr: Any, m: Any, op: str, atomic: bool = True) -> Any:
+    def record(self, site: int, obj: MemArray, addr: Any, m: Any, op: str, atomic: bool | str = True) -> Any:
         raise NotImplementedError  # recording.AccessRecorder
 
     def record_cas_loop(self, site: int, line: int, obj: MemArray, r: Any) -> None:  # recording.AccessRecorder
