@@ -71,3 +71,21 @@ def test_script_imports(path, monkeypatch):
 def test_shell_script_parses(path):
     r = subprocess.run(["bash", "-n", str(path)], capture_output=True, text=True, timeout=30)
     assert r.returncode == 0, r.stderr
+
+
+def test_the_readme_lists_every_file():
+    """benchmarks/README.md names every script, results file and data file under benchmarks/."""
+    text = (BENCH / "README.md").read_text()
+    tracked = subprocess.run(["git", "-C", str(ROOT), "ls-files", "benchmarks"], capture_output=True, text=True)
+    files = tracked.stdout.split() if tracked.returncode == 0 and tracked.stdout else None
+    if files is None:  # a copy of the tree without git: what is on disk
+        files = [p.relative_to(ROOT).as_posix() for p in BENCH.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+    missing = []
+    for rel in files:
+        path = Path(rel)
+        if path.name == "README.md":
+            continue
+        short = path.relative_to("benchmarks").as_posix()
+        if f"`{short}`" not in text and f"`{path.name}`" not in text and path.name not in text:
+            missing.append(rel)
+    assert not missing, f"benchmarks/README.md does not name: {missing}"

@@ -42,6 +42,8 @@ def test_limits_fit_the_budget_and_every_run_writes_its_file():
     header = QUOTED.read_text()
     for name, _, argv in runs:
         written = [a for a in argv if a.startswith("/tmp/quoted_out")]
+        if argv[0] == "bash":
+            written = [f"/tmp/quoted_out/{Path(argv[1]).stem}.json"]  # checked in the next test
         assert written, f"{name} writes nothing under OUT_DIR"
         row = re.search(rf"^# {name}\s+(\S+)", header, re.MULTILINE)
         assert row, f"{name} is not in the header's list of what each run backs"
@@ -53,10 +55,16 @@ def test_every_command_parses_with_its_script():
     from tilewise.cli import build_parser
 
     for name, _, argv in _dry_run():
-        assert argv[0] == "python3"
-        if argv[1:3] == ["-m", "tilewise.cli"]:
-            build_parser().parse_args(argv[3:])  # raises SystemExit(2) on an unknown or malformed option
+        if argv[0] == "bash":  # a suite script: its one `${TILEWISE:-tilewise} bench ...` line, OUT substituted
+            script = ROOT / argv[1]
+            lines = [ln for ln in script.read_text().splitlines() if ln.startswith("${TILEWISE:-tilewise} ")]
+            assert len(lines) == 1, f"{script.name}: one tilewise command expected"
+            args = shlex.split(lines[0].split(" ", 1)[1].replace("$OUT", argv[2]))
+            build_parser().parse_args(args)  # raises SystemExit(2) on an unknown or malformed option
+            written = [a for a in args if a.startswith(argv[2])]
+            assert written == [f"{argv[2]}/{name}.json"], (name, written)
         else:
+            assert argv[0] == "python3"
             script = ROOT / argv[1]
             assert script.is_file(), f"{name}: {argv[1]} does not exist"
             _script_parser(script).parse_args(argv[2:])
