@@ -79,7 +79,9 @@ def test_the_readme_lists_every_file():
     tracked = subprocess.run(["git", "-C", str(ROOT), "ls-files", "benchmarks"], capture_output=True, text=True)
     files = tracked.stdout.split() if tracked.returncode == 0 and tracked.stdout else None
     if files is None:  # a copy of the tree without git: what is on disk
-        files = [p.relative_to(ROOT).as_posix() for p in BENCH.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+        files = [
+            p.relative_to(ROOT).as_posix() for p in BENCH.rglob("*") if p.is_file() and "__pycache__" not in p.parts
+        ]
     missing = []
     for rel in files:
         path = Path(rel)

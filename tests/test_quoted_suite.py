@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 QUOTED = ROOT / "benchmarks" / "suites" / "quoted.sh"
 
 
-def _dry_run(out: str = "/tmp/quoted_out") -> list[tuple[str, int, list[str]]]:
+def _dry_run(out: str) -> list[tuple[str, int, list[str]]]:
     r = subprocess.run(["bash", str(QUOTED), "--dry-run", out], capture_output=True, text=True, timeout=30, cwd=ROOT)
     assert r.returncode == 0, r.stderr
     runs = []
@@ -36,25 +36,26 @@ def _script_parser(path: Path):
     return mod.build_parser()
 
 
-def test_limits_fit_the_budget_and_every_run_writes_its_file():
-    runs = _dry_run()
+def test_limits_fit_the_budget_and_every_run_writes_its_file(tmp_path):
+    out = str(tmp_path / "quoted_out")
+    runs = _dry_run(out)
     assert len(runs) >= 10 and sum(limit for _, limit, _ in runs) <= 200
     header = QUOTED.read_text()
     for name, _, argv in runs:
-        written = [a for a in argv if a.startswith("/tmp/quoted_out")]
+        written = [a for a in argv if a.startswith(out)]
         if argv[0] == "bash":
-            written = [f"/tmp/quoted_out/{Path(argv[1]).stem}.json"]  # checked in the next test
+            written = [f"{out}/{Path(argv[1]).stem}.json"]  # checked in the next test
         assert written, f"{name} writes nothing under OUT_DIR"
         row = re.search(rf"^# {name}\s+(\S+)", header, re.MULTILINE)
         assert row, f"{name} is not in the header's list of what each run backs"
         target = row[1]
-        assert any(w.endswith(target) or w == "/tmp/quoted_out" for w in written), (name, target, written)
+        assert any(w.endswith(target) or w == out for w in written), (name, target, written)
 
 
-def test_every_command_parses_with_its_script():
+def test_every_command_parses_with_its_script(tmp_path):
     from tilewise.cli import build_parser
 
-    for name, _, argv in _dry_run():
+    for name, _, argv in _dry_run(str(tmp_path / "quoted_out")):
         if argv[0] == "bash":  # a suite script: its one `${TILEWISE:-tilewise} bench ...` line, OUT substituted
             script = ROOT / argv[1]
             lines = [ln for ln in script.read_text().splitlines() if ln.startswith("${TILEWISE:-tilewise} ")]
@@ -107,12 +108,12 @@ def test_ncu_csv_parses_to_one_row_per_launch():
     assert all(m in " ".join(mod.ncu_command()) for m in mod.METRICS)
 
 
-def test_compile_sm90_refuses_another_triton_in_one_line():
+def test_compile_sm90_refuses_another_triton_in_one_line(tmp_path):
     triton = pytest.importorskip("triton")
     if triton.__version__.startswith("3.6."):
         pytest.skip("triton 3.6 is installed: the script would compile")
     r = subprocess.run(
-        [sys.executable, "benchmarks/sweeps/compile_sm90.py", "--out", "/tmp/x.json"],
+        [sys.executable, "benchmarks/sweeps/compile_sm90.py", "--out", str(tmp_path / "x.json")],
         capture_output=True, text=True, timeout=120, cwd=ROOT,
     )  # fmt: skip
     assert r.returncode == 2 and "needs triton 3.6" in r.stderr and len(r.stderr.strip().splitlines()) == 1
