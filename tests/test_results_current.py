@@ -9,6 +9,7 @@ every file the README and docs quote) or marked as history (`"history": true` wi
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 from pathlib import Path
@@ -20,8 +21,14 @@ RESULTS = ROOT / "benchmarks" / "results"
 DEPENDS = RESULTS / "depends.json"
 
 
-def _results_files() -> list[str]:
+def _all_json() -> list[str]:
     return sorted(p.relative_to(RESULTS).as_posix() for p in RESULTS.rglob("*.json") if p != DEPENDS)
+
+
+def _results_files() -> list[str]:
+    """The results files, less the raw parts of another (depends.json `parts`), which go with their file."""
+    parts = json.loads(DEPENDS.read_text()).get("parts", {})
+    return [f for f in _all_json() if f not in parts]
 
 
 def _depends() -> dict:
@@ -58,6 +65,8 @@ def test_every_results_file_declares_its_sources():
         "benchmarks/results/depends.json must list exactly the results files: "
         f"missing {sorted(set(_results_files()) - set(files))}, stale {sorted(set(files) - set(_results_files()))}"
     )
+    for part, parent in dep.get("parts", {}).items():
+        assert part in _all_json() and parent in files, f"depends.json parts: {part} -> {parent}"
     for name, entry in files.items():
         for src in _sources(entry, groups):
             assert src in groups or list(ROOT.glob(src.rstrip("/"))), f"{name}: source {src} does not exist"
@@ -71,6 +80,37 @@ def test_history_files_say_why():
             assert isinstance(why, str) and len(why.split()) >= 6 and why.rstrip().endswith("."), (
                 f"{name} is marked history: give a sentence `why` (what changed since it was measured)"
             )
+
+
+def _code_of(text: str) -> str | None:
+    """A Python file's code without its comments and docstrings (None if it does not parse)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
+            if isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+                node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree, annotate_fields=False)
+
+
+def _changed_code(commit: str, paths: list[str]) -> list[str]:
+    """Of the files that differ between `commit` and HEAD, those whose code differs: a change to comments or
+    docstrings alone leaves the measured figures describing the code."""
+    out = []
+    for path in paths:
+        if not path.endswith(".py"):
+            out.append(path)
+            continue
+        old = _git("show", f"{commit}:{path}")
+        new = _git("show", f"HEAD:{path}")
+        if old.returncode != 0 or new.returncode != 0:  # added or removed
+            out.append(path)
+        elif _code_of(old.stdout) is None or _code_of(old.stdout) != _code_of(new.stdout):
+            out.append(path)
+    return out
 
 
 def _has_git() -> bool:
@@ -92,8 +132,9 @@ def _stale(name: str, doc: dict, sources: list[str]) -> tuple[list[str], list[st
             continue
         diff = _git("diff", "--name-only", commit, "HEAD", "--", *sources)
         assert diff.returncode == 0, diff.stderr
-        if diff.stdout.strip():
-            out.append(f"{name}: measured at {commit[:12]}; changed since: {', '.join(diff.stdout.split()[:6])}")
+        changed = _changed_code(commit, diff.stdout.split())
+        if changed:
+            out.append(f"{name}: measured at {commit[:12]}; code changed since: {', '.join(changed[:6])}")
     return out, missing
 
 
@@ -101,10 +142,13 @@ def test_the_check_catches_a_changed_source():
     if not _has_git():
         pytest.skip("no git history here (a copy of the tree without .git): cannot compare commits")
     src = "src/tilewise/kernels/reduce.py"
-    last = _git("log", "-n", "1", "--format=%H", "--", src).stdout.strip()
-    if not last or _git("cat-file", "-e", f"{last}~1^{{commit}}").returncode != 0:
-        pytest.skip("history too shallow to find a commit before the last change of the sum kernel")
-    before = _git("rev-parse", f"{last}~1").stdout.strip()
+    before = None  # a commit before the sum kernel's code last changed (not only its comments)
+    for c in _git("log", "-n", "40", "--format=%H", "--", src).stdout.split():
+        if _git("cat-file", "-e", f"{c}~1^{{commit}}").returncode == 0 and _changed_code(f"{c}~1", [src]):
+            before = _git("rev-parse", f"{c}~1").stdout.strip()
+            break
+    if before is None:
+        pytest.skip("history too shallow to find a commit before the sum kernel's code last changed")
     head = _git("rev-parse", "HEAD").stdout.strip()
     stale, _ = _stale("x.json", {"meta": {"commit": before}, "rows": [{"commit": before}]}, [src])
     assert len(stale) == 1 and "reduce.py" in stale[0]
@@ -114,6 +158,13 @@ def test_the_check_catches_a_changed_source():
     assert stale and "uncommitted" in stale[0]
     stale, _ = _stale("x.json", {"meta": {"commit": "unknown"}}, [src])
     assert stale and "no commit" in stale[0]
+
+
+def test_comments_and_docstrings_alone_do_not_count():
+    a = 'def f(x):\n    """Old words."""\n    return x + 1  # a comment\n'
+    b = 'def f(x):\n    """New words, longer."""\n    # another comment\n    return x + 1\n'
+    c = 'def f(x):\n    """Old words."""\n    return x + 2\n'
+    assert _code_of(a) == _code_of(b) != _code_of(c)
 
 
 def test_current_files_were_measured_on_todays_sources():

@@ -147,7 +147,7 @@ def _describe_gpu(g: _gpus.GPU) -> str:
 
 
 def _cmd_occupancy(a: argparse.Namespace) -> int:
-    from tilewise.model import occupancy_cli
+    from tilewise import occupancy_cli
 
     return occupancy_cli.run(a)
 

@@ -43,6 +43,7 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
+from tilewise.advise import default_config
 from tilewise.errors import InputError
 from tilewise.kernels.utils import Launcher, PlanCache, gpu_key, interpreting, long_kernel, signature, sm_count
 from tilewise.model.waves import grouped_tile
@@ -140,8 +141,6 @@ def choose_config(
 
 @functools.lru_cache(maxsize=4096)
 def _advised(experts: int, rows: int, n: int, k: int, dtype: str, gpu: str) -> GroupedConfig | None:
-    from tilewise.advise import default_config
-
     try:
         c = default_config(
             "grouped", {"experts": experts, "rows_per_expert": rows, "n": n, "k": k, "dtype": dtype}, gpu

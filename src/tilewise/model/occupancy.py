@@ -27,8 +27,6 @@ from tilewise import gpus as _gpus
 from tilewise.errors import InputError, positive_int
 from tilewise.util import cdiv
 
-LIMIT_NAMES = ("warps", "registers", "shared_memory", "blocks", "barriers")
-
 
 def _round_up(x: int, unit: int) -> int:
     return cdiv(x, unit) * unit

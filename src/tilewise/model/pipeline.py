@@ -30,7 +30,8 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from tilewise import gpus as _gpus
-from tilewise.errors import InputError, positive_int
+from tilewise.errors import InputError, fraction, positive_int
+from tilewise.model import traffic
 from tilewise.model.latency import hbm_bytes_per_cycle_per_sm
 
 DESIGNS = ("serial", "ring", "pingpong")
@@ -131,7 +132,6 @@ def simulate(
     stages = positive_int("stages", stages, maximum=64)
     _check_times(load, mma, softmax, epilogue)
     load, mma, softmax, epilogue = float(load), float(mma), float(softmax), float(epilogue)
-    from tilewise.errors import fraction
 
     f_first = fraction("load_first", load_first)
     if lockstep and design == "pingpong":
@@ -329,15 +329,12 @@ def attention_tile_times(
     exponentials 64 x 128 / 16 = 512 (half the GEMM time: the FA3 paper's point), and the
     64 KB K/V tile from HBM ~4,700 cycles unless L2 serves most of it.
     """
-    from tilewise.errors import fraction
-
     d = positive_int("head_dim", head_dim, maximum=512)
     n = positive_int("block_n", block_n, maximum=1024)
     m = positive_int("block_m", block_m, maximum=512)
     h = fraction("hit_rate", hit_rate)
     g = _gpus.get(gpu)
     dt = _gpus.dtype_name(dtype)
-    from tilewise.model import traffic
 
     mma = traffic.attention_tile_flops(m, n, d) / _gpus.tensor_flops_per_cycle_per_sm(g, dt)
     soft = m * n / g.sfu_ops_per_cycle_per_sm
@@ -394,8 +391,6 @@ def kernel_tile_times(
       the HBM misses only: 103 cycles at D 128, N 128, 97% hits, where design (a) exposes ~1,000.
     * softmax: SOFTMAX_CYCLES_MEASURED (scaled by the tile's elements), not the exponentials alone.
     """
-    from tilewise.errors import fraction
-
     base = attention_tile_times(head_dim, block_n, block_m, dtype, hit_rate, gpu)
     g = _gpus.get(gpu)
     h = fraction("hit_rate", hit_rate)

@@ -12,7 +12,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from tilewise import gpus as _gpus
-from tilewise.errors import InputError
+from tilewise.errors import InputError, fraction, positive_int
+from tilewise.model import traffic
 
 
 @dataclass(frozen=True)
@@ -145,8 +146,6 @@ def time_levels(
 
 
 def _hit(hit_rate: float) -> float:
-    from tilewise.errors import fraction
-
     return fraction("hit_rate", hit_rate)
 
 
@@ -166,8 +165,6 @@ def hit_rate_for_compute_roof(intensity: float, gpu: str | _gpus.GPU = "h100-sxm
 
 def ideal_hit_rate(readers: int) -> float:
     """Hit rate when `readers` blocks read the same bytes and only the first read misses: 1 - 1/readers."""
-    from tilewise.errors import positive_int
-
     return 1.0 - 1.0 / positive_int("readers", readers)
 
 
@@ -235,10 +232,7 @@ class KVIntensity:
 
 def kv_tile_intensity(block_m: int = 64, block_n: int = 128, head_dim: int = 128, dtype: str = "bf16") -> KVIntensity:
     """FLOPs per byte of one K/V tile for a block owning block_m query rows: N and d cancel, M remains."""
-    from tilewise.errors import positive_int
-
     m, n, d = positive_int("block_m", block_m), positive_int("block_n", block_n), positive_int("head_dim", head_dim)
-    from tilewise.model import traffic
 
     flops = traffic.attention_tile_flops(m, n, d)
     kv = traffic.kv_tile_bytes(n, d, dtype)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tilewise.errors import InputError, positive_int
+from tilewise.errors import InputError
 from tilewise.gpus import element_bytes
 from tilewise.util import cdiv
 
@@ -243,11 +243,6 @@ def mhffn_unfused_saved_bytes(tokens: int, heads: int, intermediate: int, dtype:
 def dense_swiglu_flops(tokens: int, d_model: int, intermediate: int) -> int:
     """Dense SwiGLU x [T, d] -> [T, I] gate and up -> [T, d]: 3 GEMMs of 2 T d I."""
     return 3 * gemm_flops(tokens, intermediate, d_model)
-
-
-def check_dims(**dims: int) -> dict[str, int]:
-    """Validate named sizes as positive integers (one message per bad size)."""
-    return {name: positive_int(name, v) for name, v in dims.items()}
 
 
 def gemm_tile_flops(block_m: int, block_n: int, k: int) -> int:

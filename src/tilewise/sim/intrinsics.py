@@ -115,7 +115,7 @@ class Intrinsics:
         self.static_cursor = end
         self.max_shared = max(self.max_shared, end)
         data = self.smem[off:end].view(dt)
-        return MemArray("shared", data, off, name, shape)
+        return MemArray("shared", data, off, name, shape, owner=self)
 
     def dynamic_shared(self, dtype, name):
         dt = np.dtype(dtype)
@@ -123,7 +123,7 @@ class Intrinsics:
         if n == 0:
             raise InputError("dynamic_shared() needs launch(..., shared_bytes=N) with N > 0")
         self.max_shared = max(self.max_shared, self.shared_dyn)
-        return MemArray("shared", self.smem[: n * dt.itemsize].view(dt), 0, name, (n,))
+        return MemArray("shared", self.smem[: n * dt.itemsize].view(dt), 0, name, (n,), owner=self)
 
     # ---------------------------------------------------------------- warp-level
     def shfl(self, var, kind, arg, width):

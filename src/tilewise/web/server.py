@@ -19,6 +19,10 @@ from __future__ import annotations
 
 import json
 import mimetypes
+import socket
+import threading
+import time
+import webbrowser
 from importlib import resources
 from pathlib import Path
 
@@ -227,12 +231,10 @@ def create_app(static: dict[str, tuple[bytes, str]] | None = None, allowed_hosts
     )
 
 
-def bind_loopback(port: int = 0, host: str = "127.0.0.1"):
+def bind_loopback(port: int = 0, host: str = "127.0.0.1") -> socket.socket:
     """A listening TCP socket on host:port (port 0: any free one), for uvicorn to serve on. Binding here and
     handing the socket over leaves no window in which another process (a parallel test worker) takes the
     port between choosing it and serving on it. Raises OSError when the port is in use."""
-    import socket
-
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
         s.bind((host, port))
@@ -243,12 +245,11 @@ def bind_loopback(port: int = 0, host: str = "127.0.0.1"):
     return s
 
 
-def serve(port: int = 8765, open_browser: bool = True, host: str = "127.0.0.1", sock=None) -> None:
+def serve(
+    port: int = 8765, open_browser: bool = True, host: str = "127.0.0.1", sock: socket.socket | None = None
+) -> None:
     """Run the explorer with uvicorn on the loopback interface until interrupted (on `sock` when given,
     a socket from `bind_loopback`)."""
-    import threading
-    import webbrowser
-
     import uvicorn
 
     if sock is None:
@@ -290,9 +291,6 @@ class BackgroundServer:
         self._thread = None
 
     def __enter__(self) -> str:
-        import threading
-        import time
-
         import uvicorn
 
         config = uvicorn.Config(

@@ -17,7 +17,8 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from tilewise.bench import shapes
+from tilewise.bench import harness, shapes
+from tilewise.model import traffic
 
 DEVICE = "cuda"  # the suites run on the GPU (a CPU smoke test may change it)
 NAME = "attention"
@@ -100,10 +101,8 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    from tilewise.bench import harness
     from tilewise.kernels.attention_gluon import use_gluon
     from tilewise.kernels.flash_attention import attention, forward_config
-    from tilewise.model import traffic
 
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype]
     problems = parse_shapes(args.shapes)

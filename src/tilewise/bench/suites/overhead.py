@@ -19,11 +19,14 @@ Every row names the host CPU: host cost differs between device hosts.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import time
 
-from tilewise.bench.harness import TAG_KEYS
+from tilewise import kernels as K
+from tilewise.bench import harness
 from tilewise.errors import InputError
+from tilewise.model import traffic
 
 NAME = "overhead"
 HELP = "host cost per call (us) of every op and its torch peer on tiny problems; --eager-targets: eager GEMM/decode/sum targets"
@@ -66,8 +69,6 @@ def _emit(args, row: dict) -> dict:
     """Append a finished row to --rows-out (a run that is cut short keeps what it measured)."""
     path = getattr(args, "rows_out", None)
     if path:
-        import json
-
         with open(path, "a") as f:
             f.write(json.dumps(row) + "\n")
     return row
@@ -111,7 +112,6 @@ def alternate(ours, peer, calls: int, rounds: int, sync=_cuda_sync, warmup: int 
 
 def _cases(torch, F, dev: str = "cuda", dtype=None):
     """name -> (shape label, dtype label, ours, peer name, peer): the tiny problems of the host-cost table (docs/bench.md)."""
-    from tilewise import kernels as K
     from tilewise.bench.mhmoe_peer import experts_forward_torch
     from tilewise.kernels import ffn as ffn_mod
     from tilewise.kernels import mhmoe as mh
@@ -257,7 +257,7 @@ def _overhead_rows(args, torch, F, tags, progress, cases=None, sync=_cuda_sync, 
                     "method": "N calls back to back, one sync; median of alternating rounds",
                     "launch": launch_path,
                     **{k: v for k, v in t.items() if k.endswith(("min_us", "max_us"))},
-                    **{k: tags.get(k) for k in TAG_KEYS},
+                    **{k: tags.get(k) for k in harness.TAG_KEYS},
                 }
             )
             _emit(args, rows[-1])
@@ -270,10 +270,8 @@ GEMM_TARGETS = [(1000, 1000, 1000), (2, 4096, 4096), (8, 14336, 4096)]
 
 
 def _eager_rows(args, torch, F, tags, progress) -> list[dict]:
-    from tilewise.bench import harness
     from tilewise.kernels import decode_attention, matmul
     from tilewise.kernels import sum as tw_sum
-    from tilewise.model import traffic
 
     gpu_key = harness.registry_key_for(tags["gpu"])
     rows = []
@@ -338,8 +336,6 @@ def _eager_one(kind, spec, row, torch, F, bf, matmul, decode_attention, tw_sum, 
 def run(args: argparse.Namespace, progress) -> list[dict]:
     import torch
     import torch.nn.functional as F
-
-    from tilewise.bench import harness
 
     if args.calls < 1 or args.rounds < 1:
         raise InputError(f"--calls and --rounds must be >= 1, got {args.calls} and {args.rounds}")

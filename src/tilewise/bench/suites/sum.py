@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import argparse
 
+from tilewise import gpus as _gpus
+from tilewise.bench import harness
 from tilewise.bench.shapes import count, rotation
 from tilewise.errors import InputError, parse_size
+from tilewise.model import traffic
 
 DEVICE = "cuda"  # the suites run on the GPU (a CPU smoke test may change it)
 NAME = "sum"
@@ -71,10 +74,7 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
 
     import torch
 
-    from tilewise import gpus as _gpus
-    from tilewise.bench import harness
     from tilewise.kernels.reduce import sum as tw_sum
-    from tilewise.model import traffic
 
     dtype = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[args.dtype]
     esize = torch.empty((), dtype=dtype).element_size()
