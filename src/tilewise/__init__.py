@@ -8,6 +8,7 @@
 from tilewise import gpus
 from tilewise.errors import InputError
 from tilewise.model.occupancy import Occupancy, occupancy
+from tilewise.version import VERSION
 
-__version__ = "0.1.0"
+__version__ = VERSION
 __all__ = ["InputError", "Occupancy", "__version__", "gpus", "occupancy"]
