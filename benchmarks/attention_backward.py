@@ -149,7 +149,7 @@ def best_tiles(rows):
     return {d: t for d, (_, t) in best.items()}
 
 
-def sweep(args, tags, rows, tiles):
+def sweep(args, tags, rows, tiles, flush=lambda: None):
     problems = SWEEP[:2] if args.quick else SWEEP
     for p in problems:
         b, h, hk, s, d, causal = p
@@ -187,6 +187,7 @@ def sweep(args, tags, rows, tiles):
                                                 "speedup_graph", "speedup")}, flush=True)  # fmt: skip
         del q, k, v, d_out
         torch.cuda.empty_cache()
+        flush()  # rows so far reach the file even if the call's time runs out
 
 
 def torch_path_backward(q, k, v, out, lse, d_out):
@@ -268,7 +269,7 @@ def main():
                     ab._RULE[d] = (*tile, *ab._RULE[d][4:])
                 ab._backward_config_cached.cache_clear()
             elif section == "sweep":
-                sweep(args, tags, rows, tiles)
+                sweep(args, tags, rows, tiles, lambda: harness.write_rows(path, rows, meta={**tags, "partial": True}))
             elif section == "memory":
                 memory(args, tags, rows)
         except Exception:

@@ -53,6 +53,8 @@ def _run(a: argparse.Namespace) -> int:
     if a.kind is None:
         raise InputError("advise needs a kernel: gemm, attention, decode or grouped (or --validate)")
     prob = _problem(a.kind, a)
+    if getattr(a, "backward", False):
+        return _backward(a, prob)
     out = advise(a.kind, prob, gpu=a.gpu, top_k=a.top)
     if a.json:
         print(json.dumps({"kernel": a.kind, "problem": prob, "gpu": a.gpu, "status": _status(a.gpu),
@@ -67,6 +69,19 @@ def _run(a: argparse.Namespace) -> int:
     print()
     for i, x in enumerate(out, 1):
         print(f"{i:>2} {x.reason}")
+    return 0
+
+
+def _backward(a: argparse.Namespace, prob: dict) -> int:
+    from tilewise.advise.attention_backward import advise_backward, render
+
+    if a.kind != "attention":
+        raise InputError(f"--backward is an option of attention, got kind {a.kind!r}")
+    out = advise_backward(prob, a.gpu, a.top)
+    if a.json:
+        print(json.dumps({"kernel": "attention_backward", "problem": prob, "gpu": a.gpu, "advice": out}, indent=1))
+    else:
+        print(render(prob, out, a.gpu))
     return 0
 
 
@@ -137,6 +152,7 @@ def register(sub) -> None:
     p.add_argument("--dtype", default="bf16", help="bf16 | fp16 (gemm: fp32 too)")
     p.add_argument("--layout", default="nn", help="gemm: nn (B [K, N]) or nt (a @ w.T, w [N, K])")
     p.add_argument("--causal", action="store_true", help="attention: causal mask")
+    p.add_argument("--backward", action="store_true", help="attention: the backward's tiles (dK/dV, dQ)")
     p.add_argument("--gpu", default="h200", help="a registry GPU (tilewise gpus)")
     p.add_argument("--top", type=int, default=5, help="how many configs (default 5)")
     p.add_argument("--json", action="store_true")

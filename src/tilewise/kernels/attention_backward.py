@@ -41,6 +41,7 @@ from tilewise.model import attention_backward as model
 from tilewise.util import cdiv
 
 LOG2E = 1.4426950408889634
+_LOG2E = tl.constexpr(LOG2E)  # a jit function reads only constexpr globals
 _DTYPE_KEY = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}
 
 
@@ -216,7 +217,7 @@ def _dkdv_tile_loop(
             lse = tl.load(lse_ptr + offs_m)
             delta = tl.load(delta_ptr + offs_m)
         s_t = tl.dot(k, tl.trans(q), input_precision=DOT_PRECISION)  # [BN, BM] fp32: S^T recomputed
-        p_t = tl.math.exp2(s_t * qk_scale - (lse * LOG2E)[None, :])
+        p_t = tl.math.exp2(s_t * qk_scale - (lse * _LOG2E)[None, :])
         if MASKED:
             valid = row_ok[None, :] & (offs_n < seq_k)[:, None]
             if CAUSAL:
@@ -453,7 +454,7 @@ def _attn_bwd_dq_kernel(
     do_off = b.to(tl.int64) * stride_dob + h.to(tl.int64) * stride_doh + offs_m[:, None] * stride_dom
     do = tl.load(DO + do_off + offs_d[None, :], mask=row_ok[:, None], other=0.0)
     lse = tl.load(LSE + bh.to(tl.int64) * seq_q + offs_m, mask=row_ok, other=0.0)
-    lse2 = tl.where(lse == float("-inf"), float("inf"), lse * LOG2E)  # a row with no key: p = 0, not inf
+    lse2 = tl.where(lse == float("-inf"), float("inf"), lse * _LOG2E)  # a row with no key: p = 0, not inf
     delta = tl.load(DELTA + bh.to(tl.int64) * seq_q + offs_m, mask=row_ok, other=0.0)
     k_ptrs = K + b.to(tl.int64) * stride_kb + hk.to(tl.int64) * stride_kh
     k_ptrs = k_ptrs + offs_n0[:, None] * stride_kn + offs_d[None, :]

@@ -23,7 +23,9 @@ from __future__ import annotations
 from typing import Any
 
 from tilewise import gpus as _gpus
+from tilewise.errors import InputError
 from tilewise.model import traffic
+from tilewise.util import cdiv
 
 # GEMMs per (query, key) pair, each 2 d FLOPs: S recompute, dV, dP, dK, dQ (atomic dQ) and + S, dP again
 # for the separate dQ kernel (deterministic)
@@ -93,4 +95,126 @@ def tile_budget(
     }  # fmt: skip
 
 
-__all__ = ["GEMMS", "atomic_bytes", "flops", "hbm_bytes", "tile_budget", "useful_flops"]
+# The backward's Tensor-Core efficiency relative to the forward's calibrated median (`attention_mma_eff_median`
+# of the GPU's calibration file): the dK/dV loop runs five dependent GEMMs per step with two of them fed from
+# registers (P^T, dS^T) and an atomic add behind them, where the forward runs two. BACKWARD_MMA_SCALE is the one
+# figure the calibration scheme has no microbenchmark for; it is fitted to the committed rows
+# (benchmarks/results/h200/attention_backward.json; `fit_mma_scale` recomputes it from rows).
+BACKWARD_MMA_SCALE = 1.0
+PREPROCESS_LAUNCHES = {"atomic": 4, "separate": 3}  # D, zero dQ, dK/dV (+ dQ cast) | D, dK/dV, dQ
+
+
+def predict(problem: dict[str, Any], config: dict[str, Any], gpu: str = "h200", mma_scale: float | None = None):
+    """Predicted time of the backward (all its launches) for `problem` (the forward's keys: batch, heads, kv_heads,
+    seq_q, seq_k, head_dim, causal, dtype) and `config` (block_m, block_n, num_warps, num_stages, dq):
+
+        ms = launches + max(tensor_core, hbm, l2)
+
+    tensor_core: every program's padded tile FLOPs (GEMMS[dq] x 2 d per pair) at the Tensor-Core peak times the
+    forward's calibrated MMA efficiency times BACKWARD_MMA_SCALE, spread over the SMs; hbm: `hbm_bytes` at the
+    measured read bandwidth; l2: Q and dO re-read by every key block (and K, V by every query block of the separate
+    dQ kernel) plus the atomic dQ traffic (read and write) at the L2 bandwidth.
+    """
+    from tilewise.model.predict import Prediction, machine
+
+    B, H = int(problem["batch"]), int(problem["heads"])
+    Hk = int(problem.get("kv_heads") or H)
+    sq = int(problem["seq_q"])
+    sk = int(problem.get("seq_k") or sq)
+    d = int(problem["head_dim"])
+    causal = bool(problem.get("causal", False))
+    dt = problem.get("dtype", "bf16")
+    bm, bn, dq = int(config["block_m"]), int(config["block_n"]), config.get("dq", "atomic")
+    if dq not in GEMMS:
+        raise InputError(f"dq must be one of {', '.join(GEMMS)}, got {dq!r}")
+    mach = machine(_gpus.get(gpu).key)
+    e = _gpus.element_bytes(dt)
+    consts = mach.cal.get("constants", {})
+    scale = BACKWARD_MMA_SCALE if mma_scale is None else mma_scale
+    mma = float(consts.get("attention_mma_eff_median", 0.5)) * scale
+    # padded work: each key block meets the query blocks that see it (causal: about half, plus the diagonal block)
+    pairs_pad = cdiv(sq, bm) * bm * cdiv(sk, bn) * bn
+    if causal:
+        pairs_pad = traffic.causal_pairs(sq, sk) + cdiv(sk, bn) * bm * bn
+    work = GEMMS[dq] * 2 * d * pairs_pad * B * H
+    t_tc = work / (mach.peak_flops * mma)
+    t_hbm = hbm_bytes(B, H, Hk, sq, sk, d, dt, dq) / mach.read_bps
+    seen = pairs_pad / max(1, bn)  # query rows times key blocks
+    l2 = 2 * seen * d * e * B * H  # Q and dO per key block
+    if dq == "atomic":
+        l2 += 2 * atomic_bytes(B, H, sq, sk, d, bn, causal)
+    else:
+        l2 += 2 * (pairs_pad / max(1, bm)) * d * e * B * H  # K and V per query block of the dQ kernel
+    t_l2 = l2 / mach.l2_bps
+    main = {"tensor_core": t_tc, "hbm": t_hbm, "l2": t_l2}
+    body = max(main.values())
+    launch = PREPROCESS_LAUNCHES[dq] * mach.launch_s
+    binding = max(main, key=lambda k: main[k])
+    terms = {k: v * 1e3 for k, v in {**main, "launch": launch}.items()}
+    detail = {"flops": work, "useful_flops": useful_flops(B, H, sq, sk, d, causal), "mma_eff": mma,
+              "l2_bytes": l2, "programs": cdiv(sk, bn) * B * Hk}  # fmt: skip
+    return Prediction("attention_backward", (body + launch) * 1e3, terms, binding, mach.key, mach.calibrated, detail)
+
+
+def space(head_dim: int, dtype: str = "bf16", gpu: str = "h200") -> list[dict[str, Any]]:
+    """The dK/dV tiles the kernel can launch on `gpu`: every block_m x block_n x warps x stages whose registers and
+    shared memory fit (`tile_budget`), in both dQ modes."""
+    out = []
+    for bn in (32, 64, 128):
+        for bm in (16, 32, 64, 128):
+            for w in (4, 8):
+                for st in (1, 2, 3):
+                    b = tile_budget(head_dim, bm, bn, w, st, dtype, gpu)
+                    if b["registers"]["fits"] and b["smem"]["fits"] and bm * bn >= 16 * 32 * w:
+                        out.extend(
+                            {"block_m": bm, "block_n": bn, "num_warps": w, "num_stages": st, "dq": dq} for dq in GEMMS
+                        )
+    return out
+
+
+def rank(problem: dict[str, Any], gpu: str = "h200", top_k: int = 5) -> list[tuple[dict[str, Any], Any]]:
+    """The space ranked by `predict`: [(config, Prediction)], fastest first."""
+    scored = [(c, predict(problem, c, gpu)) for c in space(int(problem["head_dim"]), problem.get("dtype", "bf16"), gpu)]
+    if not scored:
+        raise InputError(f"no backward tile of head_dim {problem['head_dim']} fits {gpu}")
+    scored.sort(key=lambda cp: cp[1].ms)
+    return scored[: max(1, int(top_k))]
+
+
+def fit_mma_scale(rows: list[dict[str, Any]], gpu: str = "h200") -> dict[str, float]:
+    """BACKWARD_MMA_SCALE from measured rows (kernel "attention_backward", the tile and dq they ran): the scale
+    that makes the median predicted / measured ratio 1, and the model's median and worst error after it."""
+    import statistics
+
+    ratios = []
+    for r in rows:
+        if r.get("kernel") != "attention_backward" or not r.get("ours_graph_ms"):
+            continue
+        p = problem_of(r["shape"])
+        bm, bn, w, st = r["tile"]
+        c = {"block_m": bm, "block_n": bn, "num_warps": w, "num_stages": st, "dq": r.get("dq", "atomic")}
+        ratios.append((p, c, r["ours_graph_ms"]))
+    if not ratios:
+        raise InputError("fit_mma_scale needs attention_backward rows with ours_graph_ms")
+    base = [predict(p, c, gpu, mma_scale=1.0).terms["tensor_core"] / ms for p, c, ms in ratios]
+    scale = statistics.median(base)
+    errs = [abs(predict(p, c, gpu, mma_scale=scale).ms / ms - 1) for p, c, ms in ratios]
+    return {"scale": scale, "error_median": statistics.median(errs), "error_max": max(errs), "rows": len(errs)}
+
+
+def problem_of(shape: str) -> dict[str, Any]:
+    """'B4 H32/8 S4096 D128 causal' (tilewise.bench.shapes.attention_name) back to a problem dict."""
+    import re
+
+    m = re.match(r"B(\d+) H(\d+)(?:/(\d+))? S(\d+) D(\d+) (causal|non-causal)", shape)
+    if m is None:
+        raise InputError(f"shape must read like 'B4 H32/8 S4096 D128 causal', got {shape!r}")
+    b, h, hk, s, d, c = m.groups()
+    return {"batch": int(b), "heads": int(h), "kv_heads": int(hk or h), "seq_q": int(s), "seq_k": int(s),
+            "head_dim": int(d), "causal": c == "causal", "dtype": "bf16"}  # fmt: skip
+
+
+__all__ = [
+    "BACKWARD_MMA_SCALE", "GEMMS", "atomic_bytes", "fit_mma_scale", "flops", "hbm_bytes", "predict", "problem_of",
+    "rank", "space", "tile_budget", "useful_flops",
+]  # fmt: skip
