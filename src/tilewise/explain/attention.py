@@ -18,6 +18,7 @@ import argparse
 from tilewise import gpus as _gpus
 from tilewise import validate
 from tilewise.errors import InputError, require
+from tilewise.explain import attention_backward
 from tilewise.explain.predicted import prediction
 from tilewise.explain.report import Report, fmt_bytes, fmt_flops, fmt_kib, fmt_time, gpu_info, pct, provenance_line
 from tilewise.model import latency, mma, pipeline, roofline, tensorcore, traffic, waves
@@ -709,9 +710,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dtype", default="bf16", help="bf16 or fp16 (default bf16)")
     p.add_argument("--gpu", default="h100-sxm", help="a Hopper registry name (default h100-sxm)")
     p.add_argument("--hit-rate", type=float, default=None, help="L2 hit rate of K/V reads (default: ideal reuse)")
+    attention_backward.add_arguments(p)
 
 
 def from_args(a: argparse.Namespace) -> Report:
+    if getattr(a, "backward", False):
+        return attention_backward.from_args(a)
     if a.hit_rate is not None and not (0 <= a.hit_rate <= 1):
         raise InputError(f"--hit-rate must be in [0, 1], got {a.hit_rate}")
     return explain(

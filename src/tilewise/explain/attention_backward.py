@@ -24,7 +24,7 @@ def _work(r: Report, p: dict, dq: str) -> None:
     fwd = traffic.attention_flops(p["batch"], p["heads"], p["seq_q"], p["seq_k"], p["head_dim"], p["causal"])
     n = model.GEMMS[dq]
     run = model.flops(p["batch"], p["heads"], p["seq_q"], p["seq_k"], p["head_dim"], p["causal"], dq)
-    s = r.step("work", "The work: five GEMMs per tile where the forward has two", forward_flops=fwd,
+    s = r.step("work", f"The work: {n} GEMMs per tile where the forward has two", forward_flops=fwd,
                gemms_per_pair=n, flops=run, ratio_to_forward=run / fwd if fwd else None)  # fmt: skip
     s.say(
         "P is rebuilt from the forward's log-sum-exp instead of being stored: S^T = K Q^T is recomputed, then "

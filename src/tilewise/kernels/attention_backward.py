@@ -70,16 +70,27 @@ class BackwardConfig:
     reason: str = ""
 
 
-# The backward has no term in the advisor's ranked space yet, so its tiles are a rule per head dim, checked against
+# The backward has no term in the advisor's ranked space yet (its time model, `tilewise.model.attention_backward`,
+# ranks tiles of one dQ mode alike where the Tensor Cores bind), so its tiles are a rule per head dim, checked against
 # `tilewise.model.attention_backward.tile_budget` (registers per thread and shared memory of the dK/dV program):
 # * BLOCK_N (the resident key block) sets how often Q and dO are re-read: each query block is read once per key
-#   block, so the HBM/L2 intensity of the loop is BLOCK_N FLOPs per byte of Q and dO. 128 at d <= 128;
+#   block, so the L2 intensity of the loop is BLOCK_N FLOPs per byte of Q and dO. 128 at d <= 128;
 # * dK and dV are fp32 accumulators of BLOCK_N x d each: at d = 128, BLOCK_N = 128 with 8 warps that is
 #   2 x 128 x 128 / 256 = 128 registers per thread, plus S^T and dP^T (2 x 128 x 64 / 256 = 64), their 16-bit
-#   copies (16) and addresses (16): 224 of 255;
-#   at d = 256 the accumulators alone would be 256 with BLOCK_N = 128, so BLOCK_N = 64 (128 registers);
+#   copies (32) and addresses (16): 240 of 255; at d = 256 the accumulators alone would be 256 with BLOCK_N = 128,
+#   so BLOCK_N = 64 (128 registers);
 # * shared memory: K, V once + stages x (Q, dO): d = 128, 128 / 64 tiles, 2 stages: 64 KB + 64 KB of 227 KB.
-# The separate dQ kernel is the forward's shape with d registers more (dQ beside dO): BLOCK_M 128, BLOCK_N 64.
+# The probe of benchmarks/attention_backward.py chose among these (H200, bf16, CUDA graphs, 2026-12-01,
+# benchmarks/results/h200/attention_backward.json, section "probe"; block_m x block_n x warps x stages):
+#   d = 64,  B4 H32 S4096:         128x128x8x2 4.92 ms | 64x128x8x2 5.06 | 32x128x4x3 6.05
+#   d = 128, B1 H32 S8192 causal:   64x128x8x2 4.94 ms | 32x128x8x2 5.04 | 64x64x4x2 8.37
+#   d = 256, B2 H16 S4096 causal:   64x64x8x1  4.61 ms | 32x64x8x2  4.67 | 16x64x4x2 12.86
+# At d = 64 the rule keeps 64x128x8x2: 128x128 ran 2.7% faster but the model counts 64 + 128 + 64 + 16 = 272
+# registers per thread for it (over 255: spills on another compiler), and the sweep's d = 64 rows ran 128x128
+# (each row names its tile). d = 16 and 32 (unmeasured) take d = 64's tile. The separate dQ kernel is the forward's shape with d registers more
+# (dQ beside dO): 128 x 64 at d <= 128, 64 x 64 at 256. On the d = 128 probe problem the deterministic mode (dQ by
+# that kernel, 7 GEMMs a pair, no atomics) ran 4.16 ms against the atomic mode's 4.94: the atomic adds, not the
+# two extra GEMMs, bind there.
 # The interpreter takes small tiles (16 x 32) so that small test shapes still cross several blocks and edges.
 _RULE = {
     # head_dim: (block_m, block_n, warps, stages, dq_block_m, dq_block_n, dq_warps, dq_stages)
@@ -87,7 +98,7 @@ _RULE = {
     32: (64, 128, 8, 2, 128, 64, 8, 2),
     64: (64, 128, 8, 2, 128, 64, 8, 2),
     128: (64, 128, 8, 2, 128, 64, 8, 2),
-    256: (32, 64, 8, 2, 64, 64, 8, 2),
+    256: (64, 64, 8, 1, 64, 64, 8, 2),
 }
 _INTERPRETER = (16, 32, 4, 1, 32, 16, 4, 1)
 
