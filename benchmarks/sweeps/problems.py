@@ -58,7 +58,7 @@ def gemm_problems() -> list[dict]:
     for n, k in proj70:
         for m in (1, 16, 64, 128, 512, 2048, 4096):
             add(m, n, k)
-    # the GEMM article's shape and its batch variants, B row-major (layout "nn")
+    # the 8192 x 24576 decode projection and its batch variants, B row-major (layout "nn")
     for m in (1, 8, 16, 48, 64, 96, 128, 256, 1024):
         add(m, 24576, 8192, layout="nn")
     # square and odd sizes, both layouts

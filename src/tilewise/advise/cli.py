@@ -6,7 +6,9 @@ import argparse
 import json
 
 from tilewise import gpus as _gpus
+from tilewise.advise import advise, validate
 from tilewise.errors import InputError
+from tilewise.model.predict import calibration
 
 ARGS = {
     "gemm": (("m", 1024), ("n", 4096), ("k", 4096)),
@@ -34,8 +36,6 @@ def _problem(kind: str, a: argparse.Namespace) -> dict:
 
 
 def _status(gpu: str) -> str:
-    from tilewise.model.predict import calibration
-
     key = _gpus.get(gpu).key
     if calibration(key):
         return f"{key}: calibrated (src/tilewise/model/calibration/{key}.json, measured on this GPU)"
@@ -46,8 +46,6 @@ def _status(gpu: str) -> str:
 
 
 def _run(a: argparse.Namespace) -> int:
-    from tilewise.advise import advise
-
     if a.validate:
         return _validate(a)
     if a.kind is None:
@@ -86,8 +84,6 @@ def _backward(a: argparse.Namespace, prob: dict) -> int:
 
 
 def _validate(a: argparse.Namespace) -> int:
-    from tilewise.advise import validate
-
     v = validate.verdict(a.sweep, a.gpu)
     if a.json:
         for f in v["families"].values():

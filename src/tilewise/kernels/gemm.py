@@ -1,16 +1,16 @@
 """GEMM: C[M, N] = A[M, K] @ B[K, N] (+ bias, activation), output-stationary tiles in Triton.
 
-The GEMM article (../shared/seeds/003) builds the kernel this file grows from: each program
+The kernel this file grows from is the textbook output-stationary GEMM: each program
 owns one BLOCK_M x BLOCK_N tile of C, walks K in BLOCK_K steps with its fp32 accumulator in
-registers and writes C once. The tips document (../shared/seeds/000) names the rungs on top
+registers and writes C once (one write of C instead of K / BLOCK_K). The rungs on top
 of it, and each one is here for a measured reason (tests/data/tuning/gemm.md has the rows):
 
 * grouped tile order (GROUP_M row tiles walk the same B columns while they sit in L2);
-* software pipelining (`num_stages` shared-memory buffers: the ring buffer of the tips);
+* software pipelining (`num_stages` shared-memory buffers: a ring buffer the loads run ahead into);
 * TMA descriptors, a persistent grid (one program per SM looping over tiles) and warp
-  specialization (producer warps feeding consumer warps, the tips' 1 producer + consumers)
+  specialization (producer warps feeding consumer warps: 1 producer + consumer warpgroups)
   for the compute-bound shapes;
-* for the skinny, memory-bound shapes (the article's M = 64: 192 tiles of 64 x 128 on 132 SMs
+* for the skinny, memory-bound shapes (the decode GEMM's M = 64: 192 tiles of 64 x 128 on 132 SMs
   is 1.45 waves) wide 64 x 256 tiles that keep enough bytes in flight and re-read A few times,
   and split-K with an in-kernel serial fix-up only where a grid has too few programs;
 * wide loads and stores whatever the shape: strides, wrap points and the sizes the masks compare
@@ -87,10 +87,10 @@ def _tiles(m: int, n: int, bm: int, bn: int) -> int:
 def choose_split_k(m: int, n: int, k: int, bm: int, bn: int, bk: int, sms: int, blocks_per_sm: int) -> int:
     """The smallest split of K that fills the machine (a last wave at least 3/4 full).
 
-    With too few tiles the grid leaves SMs idle: the article's 64 x 24576 with 64 x 128
+    With too few tiles the grid leaves SMs idle: the decode GEMM 64 x 24576 with 64 x 128
     tiles is 192 blocks on 132 SMs, 1.45 waves (`model.waves.grid_waves`). Splitting K
     multiplies the blocks; each split keeps at least 8 BLOCK_K steps so the pipeline's
-    prologue stays small next to its main loop (the tips document's short-main-loop warning).
+    prologue stays small next to its main loop (a short main loop spends its time filling and draining the pipeline).
     """
     tiles = _tiles(m, n, bm, bn)
     k_steps = cdiv(k, bk)
