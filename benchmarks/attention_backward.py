@@ -40,6 +40,10 @@ from tilewise.model import attention_backward as model
 from tilewise.model import traffic
 
 DEV = "cuda"
+REPRODUCE = (
+    "bash benchmarks/attention_backward_device.sh --rounds 2 --rep-ms 15 # GPU tests, then "
+    "benchmarks/attention_backward.py writes its rows under $OUT; committed as benchmarks/results/h200/attention_backward.json"
+)
 PEERS = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION}
 PROBE = {  # head_dim: (problem, dK/dV tiles (block_m, block_n, warps, stages)); the first is the rule's
     64: ((4, 32, 32, 4096, 64, False), [(64, 128, 8, 2), (32, 128, 4, 3), (128, 128, 8, 2)]),
@@ -127,7 +131,9 @@ def probe(args, tags, rows):
                 t = harness.time_pair(ours_backward(q, k, v, d_out, causal, cfg), None, rounds=2, warmup_ms=5,
                                       rep_ms=args.rep_ms)  # fmt: skip
             except Exception as e:  # a tile Triton cannot place: the row says so
-                rows.append({"section": "probe", "shape": name(*p), "tile": tile, "dq": dq, "error": str(e)[:200]})
+                rows.append(
+                    {"section": "probe", "shape": name(*p), "tile": tile, "dq": dq, "error": str(e)[:200], **tags}
+                )
                 continue
             rows.append({
                 "section": "probe", "shape": name(*p), "head_dim": d, "tile": list(tile), "dq": dq,
@@ -171,7 +177,7 @@ def sweep(args, tags, rows, tiles, flush=lambda: None):
                     t = timing(ours, theirs, args)
                 except Exception as e:
                     rows.append({"section": "sweep", "shape": name(*p), "what": what, "peer": f"sdpa-{peer}",
-                                 "error": f"{type(e).__name__}: {str(e)[:300]}"})  # fmt: skip
+                                 "error": f"{type(e).__name__}: {str(e)[:300]}", **tags})  # fmt: skip
                     print(rows[-1], flush=True)
                     continue
                 extra = {"section": "sweep", "what": what, "tile":
@@ -273,9 +279,9 @@ def main():
             elif section == "memory":
                 memory(args, tags, rows)
         except Exception:
-            rows.append({"section": section, "error": traceback.format_exc()[-1500:]})
+            rows.append({"section": section, "error": traceback.format_exc()[-1500:], **tags})
             print(rows[-1]["error"], flush=True)
-        meta = {**tags, "commit": os.environ.get("TILEWISE_COMMIT", "unknown"), "tiles": {str(k): v for k, v in
+        meta = {**tags, "commit": os.environ.get("TILEWISE_COMMIT", "unknown"), "reproduce": REPRODUCE, "tiles": {str(k): v for k, v in
                 tiles.items()}, "elapsed_s": round(time.time() - t0, 1)}  # fmt: skip
         harness.write_rows(path, rows, meta=meta)
         print(f"{section} done at +{time.time() - t0:.0f}s", flush=True)
