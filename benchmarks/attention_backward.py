@@ -259,7 +259,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--rep-ms", type=float, default=20)
     ap.add_argument("--sections", default="probe,sweep,memory")
+    ap.add_argument("--dq", default="atomic", choices=["atomic", "separate"], help="the sweep's dQ mode")
     args = ap.parse_args()
+    ab.DQ_MODE = args.dq
     harness.set_cuda_graph(True)
     tags = harness.env_tags()
     rows: list[dict] = []

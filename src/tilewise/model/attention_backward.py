@@ -96,30 +96,39 @@ def tile_budget(
     }  # fmt: skip
 
 
-# The backward's Tensor-Core efficiency relative to the forward's calibrated median (`attention_mma_eff_median`
-# of the GPU's calibration file): the dK/dV loop runs five dependent GEMMs per step with two of them fed from
-# registers (P^T, dS^T) and an atomic add behind them, where the forward runs two. BACKWARD_MMA_SCALE is the one
-# figure the calibration scheme has no microbenchmark for; `fit_mma_scale` fits it to the committed rows
-# (benchmarks/results/h200/attention_backward.json, 12 backward problems x 2 peers, H200 bf16, CUDA graphs):
-# 0.654, after which the model's error is 15% at the median and 53% at worst (B4 H32 S1024 D64 causal and B2 H16
-# S4096 D256 causal run ~2x the prediction: the model has no term for the masked diagonal blocks of short causal
-# problems nor for d = 256's half-width key block). tests/test_model_attention_backward.py refits it from the rows.
-BACKWARD_MMA_SCALE = 0.654
+# Two figures the calibration scheme has no microbenchmark for, fitted by `fit` to the committed rows
+# (benchmarks/results/h200/attention_backward.json: 12 sweep problems with the atomic dQ, 10 probe rows; H200 bf16,
+# CUDA graphs); tests/test_model_attention_backward.py refits both from the rows.
+# * BACKWARD_MMA_SCALE: the backward's Tensor-Core efficiency relative to the forward's calibrated median
+#   (`attention_mma_eff_median`): five (or seven) dependent GEMMs per step, two fed from registers (P^T, dS^T).
+# * ATOMIC_TBPS: the rate at which the GPU resolves the atomic fp32 adds of dQ in L2. The large atomic-mode rows all
+#   run at 0.82-1.03 TB/s of atomic traffic (`atomic_bytes` / time) whatever their head dim, mask and GQA group:
+#   those adds, not the Tensor Cores, bind the atomic mode (the separate dQ kernel, 7 GEMMs and no atomics, ran
+#   4.16 ms against the atomic mode's 4.94 on B1 H32 S8192 D128 causal).
+# The fit (mean |predicted / measured - 1| over the 19 distinct runs): 1.18 and 0.88 TB/s; error median 7.5%, mean
+# 16.5%, worst 61% (the probe's 16x64x4-warp tile at d = 256, 12.9 ms, and the short causal rows B32 H16 S512 and
+# B4 H32 S1024, ~2x the prediction: the model has no term for a program's fixed cost nor for narrow tiles).
+BACKWARD_MMA_SCALE = 1.18
+ATOMIC_TBPS = 0.88
 PREPROCESS_LAUNCHES = {"atomic": 4, "separate": 3}  # D, zero dQ, dK/dV (+ dQ cast) | D, dK/dV, dQ
 
 
 def predict(
-    problem: dict[str, Any], config: dict[str, Any], gpu: str = "h200", mma_scale: float | None = None
+    problem: dict[str, Any],
+    config: dict[str, Any],
+    gpu: str = "h200",
+    mma_scale: float | None = None,
+    atomic_tbps: float | None = None,
 ) -> Prediction:
     """Predicted time of the backward (all its launches) for `problem` (the forward's keys: batch, heads, kv_heads,
     seq_q, seq_k, head_dim, causal, dtype) and `config` (block_m, block_n, num_warps, num_stages, dq):
 
-        ms = launches + max(tensor_core, hbm, l2)
+        ms = launches + max(tensor_core, hbm, l2, atomics)
 
     tensor_core: every program's padded tile FLOPs (GEMMS[dq] x 2 d per pair) at the Tensor-Core peak times the
     forward's calibrated MMA efficiency times BACKWARD_MMA_SCALE, spread over the SMs; hbm: `hbm_bytes` at the
     measured read bandwidth; l2: Q and dO re-read by every key block (and K, V by every query block of the separate
-    dQ kernel) plus the atomic dQ traffic (read and write) at the L2 bandwidth.
+    dQ kernel) at the L2 bandwidth; atomics (atomic mode): `atomic_bytes` at ATOMIC_TBPS.
     """
     B, H = int(problem["batch"]), int(problem["heads"])
     Hk = int(problem.get("kv_heads") or H)
@@ -145,12 +154,14 @@ def predict(
     t_hbm = hbm_bytes(B, H, Hk, sq, sk, d, dt, dq) / mach.read_bps
     seen = pairs_pad / max(1, bn)  # query rows times key blocks
     l2 = 2 * seen * d * e * B * H  # Q and dO per key block
+    t_atomic = 0.0
     if dq == "atomic":
-        l2 += 2 * atomic_bytes(B, H, sq, sk, d, bn, causal)
+        rate = (ATOMIC_TBPS if atomic_tbps is None else atomic_tbps) * 1e12
+        t_atomic = atomic_bytes(B, H, sq, sk, d, bn, causal) / rate
     else:
         l2 += 2 * (pairs_pad / max(1, bm)) * d * e * B * H  # K and V per query block of the dQ kernel
     t_l2 = l2 / mach.l2_bps
-    main = {"tensor_core": t_tc, "hbm": t_hbm, "l2": t_l2}
+    main = {"tensor_core": t_tc, "hbm": t_hbm, "l2": t_l2, "atomics": t_atomic}
     body = max(main.values())
     launch = PREPROCESS_LAUNCHES[dq] * mach.launch_s
     binding = max(main, key=lambda k: main[k])
@@ -181,29 +192,41 @@ def rank(problem: dict[str, Any], gpu: str = "h200", top_k: int = 5) -> list[tup
     scored = [(c, predict(problem, c, gpu)) for c in space(int(problem["head_dim"]), problem.get("dtype", "bf16"), gpu)]
     if not scored:
         raise InputError(f"no backward tile of head_dim {problem['head_dim']} fits {gpu}")
-    scored.sort(key=lambda cp: cp[1].ms)
+    # ties (the Tensor Cores bind and the model has no per-tile term): less L2 traffic first, then the larger key block
+    scored.sort(key=lambda cp: (round(cp[1].ms, 6), cp[1].terms["l2"], -cp[0]["block_n"], -cp[0]["block_m"]))
     return scored[: max(1, int(top_k))]
 
 
-def fit_mma_scale(rows: list[dict[str, Any]], gpu: str = "h200") -> dict[str, float]:
-    """BACKWARD_MMA_SCALE from measured rows (kernel "attention_backward", the tile and dq they ran): the scale
-    that makes the median predicted / measured ratio 1, and the model's median and worst error after it."""
+def fit(rows: list[dict[str, Any]], gpu: str = "h200") -> dict[str, float]:
+    """BACKWARD_MMA_SCALE and ATOMIC_TBPS from measured rows (kernel "attention_backward" sweep rows, one per
+    problem, and the probe's rows; each names its tile and dq mode): the pair on a 0.02 grid with the smallest mean
+    |predicted / measured - 1| (the median alone lets the Tensor-Core term absorb the atomic rows and miss the
+    separate-dQ row by 68%), with the median, mean and worst error."""
     import statistics
 
-    ratios = []
+    seen, runs = set(), []
     for r in rows:
-        if r.get("kernel") != "attention_backward" or not r.get("ours_graph_ms"):
+        probe = r.get("section") == "probe"
+        if not (probe or r.get("kernel") == "attention_backward") or not r.get("ours_graph_ms") or "tile" not in r:
             continue
-        p = problem_of(r["shape"])
+        key = (r["shape"], tuple(r["tile"]), r.get("dq", "atomic"))
+        if key in seen:  # one problem timed beside two peers: count it once
+            continue
+        seen.add(key)
         bm, bn, w, st = r["tile"]
         c = {"block_m": bm, "block_n": bn, "num_warps": w, "num_stages": st, "dq": r.get("dq", "atomic")}
-        ratios.append((p, c, r["ours_graph_ms"]))
-    if not ratios:
-        raise InputError("fit_mma_scale needs attention_backward rows with ours_graph_ms")
-    base = [predict(p, c, gpu, mma_scale=1.0).terms["tensor_core"] / ms for p, c, ms in ratios]
-    scale = statistics.median(base)
-    errs = [abs(predict(p, c, gpu, mma_scale=scale).ms / ms - 1) for p, c, ms in ratios]
-    return {"scale": scale, "error_median": statistics.median(errs), "error_max": max(errs), "rows": len(errs)}
+        runs.append((problem_of(r["shape"]), c, r["ours_graph_ms"]))
+    if not runs:
+        raise InputError("fit needs attention_backward rows with ours_graph_ms and tile")
+
+    def errors(scale: float, tbps: float) -> list[float]:
+        return [abs(predict(p, c, gpu, mma_scale=scale, atomic_tbps=tbps).ms / ms - 1) for p, c, ms in runs]
+
+    grid = [(s / 100, t / 100) for s in range(50, 151, 2) for t in range(50, 151, 2)]
+    best = min(grid, key=lambda st: statistics.mean(errors(*st)))
+    e = errors(*best)
+    return {"scale": best[0], "atomic_tbps": best[1], "error_median": statistics.median(e),
+            "error_mean": statistics.mean(e), "error_max": max(e), "rows": len(e)}  # fmt: skip
 
 
 def problem_of(shape: str) -> dict[str, Any]:
@@ -219,6 +242,6 @@ def problem_of(shape: str) -> dict[str, Any]:
 
 
 __all__ = [
-    "BACKWARD_MMA_SCALE", "GEMMS", "atomic_bytes", "fit_mma_scale", "flops", "hbm_bytes", "predict", "problem_of",
+    "ATOMIC_TBPS", "BACKWARD_MMA_SCALE", "GEMMS", "atomic_bytes", "fit", "flops", "hbm_bytes", "predict", "problem_of",
     "rank", "space", "tile_budget", "useful_flops",
 ]  # fmt: skip
