@@ -48,7 +48,9 @@ def reference_grads(q, k, v, d_out, d_lse, causal, scale=None):
     return torch.autograd.grad(outs, (q, k, v), grads)
 
 
-def check(B, H, Hk, Sq, Sk, D, causal, dtype, *, d_lse=False, deterministic=False, scale=None, layout=None):
+def check(
+    B, H, Hk, Sq, Sk, D, causal, dtype, *, d_lse=False, deterministic=False, scale=None, layout=None, config=None
+):
     q = torch.randn(B, H, Sq, D, dtype=dtype, device=DEV)
     k = torch.randn(B, Hk, Sk, D, dtype=dtype, device=DEV)
     v = torch.randn(B, Hk, Sk, D, dtype=dtype, device=DEV)
@@ -58,7 +60,7 @@ def check(B, H, Hk, Sq, Sk, D, causal, dtype, *, d_lse=False, deterministic=Fals
     d_out = torch.randn_like(out)
     dl = torch.randn_like(lse) if d_lse else None
     dq, dk, dv = attention_backward(
-        d_out, q, k, v, out, lse, d_lse=dl, causal=causal, scale=scale, deterministic=deterministic
+        d_out, q, k, v, out, lse, d_lse=dl, causal=causal, scale=scale, deterministic=deterministic, config=config
     )
     ref = reference_grads(q, k, v, d_out, dl, causal, scale)
     for got, want, name in zip((dq, dk, dv), ref, ("dq", "dk", "dv")):
@@ -89,6 +91,12 @@ def test_causal_unequal_lengths_and_rows_without_keys(Sq, Sk):
     dq, _, _ = check(1, 3, 1, Sq, Sk, 16, True, torch.float32, d_lse=True)
     if Sq > Sk:
         assert (dq[:, :, : Sq - Sk] == 0).all()
+
+
+@pytest.mark.parametrize("dq", ["atomic", "separate"])
+def test_each_dq_mode(dq):
+    cfg = bwd_mod.BackwardConfig(16, 32, 4, 1, 32, 16, 4, 1, dq=dq)
+    check(1, 4, 2, 70, 70, 16, True, torch.float32, config=cfg)
 
 
 def test_lse_gradient_and_scale_deterministic_fp16():
