@@ -36,7 +36,7 @@ from triton.runtime.errors import OutOfResources
 
 from tilewise.errors import InputError, require
 from tilewise.kernels.flash_attention import check_attention
-from tilewise.kernels.utils import interpreting
+from tilewise.kernels.utils import gpu_key, interpreting
 from tilewise.model import attention_backward as model
 from tilewise.util import cdiv
 
@@ -551,8 +551,6 @@ def attention_backward(
     dv = torch.empty((B, Hk, Sk, D), device=q.device, dtype=q.dtype)
     if B == 0 or H == 0 or Sq == 0:
         return dq, dk.zero_(), dv.zero_()
-    from tilewise.kernels.utils import gpu_key
-
     cfg = config or backward_config(D, q.dtype, deterministic=deterministic, gpu=gpu_key(q.device))
     q, k, v, out, d_out = (_unit_last(t) for t in (q, k, v, out, d_out))
     lse = lse.contiguous()
