@@ -2,6 +2,7 @@
 
     python3 benchmarks/attention_backward.py --out $OUT            # probe, sweep, memory
     python3 benchmarks/attention_backward.py --out $OUT --quick    # two problems, for a smoke run
+    python3 benchmarks/attention_backward.py --out $OUT --sections sweep --dq separate   # the sweep, dQ kernel
 
 Sections (rows go to one JSON file, attention_backward.json):
 * probe: the backward alone for a few dK/dV tiles per head dim and both dQ modes, on one problem each
