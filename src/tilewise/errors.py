@@ -8,6 +8,7 @@ shows a traceback for one.
 
 from __future__ import annotations
 
+import math
 import numbers
 
 
@@ -26,42 +27,168 @@ def require(condition: bool, message: str) -> None:
 # Problem sizes have a tighter, hardware-derived ceiling in `tilewise.validate`.
 SIZE_CAP = 2**53
 
-
-def positive_int(name: str, value: object, *, minimum: int = 1, maximum: int | None = None) -> int:
-    """Return `value` as an int, or raise naming `name`, the allowed range and what was given."""
-    if maximum is None:
-        maximum = SIZE_CAP
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        # Accept integral floats such as 64.0, refuse 64.5 and strings.
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        else:
-            raise InputError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    value = int(value)
-    shown = str(value) if abs(value) < 10**30 else f"a {len(str(abs(value)))}-digit number"
-    if value < minimum:
-        raise InputError(f"{name} must be an integer >= {minimum}, got {shown}")
-    if value > maximum:
-        raise InputError(f"{name} must be an integer <= {maximum}, got {shown}")
-    return value
+SHOWN_CHARS = 80  # a given value longer than this is cut in a message (a 100 KB argument is not echoed whole)
 
 
-def fraction(name: str, value: object, *, low: float = 0.0, high: float = 1.0) -> float:
-    """Return `value` as a float in [low, high], or raise naming the range and what was given."""
+def _digits(n: int) -> int:
+    """Decimal digits of |n| without str() (Python refuses str() of ints past 4,300 digits)."""
+    n = abs(n)
+    if n < 10**18:
+        return len(str(n))
+    d = int(math.log10(n)) + 1  # exact to a digit for big n; checked against a power of ten below
+    return d + 1 if n >= 10**d else d - 1 if n < 10 ** (d - 1) else d
+
+
+def shown(value: object, limit: int = SHOWN_CHARS) -> str:
+    """How a message shows what was given: its repr, a huge integer as 'a 5000-digit number', a long
+    repr cut to `limit` characters with its length said."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and abs(int(value)) >= 10**30:
+        sign = "negative " if value < 0 else ""
+        return f"a {sign}{_digits(int(value))}-digit number"
+    if isinstance(value, str):
+        t = value.strip()
+        if len(t) > 30 and t.lstrip("+-").isdigit():
+            return f"a {'negative ' if t.startswith('-') else ''}{len(t.lstrip('+-'))}-digit number"
     try:
-        v = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise InputError(f"{name} must be a number in [{low}, {high}], got {value!r}") from None
-    if not (low <= v <= high):
-        raise InputError(f"{name} must be a number in [{low}, {high}], got {value!r}")
+        r = repr(value)
+    except Exception:  # a repr that itself fails (a huge int inside a list, a broken __repr__)
+        r = f"a {type(value).__name__}"
+    if len(r) > limit:
+        r = f"{r[: limit - 20]}... ({len(r):,} characters)"
+    return r
+
+
+def _range(minimum: int, maximum: int | None) -> str:
+    return f">= {minimum}" if maximum is None else f"from {minimum} to {maximum}"
+
+
+def whole(
+    name: str,
+    value: object,
+    *,
+    minimum: int = 1,
+    maximum: int | None = None,
+    strings: bool = False,
+    why: str = "",
+) -> int:
+    """The one validator of whole-number arguments: `value` as an int in [minimum, maximum], or InputError.
+
+    Accepted: an int or numpy integer, an integral float (64.0); with `strings=True` (request bodies,
+    CLI text) a string of digits. Refused, each naming `name`, the range and what was given: bool,
+    64.5, nan, inf, other types, out-of-range values (a number with 5,000 digits is "<= N", not "not
+    an integer"). `maximum` defaults to SIZE_CAP; `why` explains a ceiling ("(no GPU ... more bytes)").
+    """
+    hi = SIZE_CAP if maximum is None else maximum
+    bad = f"{name} must be an integer {_range(minimum, hi)}"
+    v: int
+    if isinstance(value, bool):
+        raise InputError(f"{bad}, got {value!r}")
+    if isinstance(value, numbers.Integral):
+        v = int(value)
+    elif isinstance(value, float):
+        if not value.is_integer():  # also nan and inf
+            raise InputError(f"{bad}, got {shown(value)}")
+        v = int(value)
+    elif strings and isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+        t = value.strip()
+        digits = t.lstrip("+-")
+        if len(digits) > 30:  # past any ceiling: no int() of a 5,000-digit string
+            if t.startswith("-"):
+                raise InputError(f"{name} must be an integer >= {minimum}, got {shown(value)}")
+            raise InputError(f"{name} must be an integer <= {hi}{why}, got {shown(value)}")
+        v = int(t)
+    else:
+        raise InputError(f"{bad}, got {shown(value)}")
+    if v < minimum:
+        raise InputError(f"{name} must be an integer >= {minimum}, got {shown(v)}")
+    if v > hi:
+        raise InputError(f"{name} must be an integer <= {hi}{why}, got {shown(v)}")
     return v
 
 
+def positive_int(name: str, value: object, *, minimum: int = 1, maximum: int | None = None) -> int:
+    """Return `value` as an int, or raise naming `name`, the allowed range and what was given (`whole`)."""
+    return whole(name, value, minimum=minimum, maximum=maximum)
+
+
+def number(
+    name: str,
+    value: object,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+) -> float:
+    """A finite real number (not bool, not nan or inf) in [low, high] ((low, high] with low_open)."""
+    lo = "-inf" if low is None else f"{low:g}"
+    hi_s = "inf" if high is None else f"{high:g}"
+    want = f"{name} must be a finite number in {'(' if low_open else '['}{lo}, {hi_s}]"
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InputError(f"{want}, got {shown(value)}")
+    try:
+        v = float(value)
+    except OverflowError:  # an int past a float's range
+        raise InputError(f"{want}, got {shown(value)}") from None
+    if not math.isfinite(v) or (low is not None and (v <= low if low_open else v < low)):
+        raise InputError(f"{want}, got {shown(value)}")
+    if high is not None and v > high:
+        raise InputError(f"{want}, got {shown(value)}")
+    return v
+
+
+def fraction(name: str, value: object, *, low: float = 0.0, high: float = 1.0) -> float:
+    """Return `value` as a float in [low, high], or raise naming the range and what was given.
+
+    Numbers only (a bool is not one); a string of a number is accepted, as the CLI passes them."""
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            raise InputError(f"{name} must be a number in [{low:g}, {high:g}], got {shown(value)}") from None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InputError(f"{name} must be a number in [{low:g}, {high:g}], got {shown(value)}")
+    v = float(value)
+    if not (low <= v <= high):  # nan fails both comparisons
+        raise InputError(f"{name} must be a number in [{low:g}, {high:g}], got {shown(value)}")
+    return v
+
+
+def one_of(name: str, value: object, choices: dict[str, str] | tuple[str, ...]) -> str:
+    """A name from `choices` (a tuple, or a dict of accepted spellings -> normal form), case-insensitive."""
+    table = choices if isinstance(choices, dict) else {c: c for c in choices}
+    key = value.strip().lower() if isinstance(value, str) else None
+    if key is None or key not in table:
+        listed = ", ".join(dict.fromkeys(table.values()) if isinstance(choices, dict) else choices)
+        raise InputError(f"{name} must be one of {listed}, got {shown(value)}")
+    return table[key]
+
+
+def flag(name: str, value: object) -> bool:
+    """A bool: True or False only (the string 'no' is not False, and not True either)."""
+    if not isinstance(value, bool):
+        raise InputError(f"{name} must be True or False, got {shown(value)}")
+    return value
+
+
+def known_keys(name: str, given: object, allowed: tuple[str, ...] | list[str]) -> dict:
+    """`given` must be a dict whose keys are all in `allowed`; the unknown ones are named."""
+    if not isinstance(given, dict):
+        raise InputError(f"{name} must be a dict with keys from {', '.join(allowed)}, got {shown(given)}")
+    unknown = [k for k in given if k not in allowed]
+    if unknown:
+        raise InputError(
+            f"{name} has unknown keys {shown(sorted(map(str, unknown)))}; expected keys from {', '.join(allowed)}"
+        )
+    return given
+
+
 def parse_size(name: str, text: str | int) -> int:
-    """Parse a byte size such as 48K, 227KB, 1M, 0x100 or 4096 into bytes (K = 1024)."""
-    if isinstance(text, int) and not isinstance(text, bool):
-        return positive_int(name, text, minimum=0)
-    s = str(text).strip().upper().replace("IB", "").rstrip("B")
+    """Parse a byte size such as 48K, 227KB, 1M, 0x100 or 4096 into bytes (K = 1024), at most SIZE_CAP."""
+    if isinstance(text, numbers.Integral) and not isinstance(text, bool):
+        return whole(name, text, minimum=0)
+    if not isinstance(text, str):
+        raise InputError(f"{name} must be a size in bytes such as 4096, 48K or 1M, got {shown(text)}")
+    s = text.strip().upper().replace("IB", "").rstrip("B")
     mult = 1
     if s.endswith("K"):
         mult, s = 1024, s[:-1]
@@ -69,12 +196,18 @@ def parse_size(name: str, text: str | int) -> int:
         mult, s = 1024**2, s[:-1]
     elif s.endswith("G"):
         mult, s = 1024**3, s[:-1]
+    s = s.strip()
+    if s.lstrip("+-").isdigit() and len(s) > 30:
+        return whole(name, s, minimum=0, strings=True)  # says "<= SIZE_CAP", never int() of 5,000 digits
     try:
-        value = float(s) * mult
+        value = float(int(s, 16)) if s.startswith("0X") else float(s)
     except ValueError:
-        raise InputError(f"{name} must be a size in bytes such as 4096, 48K or 1M, got {text!r}") from None
-    if value < 0 or not float(value).is_integer():
-        raise InputError(f"{name} must be a whole, non-negative number of bytes, got {text!r}")
+        raise InputError(f"{name} must be a size in bytes such as 4096, 48K or 1M, got {shown(text)}") from None
+    value *= mult
+    if not math.isfinite(value) or value < 0 or not value.is_integer():
+        raise InputError(f"{name} must be a whole, non-negative number of bytes, got {shown(text)}")
+    if value > SIZE_CAP:
+        raise InputError(f"{name} must be at most {SIZE_CAP} bytes, got {shown(text)}")
     return int(value)
 
 

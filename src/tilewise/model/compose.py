@@ -51,9 +51,6 @@ def routing_bytes(tokens: int, experts: int, top_k: int) -> int:
     return tokens * experts * 4 + tokens * top_k * (12 + 8 + 10 + 40 + 2)
 
 
-_DTYPES = {"bf16": "bf16", "bfloat16": "bf16", "fp16": "fp16", "float16": "fp16", "fp32": "fp32", "float32": "fp32"}
-
-
 def _num(name: str, p: dict[str, Any], default: Any = None, lo: int = 1) -> int:
     v = p.get(name, default)
     if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v) or not lo <= int(v) <= 2**40:
@@ -62,10 +59,7 @@ def _num(name: str, p: dict[str, Any], default: Any = None, lo: int = 1) -> int:
 
 
 def _dtype(p: dict[str, Any], allowed: tuple[str, ...] = ("bf16", "fp16", "fp32")) -> str:
-    d = _DTYPES.get(str(p.get("dtype", "bf16")).lower())
-    if d is None or d not in allowed:
-        raise InputError(f"dtype must be one of {', '.join(allowed)}, got {p.get('dtype')!r}")
-    return d
+    return _gpus.dtype_key(p.get("dtype", "bf16"), allowed)  # the one dtype table
 
 
 @functools.lru_cache(maxsize=1024)
