@@ -67,7 +67,7 @@ def test_json_and_text(capsys):
         (["--threads", "2048"], "threads must be an integer <= 1024, got 2048"),
         (["--registers", "300"], "registers must be an integer <= 255, got 300"),
         (["--dtype", "int4"], "dtype must be one of"),
-        (["--tile", "64x256", "--block-k", "256", "--stages", "4"], "dynamic_smem must be at most"),
+        (["--tile", "64x256", "--block-k", "256", "--stages", "4"], "bytes of shared memory must fit the"),
     ],
 )
 def test_bad_input(argv, needle, capsys):

@@ -58,6 +58,11 @@ def shown(value: object, limit: int = SHOWN_CHARS) -> str:
     return r
 
 
+def clip(text: str, limit: int = 300) -> str:
+    """`text` cut to `limit` characters, saying how long it was (for messages quoting free text)."""
+    return text if len(text) <= limit else f"{text[: limit - 20]}... ({len(text):,} characters)"
+
+
 def _range(minimum: int, maximum: int | None) -> str:
     return f">= {minimum}" if maximum is None else f"from {minimum} to {maximum}"
 

@@ -14,12 +14,13 @@ asserts the seed's.
 from __future__ import annotations
 
 import argparse
+import math
 
 from tilewise import gpus as _gpus
 from tilewise import validate
-from tilewise.errors import InputError, require
+from tilewise.errors import InputError, flag, require
 from tilewise.explain.predicted import prediction
-from tilewise.explain.report import Report, fmt_bytes, fmt_flops, fmt_kib, fmt_time, gpu_info, pct, provenance_line
+from tilewise.explain.report import Report, fmt_bytes, fmt_flops, fmt_intensity, fmt_kib, fmt_time, gpu_info, pct, provenance_line
 from tilewise.model import latency, mma, pipeline, roofline, tensorcore, traffic, waves
 from tilewise.model.occupancy import occupancy
 from tilewise.util import cdiv
@@ -76,11 +77,12 @@ def explain(
     # N is the N of S = Q.K^T and the K of O = P.V, walked 16 at a time.
     validate.multiple("block_n", bn, 16, "the K of O = P.V, walked 16 at a time; wgmma's N steps by 8")
     stages = validate.size("stages", stages, maximum=16)
+    causal = flag("causal", causal)
     g = _gpus.get(gpu)
     dt = _gpus.dtype_name(dtype)
     require(dt in ("bf16", "fp16"), f"dtype must be bf16 or fp16 for this walk, got {dtype!r}")
     native = mma.path(g, dt)
-    arch = native.arch
+    arch = native.family  # ampere (mma.sync: Ampere and Ada), hopper or blackwell
     why_m = {
         "hopper": "wgmma's M = 64",
         "ampere": "4 warps x mma.sync's M = 16",
@@ -124,7 +126,7 @@ def explain(
     if arch != "hopper":
         r.notes.append(
             {
-                "ampere": f"The {g.name} is Ampere: {native.instruction} from one warp, operands in registers "
+                "ampere": f"The {g.name} is {'Ada' if g.arch == 'ada' else 'Ampere'}: {native.instruction} from one warp, operands in registers "
                 "(ldmatrix from shared memory), cp.async copies, no TMA, no wgmma, no setmaxnreg. The walk below "
                 "uses those rules; the Hopper-only steps (warpgroup MMAs, producer warpgroup) are replaced.",
                 "blackwell": f"The {g.name} is Blackwell: {native.instruction} is issued by one thread and "
@@ -156,7 +158,7 @@ def explain(
     s.say(
         f"S = Q.K^T and O = P.V: 4 x d FLOPs per (query, key) pair{' left unmasked' if causal else ''} = "
         f"{fmt_flops(flops)}. Reading Q, K, V once and writing O once is {fmt_bytes(nbytes)}: "
-        f"{rf_ideal.intensity:.0f} FLOP/B if every byte were read once. The question is what one block sees."
+        f"{fmt_intensity(rf_ideal.intensity)} FLOP/B if every byte were read once. The question is what one block sees."
     )
 
     # 2. The block: who computes, who copies, and the registers.
@@ -179,6 +181,16 @@ def explain(
         occ = occupancy(g, threads, launch_regs, 0, smem_used)
     lh = latency.warps_to_hide_memory(gpu=g)
     ring = latency.async_in_flight(stages, tb["smem"]["kv_stage_bytes"], gpu=g)
+    if tb["smem"]["total_bytes"] > g.smem_per_block_optin:  # occupancy of a block that cannot launch: say so
+        fit = (
+            f"With {fmt_kib(tb['smem']['total_bytes'])} of shared memory the block does not launch (at most "
+            f"{fmt_kib(g.smem_per_block_optin)} per block, step 6)"
+        )
+    else:
+        fit = (
+            f"With {fmt_kib(tb['smem']['total_bytes'])} of shared memory, {occ.blocks_per_sm} block(s) fit per SM "
+            f"({pct(occ.occupancy)} occupancy)"
+        )
     s = r.step(
         "block",
         {
@@ -213,8 +225,7 @@ def explain(
         s.say(
             f"setmaxnreg rebalances registers: {g.regs_per_sm:,} / {threads} threads = {regs['even_split']} each; "
             f"the producer drops to {regs['producer_regs']} and the consumers rise to {regs['consumer_regs']}. "
-            f"With {fmt_kib(tb['smem']['total_bytes'])} of shared memory, {occ.blocks_per_sm} block(s) fit per SM "
-            f"({pct(occ.occupancy)} occupancy): latency is hidden by asynchronous copies and MMAs, not by warps."
+            f"{fit}: latency is hidden by asynchronous copies and MMAs, not by warps."
         )
         feeder = "TMA thread"
     elif arch == "ampere":
@@ -225,11 +236,10 @@ def explain(
             "thread issues cp.async for its share of the next K/V tile, then computes."
         )
         s.say(
-            f"No setmaxnreg on Ampere: all {threads} threads get the same budget, the most with which one "
+            f"No setmaxnreg on {'Ada' if g.arch == 'ada' else 'Ampere'}: all {threads} threads get the same "
+            f"budget, the most with which one "
             f"block fits ({g.regs_per_sm:,} registers per SM, at most {g.max_regs_per_thread} per thread): "
-            f"{launch_regs} each. With "
-            f"{fmt_kib(tb['smem']['total_bytes'])} of shared memory, {occ.blocks_per_sm} block(s) fit per SM "
-            f"({pct(occ.occupancy)} occupancy); latency is hidden by cp.async stages and the other warps."
+            f"{launch_regs} each. {fit}; latency is hidden by cp.async stages and the other warps."
         )
         feeder = "block's cp.async threads"
     else:
@@ -241,7 +251,7 @@ def explain(
         s.say(
             f"S and O accumulate in Tensor Memory, not registers: the {launch_regs} registers per thread at launch "
             f"(the most with which one block of {threads} threads fits) hold softmax's slice of S after tcgen05.ld, not the accumulators. "
-            f"With {fmt_kib(tb['smem']['total_bytes'])} of shared memory, {occ.blocks_per_sm} block(s) fit per SM."
+            f"{fit}."
         )
         feeder = "TMA thread"
     s.say(
@@ -548,16 +558,16 @@ def explain(
         f"cancel; M remains (the block's {consumers} consumer(s) share each tile: M = {cta_rows}, {kv_cta.intensity:g} FLOP/B)."
     )
     s.say(
-        f"Balance = {_gpus.peak_flops(g, dt) / 1e12:.1f} / {g.hbm_bytes_per_s / 1e12:.2f} = {bal['hbm']:.0f} FLOP/B: "
+        f"Balance = {_gpus.peak_flops(g, dt) / 1e12:.1f} / {g.hbm_bytes_per_s / 1e12:.2f} = {fmt_intensity(bal['hbm'])} FLOP/B: "
         f"with all K/V from HBM, M = {bm} is {bal['hbm'] / kv.intensity:.1f}x short. But the Q blocks of one head "
         f"read the same K/V, so later ones hit L2: HBM sees (1 - hit) of the bytes, intensity M / (1 - hit). "
         f"M = {bm} needs hit >= 1 - {bm}/{bal['hbm']:.0f} = {pct(need64)} (M = {cta_rows}: {pct(need_cta)}); at 80% "
-        f"it reaches {reuse80.hbm_intensity:.0f} FLOP/B. If L2 thrashes, intensity falls back toward M."
+        f"it reaches {fmt_intensity(reuse80.hbm_intensity)} FLOP/B. If L2 thrashes, intensity falls back toward M."
     )
     s.say(
         f"Here {q_blocks} blocks x {group} query head(s) read each K/V head ({fmt_bytes(kv_head_bytes)}; L2 holds "
         f"{fmt_bytes(g.l2_bytes)}): ideally only the first read misses, {pct(ideal)} hits"
-        f"{'' if hit_rate is None else f'; you set {pct(h)}'} -> {reuse.hbm_intensity:.0f} FLOP/B from HBM, "
+        f"{'' if hit_rate is None else f'; you set {pct(h)}'} -> {fmt_intensity(reuse.hbm_intensity)} FLOP/B from HBM, "
         f"{reuse.bound}-bound at the HBM level. L2's own bandwidth is unpublished; at the registry's "
         f"~{g.l2_bytes_per_s / 1e12:.1f} TB/s (balance {bal['l2']:.0f}) this block would be {reuse_l2.bound}-bound: "
         "treat that as a bound of the model, not a measurement."
@@ -619,7 +629,8 @@ def explain(
     ps = waves.persistent_schedule(blocks, g.sms)
     util = cmp["pingpong"].tensor_utilisation
     rf = roofline.time(g, flops, nbytes, dt)
-    est = rf.compute_s / (util * gw.efficiency) if util > 0 else float("inf")
+    # The floor is the roofline's slower term: compute for long sequences, memory for short ones (S = 1).
+    est = rf.time_s / (util * gw.efficiency) if util > 0 else float("inf")
     s = r.step(
         "waves",
         "Blocks over the SMs, and the time",
@@ -641,10 +652,21 @@ def explain(
             else "."
         )
     )
+    floor = (
+        f"compute {fmt_time(rf.compute_s)}"
+        if rf.compute_s >= rf.time_s
+        else f"the {rf.bound} floor {fmt_time(rf.time_s)} (compute alone: {fmt_time(rf.compute_s)})"
+    )
     s.say(
-        f"Estimate for the design above: compute {fmt_time(rf.compute_s)} / (ping-pong utilisation {pct(util)} x "
-        f"waves {pct(gw.efficiency)}) = {fmt_time(est)}, ~{flops / est / 1e12:.0f} TFLOP/s: the pipeline sketch's "
-        "ideal, with no calibration."
+        f"Estimate for the design above: {floor} / (ping-pong utilisation {pct(util)} x "
+        f"waves {pct(gw.efficiency)}) = {fmt_time(est)}, ~{fmt_intensity(flops / est / 1e12)} TFLOP/s: the pipeline sketch's "
+        "ideal, with no calibration"
+        + (
+            "; that is less than a kernel launch takes, so the time model's figure below, which counts the "
+            "launch, is the one to read."
+            if est < 2e-6
+            else "."
+        )
     )
     problem = {"batch": batch, "heads": heads, "kv_heads": kv_heads, "seq_q": seq_q, "seq_k": seq_k, "head_dim": d,
                "causal": bool(causal), "dtype": dt}  # fmt: skip
@@ -668,7 +690,7 @@ def explain(
             )
     elif rb.total > cap:
         r.advice.append(f"N = {bn} overflows the registers ({rb.total:g} > {cap}): use N <= {rb.max_n}.")
-    if arch != "ampere" and bn < break_even:
+    if arch != "ampere" and bn < break_even and math.isfinite(break_even):
         r.advice.append(f"N = {bn} < {break_even:g}: shared memory cannot feed {native.name}; use N >= {break_even:g}.")
     if arch == "blackwell" and break_even == float("inf"):
         r.advice.append(f"M = {inst_m} rows per MMA cannot be fed from shared memory at any N: use 128-row Q tiles.")

@@ -28,7 +28,7 @@ from tilewise import gpus as _gpus
 from tilewise import validate
 from tilewise.errors import require
 from tilewise.explain.predicted import prediction
-from tilewise.explain.report import Report, fmt_bytes, fmt_flops, fmt_kib, fmt_time, gpu_info, pct, provenance_line
+from tilewise.explain.report import Report, fmt_bytes, fmt_flops, fmt_intensity, fmt_kib, fmt_time, gpu_info, pct, provenance_line
 from tilewise.gpus import element_bytes
 from tilewise.model import mma, roofline, tensorcore, traffic
 from tilewise.util import cdiv
@@ -87,7 +87,7 @@ def explain(
         "the FFN's activations and weights",
     )
     native = mma.path(g, dt)
-    arch = native.arch
+    arch = native.family  # ampere (mma.sync: Ampere and Ada), hopper or blackwell
     wm = tensorcore.WGMMA_M
     regs_lim = g.max_regs_per_thread
     smem_lim = g.smem_per_block_optin
@@ -193,7 +193,7 @@ def explain(
     s.say(
         f"Unfused, every head's gate and up activations [T, I] are written to HBM and read back: 6 passes over "
         f"{fmt_bytes(inter_bytes)}, {fmt_bytes(unf_bytes)} in all against {fmt_bytes(fus_bytes)} fused. Intensity "
-        f"{rf_unf.intensity:.0f} FLOP/B against a balance of {rf_unf.balance:.0f}: {rf_unf.bound}-bound, at best "
+        f"{fmt_intensity(rf_unf.intensity)} FLOP/B against a balance of {rf_unf.balance:.0f}: {rf_unf.bound}-bound, at best "
         f"{fmt_time(rf_unf.time_s)} ({rf_unf.attainable_flops / 1e12:.0f} TFLOP/s)."
     )
     s.say(
@@ -312,7 +312,7 @@ def explain(
     s.say(
         f"All {blocks_per_head} token blocks of a head read the same weights, and all heads' weights together are "
         f"{fmt_bytes(w_bytes)} against {fmt_bytes(g.l2_bytes)} of L2 ({'fits' if w_bytes <= g.l2_bytes else 'does NOT fit'}). "
-        f"If only the first read misses, the hit rate is {pct(hit)} and HBM sees {reuse.hbm_intensity:.0f} FLOP/B: "
+        f"If only the first read misses, the hit rate is {pct(hit)} and HBM sees {fmt_intensity(reuse.hbm_intensity)} FLOP/B: "
         f"{reuse.bound}-bound. Unlike attention's KV, the weights are the same for every sequence, so the reuse does "
         f"not depend on the sequence length."
     )
@@ -388,7 +388,7 @@ def explain(
         recompute_flops_ratio=(fl + bwd["split"]) / (fl + bwd["useful"]),
     )
     s.say(
-        f"The unfused layer is not slow for lack of FLOPs but for bytes: at {rf_unf.intensity:.0f} FLOP/B it can reach "
+        f"The unfused layer is not slow for lack of FLOPs but for bytes: at {fmt_intensity(rf_unf.intensity)} FLOP/B it can reach "
         f"{rf_unf.attainable_flops / 1e12:.0f} TFLOP/s. Fusion removes the bytes, so the gain is the distance from there "
         f"to what the fused kernel's Tensor Cores really deliver, and that is far from {peak / 1e12:.0f}: the "
         f"up-projections have K = d_h = {d} ({d // 16} k16 steps per chunk), the SiLU sits between the GEMMs on the "

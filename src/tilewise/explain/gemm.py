@@ -15,7 +15,7 @@ from tilewise import gpus as _gpus
 from tilewise import validate
 from tilewise.errors import InputError, parse_size, require
 from tilewise.explain.predicted import prediction
-from tilewise.explain.report import Report, fmt_bytes, fmt_flops, fmt_kib, fmt_time, gpu_info, pct, provenance_line
+from tilewise.explain.report import Report, fmt_bytes, fmt_flops, fmt_intensity, fmt_kib, fmt_time, gpu_info, pct, provenance_line
 from tilewise.model import decode, mma, roofline, traffic, waves
 from tilewise.model.occupancy import occupancy
 from tilewise.util import cdiv
@@ -70,11 +70,11 @@ def explain(
     stages = validate.size("stages", stages, maximum=16)
     registers = validate.size("registers", registers, maximum=g.max_regs_per_thread)
     require(threads % g.warp_size == 0, f"threads must be a multiple of {g.warp_size}, got {threads}")
+    native = mma.path(g, dt)  # first: refuses a dtype this GPU's Tensor Cores lack (fp8 on an A100)
     mm, mn, mk = mma_shape(dt)
     require(bm % mm == 0 and bn % mn == 0, f"tile must be a multiple of the {mm}x{mn} MMA fragment, got {bm}x{bn}")
     require(block_k % mk == 0, f"block_k must be a multiple of the MMA's k = {mk} ({dt}), got {block_k}")
     validate.fits_memory(g, {"A": m * k * e, "B": k * n * e, "C": m * n * e}, "A, B and C")
-    native = mma.path(g, dt)  # also refuses a dtype this GPU's Tensor Cores lack
 
     r = Report(
         kind="gemm",
@@ -124,7 +124,14 @@ def explain(
     s.say(f"Each block reads A's rows [{bm}, {k}] and B's columns [{k}, {bn}]; blocks never talk to each other.")
 
     # 3. Waves over the SMs.
-    occ = occupancy(g, threads, registers, 0, stages * (bm * block_k + block_k * bn) * e)
+    stage_smem = stages * (bm * block_k + block_k * bn) * e
+    require(
+        stage_smem <= g.smem_per_block_optin,
+        f"stages x (tile M x block_k + block_k x tile N) x {e} B = {stages} x ({bm} x {block_k} + {block_k} x {bn}) "
+        f"x {e} = {stage_smem} bytes of shared memory must fit the {g.name}'s {g.smem_per_block_optin} per block; "
+        "use fewer stages, a smaller tile or block_k",
+    )
+    occ = occupancy(g, threads, registers, 0, stage_smem)
     w1 = waves.grid_waves(blocks, g.sms, 1)
     wk = waves.grid_waves(blocks, g.sms, max(occ.blocks_per_sm, 1))
     s = r.step(
@@ -256,7 +263,7 @@ def explain(
     )
     s.say(
         f"Intensity = {fmt_flops(flops)} / {fmt_bytes(nbytes)} = {rf.intensity:.1f} FLOP/B. Balance = "
-        f"{_gpus.peak_flops(g, dtype) / 1e12:.1f} TFLOP/s / {g.hbm_bytes_per_s / 1e12:.2f} TB/s = {rf.balance:.0f} FLOP/B."
+        f"{_gpus.peak_flops(g, dtype) / 1e12:.1f} TFLOP/s / {g.hbm_bytes_per_s / 1e12:.2f} TB/s = {fmt_intensity(rf.balance)} FLOP/B."
     )
     s.say(
         f"{'Memory' if rf.bound == 'memory' else 'Compute'}-bound: compute takes {fmt_time(rf.compute_s)}, "
@@ -309,15 +316,15 @@ def explain(
         i_full = traffic.gemm_flops(full_m, n, k) / traffic.gemm_bytes(full_m, n, k, dt)
         if i_full < rf.balance:
             frag = (
-                f"M = {m} fills every 16-row fragment yet gives only {i_full:.0f} FLOP/B"
+                f"M = {m} fills every 16-row fragment yet gives only {fmt_intensity(i_full)} FLOP/B"
                 if full_m == m
-                else f"Filling the fragments (M = {full_m}) would give only {i_full:.0f} FLOP/B"
+                else f"Filling the fragments (M = {full_m}) would give only {fmt_intensity(i_full)} FLOP/B"
             )
             frag += f", still below {rf.balance:.0f}: full fragments are not the same as full Tensor Cores."
         else:
             frag = ""
         r.advice.append(
-            f"Memory-bound ({rf.intensity:.0f} FLOP/B against {rf.balance:.0f}): the floor is reading "
+            f"Memory-bound ({fmt_intensity(rf.intensity)} FLOP/B against {rf.balance:.0f}): the floor is reading "
             f"B ({fmt_bytes(b_b)}) once. Batching more rows raises intensity with M; {need}. {frag}".rstrip()
         )
         spread = "enough blocks or split-K" if trips > 1 else "enough blocks (smaller tiles)"
@@ -330,7 +337,7 @@ def explain(
             "hopper": "feed wgmma from TMA-loaded shared memory with 128x128+ tiles, 3-4 stages",
             "blackwell": "issue tcgen05 from one thread with 128-row tiles accumulating in Tensor Memory, TMA stages",
             "ampere": "feed mma.sync through ldmatrix with 128x128 tiles and 3-4 cp.async stages",
-        }[native.arch]
+        }[native.family]
         r.advice.append(f"Compute-bound: {feed}, and a persistent grid.")
     if w1.tail_blocks and w1.efficiency < 0.9:
         fix = (

@@ -176,5 +176,12 @@ def fmt_flops(f: float) -> str:
     return f"{f:.0f} FLOP"
 
 
+def fmt_intensity(x: float) -> str:
+    """FLOP per byte: whole numbers from 10 up (295), two significant digits below (0.5, not "0")."""
+    if not math.isfinite(x):
+        return "unbounded" if x > 0 else "undefined"
+    return f"{x:.0f}" if abs(x) >= 10 else f"{x:.2g}"
+
+
 def pct(x: float) -> str:
     return f"{100 * x:.3g}%"

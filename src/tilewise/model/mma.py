@@ -8,6 +8,8 @@ the section is about (`path`):
   registers (loaded from shared memory with `ldmatrix`); accumulators in registers; global ->
   shared copies with `cp.async`, each thread copying its 4, 8 or 16 bytes; no TMA, no wgmma, no
   setmaxnreg (which, like wgmma, needs sm_90a).
+* Ada (sm_89): Ampere's path (mma.sync from one warp, cp.async, no TMA, no wgmma, no setmaxnreg),
+  with fp8 Tensor-Core rates.
 * Hopper (sm_90a): `wgmma.mma_async` m64nNk16, issued by a warpgroup (4 warps, 128 threads);
   B (and A, or A from registers) from shared memory; accumulators in registers; TMA copies
   issued by one thread (`tilewise.model.tensorcore` holds the seed's derivations).
@@ -47,7 +49,7 @@ def k_of(dtype: str) -> int:
 
 @dataclass(frozen=True)
 class MmaPath:
-    arch: str
+    arch: str  # the GPU's architecture (ampere, ada, hopper, blackwell)
     name: str  # "mma.sync", "wgmma", "tcgen05.mma"
     instruction: str  # e.g. "mma.sync m16n8k16"
     issued_by: str  # "one warp", "one warpgroup (4 warps)", "one thread"
@@ -59,6 +61,9 @@ class MmaPath:
     copies: str  # how global memory reaches shared memory
     tma: bool
     async_mma: bool  # the MMA returns before its result is ready (wgmma, tcgen05)
+    # The instruction family whose rules a report walks: "ampere" (mma.sync, on Ampere and Ada alike),
+    # "hopper" (wgmma), "blackwell" (tcgen05).
+    family: str = "ampere"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -84,6 +89,7 @@ def path(gpu: str | _gpus.GPU, dtype: str = "bf16") -> MmaPath:
             copies="TMA, issued by one thread",
             tma=g.tma,
             async_mma=True,
+            family="blackwell",
         )
     if g.wgmma:
         return MmaPath(
@@ -99,8 +105,9 @@ def path(gpu: str | _gpus.GPU, dtype: str = "bf16") -> MmaPath:
             copies="TMA, issued by one thread",
             tma=g.tma,
             async_mma=True,
+            family="hopper",
         )
-    if g.arch == "ampere":
+    if g.arch in ("ampere", "ada"):  # Ada (sm_89) keeps Ampere's mma.sync and cp.async; it adds fp8 rates
         return MmaPath(
             arch=g.arch,
             name="mma.sync",
@@ -115,7 +122,7 @@ def path(gpu: str | _gpus.GPU, dtype: str = "bf16") -> MmaPath:
             tma=False,
             async_mma=False,
         )
-    raise InputError(f"gpu must be an Ampere, Hopper or Blackwell registry entry, got {g.key} ({g.arch})")
+    raise InputError(f"gpu must be an Ampere, Ada, Hopper or Blackwell GPU, got {g.key} ({g.arch})")
 
 
 def flops_per_cycle_per_tensor_core(gpu: str | _gpus.GPU, dtype: str = "bf16") -> int:

@@ -149,14 +149,19 @@ def occupancy(
     if carveout is not None:
         carveout = positive_int("carveout", carveout, minimum=0, maximum=100)
     optin_dynamic = g.smem_per_block_optin - static_smem
+    attribute_set = max_dynamic_smem is not None
     if max_dynamic_smem is None:
         max_dynamic_smem = optin_dynamic
     max_dynamic_smem = positive_int("max_dynamic_smem", max_dynamic_smem, minimum=0, maximum=optin_dynamic)
     if dynamic_smem > max_dynamic_smem:
+        # Say where the ceiling comes from: the attribute the caller set, or the GPU's limit less the static part.
+        why = (
+            f"the max_dynamic_smem attribute, {max_dynamic_smem} bytes"
+            if attribute_set
+            else f"{max_dynamic_smem} bytes = {g.smem_per_block_optin} per-block limit - {static_smem} static"
+        )
         raise InputError(
-            f"dynamic_smem must be at most the kernel's max dynamic shared memory "
-            f"({max_dynamic_smem} bytes = {g.smem_per_block_optin} per-block limit - {static_smem} static), "
-            f"got {dynamic_smem}"
+            f"dynamic_smem must be at most the kernel's max dynamic shared memory ({why}), got {dynamic_smem}"
         )
     notes: list[str] = []
 

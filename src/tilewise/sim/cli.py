@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from tilewise.errors import InputError, fraction, positive_int, shown
+from tilewise.errors import InputError, clip, fraction, positive_int, shown
 
 EPILOG = """examples:
   tilewise trace examples/sim/gemm_tiled.py --grid 4,4 --block 32,32
@@ -81,7 +81,7 @@ def user_error(path: str, what: str, err: BaseException) -> InputError:
         line = _where(err.__traceback__, path)
     at = f"{path}:{line}" if line else path
     text = _text_of(err)
-    msg = shown(text.splitlines()[0], 300) if text.strip() else ""
+    msg = clip(text.splitlines()[0]) if text.strip() else ""
     if isinstance(err, SystemExit):
         msg = f"the file called sys.exit({shown(err.code)}), which trace cannot return from"
     return InputError(f"{at}: in {what}: {type(err).__name__}{': ' + msg if msg else ''}")
