@@ -85,6 +85,11 @@ def explain(
         ),
     )
     r.notes.append(provenance_line(g))
+    if _gpus.dtype_key(dtype) != dt:  # fp32 asked, tf32 computed: say so rather than change it silently
+        r.notes.append(
+            f"dtype {_gpus.dtype_key(dtype)}: the GEMM runs on the Tensor Cores as {dt} (fp32 storage, 4 bytes per "
+            f"element, products of 10-bit mantissas summed in fp32); the rates below are {dt}'s."
+        )
     if bm > m or bn > n:
         r.notes.append(
             f"The {bm} x {bn} tile is larger than C [{m}, {n}]: each block computes a padded tile of which "
