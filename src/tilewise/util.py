@@ -5,6 +5,10 @@ from __future__ import annotations
 
 def cdiv(a: int, b: int) -> int:
     """Ceiling of a / b for integers (b > 0): how many b-sized pieces cover a."""
+    if not b > 0:  # one comparison: cdiv sits on kernels' launch paths
+        from tilewise.errors import InputError
+
+        raise InputError(f"cdiv's divisor must be a whole number >= 1, got {b!r}")
     return -(-a // b)
 
 

@@ -113,6 +113,9 @@ def local_tile_coords(schedule: GroupedSchedule, expert: int, local: int) -> tup
 
 def persistent_tiles(total_tiles: int, programs: int, program: int) -> list[int]:
     """Tiles a persistent program takes when each of `programs` strides over the tile space."""
+    total_tiles = positive_int("total_tiles", total_tiles, minimum=0)
+    programs = positive_int("programs", programs)
+    program = positive_int("program", program, minimum=0, maximum=programs - 1)
     return list(range(program, total_tiles, programs))
 
 
