@@ -190,7 +190,9 @@ def register(sub) -> None:
         epilog="examples:\n  tilewise gpus\n  tilewise gpus h200\n  tilewise gpus h100 --json\n  tilewise gpus --detect",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    g.add_argument("name", nargs="?", help="a registry key or alias (h100-sxm, h200, l40s, ...) or a GPU file (.toml/.json)")
+    g.add_argument(
+        "name", nargs="?", help="a registry key or alias (h100-sxm, h200, l40s, ...) or a GPU file (.toml/.json)"
+    )
     g.add_argument("--json", action="store_true", help="print JSON")
     g.add_argument("--detect", action="store_true", help="read the live device through torch/CUDA")
     g.set_defaults(func=_cmd_gpus)

@@ -8,8 +8,12 @@ shows a traceback for one.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import numbers
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 
 class InputError(ValueError):
@@ -127,7 +131,12 @@ def number(
     """A finite real number (not bool, not nan or inf) in [low, high] ((low, high] with low_open)."""
     lo = "-inf" if low is None else f"{low:g}"
     hi_s = "inf" if high is None else f"{high:g}"
-    want = f"{name} must be a finite number in {'(' if low_open else '['}{lo}, {hi_s}]"
+    if low is None and high is None:
+        want = f"{name} must be a finite number"
+    elif high is None:
+        want = f"{name} must be a finite number {'>' if low_open else '>='} {lo}"
+    else:
+        want = f"{name} must be a finite number in {'(' if low_open else '['}{lo}, {hi_s}]"
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise InputError(f"{want}, got {shown(value)}")
     try:
@@ -149,12 +158,12 @@ def fraction(name: str, value: object, *, low: float = 0.0, high: float = 1.0) -
         try:
             value = float(value)
         except ValueError:
-            raise InputError(f"{name} must be a number in [{low:g}, {high:g}], got {shown(value)}") from None
+            raise InputError(f"{name} must be a number in [{low}, {high}], got {shown(value)}") from None
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise InputError(f"{name} must be a number in [{low:g}, {high:g}], got {shown(value)}")
+        raise InputError(f"{name} must be a number in [{low}, {high}], got {shown(value)}")
     v = float(value)
     if not (low <= v <= high):  # nan fails both comparisons
-        raise InputError(f"{name} must be a number in [{low:g}, {high:g}], got {shown(value)}")
+        raise InputError(f"{name} must be a number in [{low}, {high}], got {shown(value)}")
     return v
 
 
@@ -185,6 +194,112 @@ def known_keys(name: str, given: object, allowed: tuple[str, ...] | list[str]) -
             f"{name} has unknown keys {shown(sorted(map(str, unknown)))}; expected keys from {', '.join(allowed)}"
         )
     return given
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+# The annotations `typed` checks, spelled as they appear under `from __future__ import annotations`.
+_KINDS = {
+    "int": "int",
+    "int | None": "int?",
+    "float": "float",
+    "float | None": "float?",
+    "bool": "bool",
+    "str": "str",
+    "Sequence[int]": "ints",
+    "Iterable[float]": "floats",
+}
+
+
+def _int_type(name: str, v: Any) -> int:
+    """A whole number of either sign (the function checks its own range), at most SIZE_CAP in size."""
+    if (
+        isinstance(v, bool)
+        or not isinstance(v, (numbers.Integral, float))
+        or (isinstance(v, float) and not v.is_integer())
+    ):
+        raise InputError(f"{name} must be an integer, got {shown(v)}")
+    n = int(v)
+    if n > SIZE_CAP:
+        raise InputError(f"{name} must be an integer <= {SIZE_CAP}, got {shown(n)}")
+    if n < -SIZE_CAP:
+        raise InputError(f"{name} must be an integer >= {-SIZE_CAP}, got {shown(n)}")
+    return n
+
+
+def _typed_value(kind: str, name: str, v: Any, minimum: int | None) -> Any:
+    if v is None and kind.endswith("?"):
+        return v
+    if kind in ("int", "int?"):
+        if type(v) is int and (minimum is None or v >= minimum) and -SIZE_CAP <= v <= SIZE_CAP:
+            return v
+        return _int_type(name, v) if minimum is None else whole(name, v, minimum=minimum)
+    if kind in ("float", "float?"):
+        if (type(v) is float and math.isfinite(v)) or (type(v) is int and abs(v) < 2**1000):
+            return v
+        number(name, v)  # raises for bool, nan, inf, strings; a numpy float passes unchanged
+        return v
+    if kind == "bool":
+        return flag(name, v)
+    if kind == "str":
+        if not isinstance(v, str):
+            raise InputError(f"{name} must be a string, got {shown(v)}")
+        return v
+    if kind in ("ints", "floats"):
+        if isinstance(v, (str, bytes, dict)) or not hasattr(v, "__iter__"):
+            what = "integers" if kind == "ints" else "finite numbers"
+            raise InputError(f"{name} must be a sequence of {what}, got {shown(v)}")
+        if kind == "ints":
+            lo = -SIZE_CAP if minimum is None else minimum
+            if all(type(x) is int and lo <= x <= SIZE_CAP for x in v):
+                return v  # unchanged (a tuple stays hashable for the caches behind it)
+            if minimum is None:
+                return [_int_type(f"{name}[{i}]", x) for i, x in enumerate(v)]
+            return [whole(f"{name}[{i}]", x, minimum=minimum) for i, x in enumerate(v)]
+        for i, x in enumerate(v):
+            number(f"{name}[{i}]", x)
+        return v
+    return v
+
+
+def _typed(fn: _F, minimum: int | None) -> _F:
+    params = [p for p in inspect.signature(fn).parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    # `gpu` is a name or a GPU whatever its annotation says: gpus.get checks it.
+    checks = [
+        (i, p.name, _KINDS[str(p.annotation)])
+        for i, p in enumerate(params)
+        if str(p.annotation) in _KINDS and p.name != "gpu"
+    ]
+    if not checks:
+        return fn
+
+    @functools.wraps(fn)
+    def checked(*args: Any, **kw: Any) -> Any:
+        a = list(args)
+        for i, name, kind in checks:
+            if i < len(a):
+                a[i] = _typed_value(kind, name, a[i], minimum)
+            elif name in kw:
+                kw[name] = _typed_value(kind, name, kw[name], minimum)
+        return fn(*a, **kw)
+
+    return cast(_F, checked)
+
+
+def typed(fn: _F) -> _F:
+    """Check a public function's arguments against its annotations before it runs.
+
+    `int` is a whole number (bool, 1.5, nan and strings refused; an integral float becomes an int;
+    magnitude <= SIZE_CAP), `float` a finite real number, `bool` True or False, `str` a string,
+    `Sequence[int]` integers, `X | None` also None. Ranges stay in the function, which names them.
+    Each refusal is one InputError naming the parameter, what was expected and what was given.
+    """
+    return _typed(fn, None)
+
+
+def counts(fn: _F) -> _F:
+    """`typed`, with every `int` (and `Sequence[int]`) a count: a whole number >= 0 (0 gives 0 work)."""
+    return _typed(fn, 0)
 
 
 def parse_size(name: str, text: str | int) -> int:

@@ -46,7 +46,9 @@ _H200_L2 = (
 )
 _OCC_H = "cuda_occupancy.h and the runtime's answers (tests/data/occupancy_h200.json)"
 _H100_PAGE = "NVIDIA H100 datasheet, https://www.nvidia.com/en-us/data-center/h100/ (H100 NVL column)"
-_GH200_DS = "NVIDIA GH200 Grace Hopper Superchip datasheet, https://www.nvidia.com/en-us/data-center/grace-hopper-superchip/"
+_GH200_DS = (
+    "NVIDIA GH200 Grace Hopper Superchip datasheet, https://www.nvidia.com/en-us/data-center/grace-hopper-superchip/"
+)
 _H20_BRIEF = (
     "NVIDIA H20 product brief (2024) as reported, e.g. https://www.techpowerup.com/gpu-specs/h20.c4225 "
     "(NVIDIA publishes no H20 page: less certain than the other Hopper entries, check against detect())"
@@ -56,7 +58,9 @@ _ADA_WP = (
     "NVIDIA Ada Lovelace GPU architecture whitepaper v2.1, appendix A, "
     "https://images.nvidia.com/aem-dam/Solutions/geforce/ada/nvidia-ada-gpu-architecture.pdf"
 )
-_CC89 = _CUDA_GUIDE + " (compute capability 8.9: 100 KB shared per SM, 99 KB per block, 1536 threads and 24 blocks per SM)"
+_CC89 = (
+    _CUDA_GUIDE + " (compute capability 8.9: 100 KB shared per SM, 99 KB per block, 1536 threads and 24 blocks per SM)"
+)
 
 # The one dtype table: every spelling tilewise accepts -> its storage name. The explain reports, the
 # advisor, the composed-layer model and the kernels' configs all read it (through `dtype_key`).
@@ -736,11 +740,7 @@ _ARCH_FEATURES = {
 _ARCH_DEFAULT = {"ampere": "a100-sxm", "ada": "l40s", "hopper": "h100-sxm", "blackwell": "b200"}
 USER_SOURCE = "user file"  # every figure a file gives is sourced "user file PATH" unless it names a source
 
-_INT_FIELDS = {
-    f.name
-    for f in dataclasses.fields(GPU)
-    if f.type in ("int", int) and f.name not in ("key",)
-}
+_INT_FIELDS = {f.name for f in dataclasses.fields(GPU) if f.type in ("int", int) and f.name not in ("key",)}
 _FLOAT_FIELDS = {f.name for f in dataclasses.fields(GPU) if f.type in ("float", float)}
 _BOOL_FIELDS = {"wgmma", "tcgen05", "tma"}
 _FIELDS = {f.name for f in dataclasses.fields(GPU)}
@@ -817,7 +817,9 @@ def _field(path: str, name: str, value: Any) -> Any:
         return out
     if name == "smem_carveouts_kb":
         if not isinstance(value, (list, tuple)) or not value:
-            raise InputError(f"{at} must be a list of shared-memory sizes in KB such as [0, 8, 16, 100], got {_shown(value)}")
+            raise InputError(
+                f"{at} must be a list of shared-memory sizes in KB such as [0, 8, 16, 100], got {_shown(value)}"
+            )
         return tuple(sorted({whole(f"{at} entry", v, minimum=0, maximum=1024) for v in value}))
     if name == "aliases":
         if not isinstance(value, (list, tuple)) or not all(isinstance(a, str) and 0 < len(a) <= 40 for a in value):

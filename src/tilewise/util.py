@@ -2,14 +2,31 @@
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 
 def cdiv(a: int, b: int) -> int:
     """Ceiling of a / b for integers (b > 0): how many b-sized pieces cover a."""
-    if not b > 0:  # one comparison: cdiv sits on kernels' launch paths
-        from tilewise.errors import InputError
+    if type(a) is not int or type(b) is not int or b <= 0:  # two type checks: cdiv sits on launch paths
+        from tilewise.errors import whole
 
-        raise InputError(f"cdiv's divisor must be a whole number >= 1, got {b!r}")
+        a = whole("cdiv's dividend", a, minimum=-(2**63))
+        b = whole("cdiv's divisor", b, minimum=1)
     return -(-a // b)
+
+
+def json_safe(value: Any) -> Any:
+    """`value` with every non-finite float (inf, nan) replaced by None, dicts and lists walked: what a
+    `to_dict()` returns is strict JSON (json.dumps(..., allow_nan=False) accepts it). None reads as
+    "no such figure" (a balance that is unbounded, a break-even N that does not exist)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
 
 
 def next_power_of_2(n: int) -> int:
@@ -17,4 +34,8 @@ def next_power_of_2(n: int) -> int:
 
     Plain Python on purpose: `triton.next_power_of_2` is a jit-visible function and costs ~10 us per host call.
     """
+    if type(n) is not int or n > 2**53:
+        from tilewise.errors import whole
+
+        n = whole("n", n, minimum=-(2**63))
     return 1 if n <= 1 else 1 << (n - 1).bit_length()

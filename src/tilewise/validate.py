@@ -39,7 +39,9 @@ def size(name: str, value: object, *, minimum: int = 1, maximum: int | None = No
     default ceiling, the memory of the largest GPU in the registry.
     """
     why = "" if maximum is not None else " (no GPU in the registry holds more bytes)"
-    return whole(name, value, minimum=minimum, maximum=MAX_SIZE if maximum is None else maximum, strings=strings, why=why)
+    return whole(
+        name, value, minimum=minimum, maximum=MAX_SIZE if maximum is None else maximum, strings=strings, why=why
+    )
 
 
 def multiple(name: str, value: int, of: int, why: str) -> int:

@@ -50,7 +50,9 @@ def _refuse_unused(a: argparse.Namespace) -> None:
             opts = ", ".join(spell(n) if not n.startswith("--") else n for n in extra)
             raise InputError(f"--validate takes only --gpu, --sweep, --per-problem and --json, got {opts}")
         if a.per_problem and not a.json:
-            raise InputError("--per-problem adds every problem's row to --validate --json's output; got it without --json")
+            raise InputError(
+                "--per-problem adds every problem's row to --validate --json's output; got it without --json"
+            )
         return
     for opt, name in (("--sweep", "sweep"), ("--per-problem", "per_problem")):
         if given(name):
@@ -61,7 +63,9 @@ def _refuse_unused(a: argparse.Namespace) -> None:
     extra = sorted(n for n in _PROBLEM_OPTS - allowed if given(n))
     if extra:
         takes = ", ".join(spell(n) for n in [*(n for n, _ in ARGS[a.kind]), *_EXTRA[a.kind]])
-        raise InputError(f"advise {a.kind} takes {takes}; got {', '.join(spell(n) for n in extra)}, which it does not use")
+        raise InputError(
+            f"advise {a.kind} takes {takes}; got {', '.join(spell(n) for n in extra)}, which it does not use"
+        )
 
 
 def _problem(kind: str, a: argparse.Namespace) -> dict:

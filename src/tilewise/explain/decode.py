@@ -16,7 +16,16 @@ from tilewise import gpus as _gpus
 from tilewise import validate
 from tilewise.errors import require
 from tilewise.explain.predicted import prediction
-from tilewise.explain.report import Report, fmt_bytes, fmt_flops, fmt_intensity, fmt_time, gpu_info, pct, provenance_line
+from tilewise.explain.report import (
+    Report,
+    fmt_bytes,
+    fmt_flops,
+    fmt_intensity,
+    fmt_time,
+    gpu_info,
+    pct,
+    provenance_line,
+)
 from tilewise.model import decode, latency, mma, traffic
 
 DEFAULTS = dict(batch=8, heads=32, kv_heads=8, seq_len=8192, head_dim=128, dtype="bf16", gpu="h100-sxm", block_n=128)
@@ -204,7 +213,10 @@ def explain(
         f"{pct(p64.tensor_utilisation)} busy. "
         + (f"Compute-bound from batch {need}." if need is not None else "No batch up to 2^24 reaches the balance.")
     )
-    s.say("  " + ", ".join(f"batch {p.batch}: {fmt_intensity(p.intensity)} FLOP/B, {pct(p.tensor_utilisation)}" for p in pts))
+    s.say(
+        "  "
+        + ", ".join(f"batch {p.batch}: {fmt_intensity(p.intensity)} FLOP/B, {pct(p.tensor_utilisation)}" for p in pts)
+    )
 
     if plan.splits > 1:
         r.advice.append(

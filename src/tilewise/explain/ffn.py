@@ -28,7 +28,17 @@ from tilewise import gpus as _gpus
 from tilewise import validate
 from tilewise.errors import require
 from tilewise.explain.predicted import prediction
-from tilewise.explain.report import Report, fmt_bytes, fmt_flops, fmt_intensity, fmt_kib, fmt_time, gpu_info, pct, provenance_line
+from tilewise.explain.report import (
+    Report,
+    fmt_bytes,
+    fmt_flops,
+    fmt_intensity,
+    fmt_kib,
+    fmt_time,
+    gpu_info,
+    pct,
+    provenance_line,
+)
 from tilewise.gpus import element_bytes
 from tilewise.model import mma, roofline, tensorcore, traffic
 from tilewise.util import cdiv

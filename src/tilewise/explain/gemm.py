@@ -15,7 +15,17 @@ from tilewise import gpus as _gpus
 from tilewise import validate
 from tilewise.errors import InputError, parse_size, require
 from tilewise.explain.predicted import prediction
-from tilewise.explain.report import Report, fmt_bytes, fmt_flops, fmt_intensity, fmt_kib, fmt_time, gpu_info, pct, provenance_line
+from tilewise.explain.report import (
+    Report,
+    fmt_bytes,
+    fmt_flops,
+    fmt_intensity,
+    fmt_kib,
+    fmt_time,
+    gpu_info,
+    pct,
+    provenance_line,
+)
 from tilewise.model import decode, mma, roofline, traffic, waves
 from tilewise.model.occupancy import occupancy
 from tilewise.util import cdiv

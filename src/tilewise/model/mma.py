@@ -31,7 +31,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from tilewise import gpus as _gpus
-from tilewise.errors import InputError
+from tilewise.errors import InputError, positive_int, typed
+from tilewise.util import json_safe
 
 # K of one dense MMA row: 32 bytes of A's row per instruction (mma.sync, wgmma and tcgen05 alike).
 K_BYTES = 32
@@ -41,6 +42,7 @@ TCGEN05_M = 128  # rows of one single-CTA tcgen05.mma as FA4/CUTLASS attention u
 MMA_SYNC_M, MMA_SYNC_N = 16, 8
 
 
+@typed
 def k_of(dtype: str) -> int:
     """K of one MMA instruction for `dtype`: 16 for bf16/fp16, 8 for tf32, 32 for fp8/int8."""
     dt = _gpus.dtype_name(dtype)
@@ -66,9 +68,10 @@ class MmaPath:
     family: str = "ampere"
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return json_safe(asdict(self))
 
 
+@typed
 def path(gpu: str | _gpus.GPU, dtype: str = "bf16") -> MmaPath:
     """The MMA path of `gpu` for `dtype` (InputError if the GPU has no Tensor-Core rate for it)."""
     g = _gpus.get(gpu)
@@ -125,6 +128,7 @@ def path(gpu: str | _gpus.GPU, dtype: str = "bf16") -> MmaPath:
     raise InputError(f"gpu must be an Ampere, Ada, Hopper or Blackwell GPU, got {g.key} ({g.arch})")
 
 
+@typed
 def flops_per_cycle_per_tensor_core(gpu: str | _gpus.GPU, dtype: str = "bf16") -> int:
     """Dense FLOPs one Tensor Core (one SM partition) does per cycle: A100 bf16 2 x 256 = 512."""
     g = _gpus.get(gpu)
@@ -145,9 +149,10 @@ class WarpFeed:
     break_even_rows_per_warp: float  # rows per warp where compute == feed (Q in registers)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return json_safe(asdict(self))
 
 
+@typed
 def warp_feed(
     rows: int,
     warps: int,
@@ -196,9 +201,10 @@ class InstructionFeed:
     limit_ratio: float  # the ratio as N grows
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return json_safe(asdict(self))
 
 
+@typed
 def instruction_feed(
     m: int, n: int, dtype: str = "bf16", gpu: str | _gpus.GPU = "b200", a_from_smem: bool = True
 ) -> InstructionFeed:
@@ -236,11 +242,17 @@ class TmemBudget:
     max_n: int  # the largest N (multiple of 16) with tiles x (N + d) <= 512
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return json_safe(asdict(self))
 
 
+@typed
 def tmem_budget(n: int, head_dim: int, tiles: int = 2) -> TmemBudget:
     """S and O of `tiles` Q tiles in TMEM: each [128, x] fp32 tile takes x of the 512 columns."""
+    n, head_dim, tiles = (
+        positive_int("n", n),
+        positive_int("head_dim", head_dim),
+        positive_int("tiles", tiles, maximum=64),
+    )
     cols = tiles * (n + head_dim)
     max_n = max(0, (TMEM_COLUMNS // tiles - head_dim) // 16 * 16)
     return TmemBudget(n, head_dim, tiles, cols, TMEM_COLUMNS, cols <= TMEM_COLUMNS, max_n)

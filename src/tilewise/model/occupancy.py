@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tilewise import gpus as _gpus
-from tilewise.errors import InputError, positive_int
-from tilewise.util import cdiv
+from tilewise.errors import InputError, positive_int, typed
+from tilewise.util import cdiv, json_safe
 
 LIMIT_NAMES = ("warps", "registers", "shared_memory", "blocks", "barriers")
 
@@ -58,31 +58,34 @@ class Occupancy:
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "gpu": self.gpu,
-            "threads": self.threads,
-            "registers": self.registers,
-            "static_smem": self.static_smem,
-            "dynamic_smem": self.dynamic_smem,
-            "carveout": self.carveout,
-            "blocks_per_sm": self.blocks_per_sm,
-            "limiter": self.limiter,
-            "limiters": list(self.limiters),
-            "limits": {k: (None if v >= _UNLIMITED else v) for k, v in self.limits.items()},
-            "warps_per_block": self.warps_per_block,
-            "warps_per_sm": self.warps_per_sm,
-            "max_warps_per_sm": self.max_warps_per_sm,
-            "occupancy": self.occupancy,
-            "registers_per_block": self.registers_per_block,
-            "smem_per_block": self.smem_per_block,
-            "smem_per_sm_config": self.smem_per_sm_config,
-            "notes": list(self.notes),
-        }
+        return json_safe(
+            {
+                "gpu": self.gpu,
+                "threads": self.threads,
+                "registers": self.registers,
+                "static_smem": self.static_smem,
+                "dynamic_smem": self.dynamic_smem,
+                "carveout": self.carveout,
+                "blocks_per_sm": self.blocks_per_sm,
+                "limiter": self.limiter,
+                "limiters": list(self.limiters),
+                "limits": {k: (None if v >= _UNLIMITED else v) for k, v in self.limits.items()},
+                "warps_per_block": self.warps_per_block,
+                "warps_per_sm": self.warps_per_sm,
+                "max_warps_per_sm": self.max_warps_per_sm,
+                "occupancy": self.occupancy,
+                "registers_per_block": self.registers_per_block,
+                "smem_per_block": self.smem_per_block,
+                "smem_per_sm_config": self.smem_per_sm_config,
+                "notes": list(self.notes),
+            }
+        )
 
 
 _UNLIMITED = 2**31 - 1
 
 
+@typed
 def carveout_bytes(gpu: _gpus.GPU, carveout: int | None) -> int:
     """The shared-memory size an SM is configured to for a carveout preference.
 
@@ -103,16 +106,19 @@ def _align_to_carveout(gpu: _gpus.GPU, nbytes: int) -> int:
     return gpu.smem_carveouts_kb[-1] * 1024
 
 
+@typed
 def registers_per_warp(gpu: _gpus.GPU, registers: int) -> int:
     """Registers the SM allocates to one warp: registers x 32, rounded up to 256."""
     return _round_up(registers * gpu.warp_size, gpu.reg_alloc_unit)
 
 
+@typed
 def smem_per_block(gpu: _gpus.GPU, static_smem: int, dynamic_smem: int) -> int:
     """Shared memory one block takes: static + dynamic + the reserved 1 KB, rounded to 128 B."""
     return _round_up(static_smem + dynamic_smem + gpu.reserved_smem_per_block, gpu.smem_alloc_unit)
 
 
+@typed
 def occupancy(
     gpu: str | _gpus.GPU,
     threads: int,
@@ -248,6 +254,7 @@ BLOCK_SIZES = [32 * i for i in range(1, 33)]
 REGISTER_COUNTS = [8 * i for i in range(1, 32)] + [255]
 
 
+@typed
 def what_if(kw: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     """The occupancy calculator's three graphs: blocks and warps per SM as block size, registers
     and shared memory vary, the rest of `kw` (the arguments of `occupancy`) fixed. A configuration

@@ -46,7 +46,7 @@ from tilewise import gpus as _gpus
 from tilewise.errors import InputError, shown, whole
 from tilewise.model import traffic, waves
 from tilewise.model.occupancy import occupancy
-from tilewise.util import cdiv
+from tilewise.util import cdiv, json_safe
 
 # terms reported as the part of a main term they account for (never added on top)
 SHARE_TERMS = ("wave_tail", "padding", "step_latency", "l2_hot_rows", "misaligned_rows")
@@ -108,15 +108,17 @@ class Prediction:
     detail: dict[str, Any] = field(default_factory=dict)  # waves, programs, bytes, efficiencies
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "kernel": self.kernel,
-            "ms": self.ms,
-            "terms": dict(self.terms),
-            "binding": self.binding,
-            "gpu": self.gpu,
-            "calibrated": self.calibrated,
-            "detail": dict(self.detail),
-        }
+        return json_safe(
+            {
+                "kernel": self.kernel,
+                "ms": self.ms,
+                "terms": dict(self.terms),
+                "binding": self.binding,
+                "gpu": self.gpu,
+                "calibrated": self.calibrated,
+                "detail": dict(self.detail),
+            }
+        )
 
 
 # ------------------------------------------------------------------------------------------ calibration
@@ -623,6 +625,15 @@ def predict(
     if kernel in PROBLEM_KEYS:
         _check_problem(kernel, problem)
         _check_config(kernel, config)
+    for what, given, keys in (
+        ("efficiency", efficiency, ("mma", "stream", "fixed")),
+        ("constants", constants, tuple(DEFAULTS)),
+    ):
+        if given is not None:
+            _check_keys(what, given, (), keys)
+            for k, v in given.items():
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                    raise InputError(f"{what}[{k!r}] must be a finite number >= 0, got {shown(v)}")
     mach = machine(_gpus.get(gpu).key, tuple(sorted((constants or {}).items())))
     return _FAMILIES[kernel](problem, config, mach, efficiency)
 

@@ -12,7 +12,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from tilewise import gpus as _gpus
-from tilewise.errors import InputError
+from tilewise.errors import InputError, typed
+from tilewise.util import json_safe
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,7 @@ class Roofline:
     attainable_flops: float  # min(peak, intensity x bandwidth)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return json_safe(asdict(self))
 
 
 def _amount(name: str, v: object) -> float:
@@ -87,6 +88,7 @@ def time(
 # ------------------------------------------------------------------ per level
 
 
+@typed
 def machine_balance(gpu: str | _gpus.GPU = "h100-sxm", dtype: str = "bf16") -> dict[str, float]:
     """FLOP per byte the Tensor Cores need from each level to stay busy: HBM ~295 on an H100 SXM.
 
@@ -104,12 +106,14 @@ class LevelRoofline:
     tensor_utilisation: float  # compute time / time
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "levels": {k: v.to_dict() for k, v in self.levels.items()},
-            "binding": self.binding,
-            "time_s": self.time_s,
-            "tensor_utilisation": self.tensor_utilisation,
-        }
+        return json_safe(
+            {
+                "levels": {k: v.to_dict() for k, v in self.levels.items()},
+                "binding": self.binding,
+                "time_s": self.time_s,
+                "tensor_utilisation": self.tensor_utilisation,
+            }
+        )
 
 
 def time_levels(
@@ -150,6 +154,7 @@ def _hit(hit_rate: float) -> float:
     return fraction("hit_rate", hit_rate)
 
 
+@typed
 def effective_hbm_bytes(requested_bytes: float, hit_rate: float) -> float:
     """Bytes HBM serves when `hit_rate` of the requested bytes hit in L2."""
     if requested_bytes < 0:
@@ -157,6 +162,7 @@ def effective_hbm_bytes(requested_bytes: float, hit_rate: float) -> float:
     return requested_bytes * (1.0 - _hit(hit_rate))
 
 
+@typed
 def hit_rate_for_compute_roof(intensity: float, gpu: str | _gpus.GPU = "h100-sxm", dtype: str = "bf16") -> float:
     """L2 hit rate at which FLOPs / (HBM bytes) reaches the HBM balance: max(0, 1 - intensity / balance)."""
     if not intensity > 0:
@@ -164,6 +170,7 @@ def hit_rate_for_compute_roof(intensity: float, gpu: str | _gpus.GPU = "h100-sxm
     return max(0.0, 1.0 - intensity / _gpus.balance(_gpus.get(gpu), "hbm", dtype))
 
 
+@typed
 def ideal_hit_rate(readers: int) -> float:
     """Hit rate when `readers` blocks read the same bytes and only the first read misses: 1 - 1/readers."""
     from tilewise.errors import positive_int
@@ -183,9 +190,10 @@ class L2Reuse:
     tensor_utilisation: float  # min over levels of intensity_at_level / balance_at_level, capped at 1
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return json_safe(asdict(self))
 
 
+@typed
 def l2_reuse(
     intensity: float, hit_rate: float, gpu: str | _gpus.GPU = "h100-sxm", dtype: str = "bf16", include_l2: bool = False
 ) -> L2Reuse:
@@ -230,9 +238,10 @@ class KVIntensity:
     intensity: float  # = M for 16-bit types
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return json_safe(asdict(self))
 
 
+@typed
 def kv_tile_intensity(block_m: int = 64, block_n: int = 128, head_dim: int = 128, dtype: str = "bf16") -> KVIntensity:
     """FLOPs per byte of one K/V tile for a block owning block_m query rows: N and d cancel, M remains."""
     from tilewise.errors import positive_int

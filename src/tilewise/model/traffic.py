@@ -8,64 +8,22 @@ input read once and each output written once.
 
 from __future__ import annotations
 
-import functools
-import inspect
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar, cast
+from collections.abc import Sequence
 
-from tilewise.errors import InputError, positive_int, whole
+from tilewise.errors import InputError, counts, positive_int
 from tilewise.gpus import element_bytes
 from tilewise.util import cdiv
-
-_F = TypeVar("_F", bound=Callable[..., Any])
-
-
-def _counts(fn: _F) -> _F:
-    """Check a count function's size arguments (every `int` and `Sequence[int]` parameter): whole numbers
-    >= 0 (a bool, 1.5, -1, nan or a string is an InputError naming the parameter; 0 gives 0 work)."""
-    params = list(inspect.signature(fn).parameters.values())
-    ints = [(i, p.name) for i, p in enumerate(params) if p.annotation == "int"]
-    seqs = [(i, p.name) for i, p in enumerate(params) if p.annotation == "Sequence[int]"]
-
-    def ok(v: object) -> bool:
-        return type(v) is int and v >= 0
-
-    @functools.wraps(fn)
-    def checked(*args: Any, **kw: Any) -> Any:
-        a = list(args)
-        for i, name in ints:
-            if i < len(a):
-                if not ok(a[i]):
-                    a[i] = whole(name, a[i], minimum=0)
-            elif name in kw and not ok(kw[name]):
-                kw[name] = whole(name, kw[name], minimum=0)
-        for i, name in seqs:
-            v = a[i] if i < len(a) else kw.get(name)
-            if v is None:
-                continue
-            if isinstance(v, (str, bytes)) or not isinstance(v, Sequence):
-                raise InputError(f"{name} must be a sequence of whole numbers >= 0, got {type(v).__name__}")
-            if not all(ok(x) for x in v):
-                fixed = [whole(f"{name}[{j}]", x, minimum=0) for j, x in enumerate(v)]
-                if i < len(a):
-                    a[i] = fixed
-                else:
-                    kw[name] = fixed
-        return fn(*a, **kw)
-
-    return cast(_F, checked)
-
 
 # --------------------------------------------------------------------------- GEMM
 
 
-@_counts
+@counts
 def gemm_flops(m: int, n: int, k: int) -> int:
     """C[m, n] = A[m, k] @ B[k, n]: one multiply-add (2 FLOPs) per (i, j, l)."""
     return 2 * m * n * k
 
 
-@_counts
+@counts
 def gemm_bytes(m: int, n: int, k: int, dtype: str = "bf16", out_dtype: str | None = None) -> int:
     """A and B read once, C written once."""
     e = element_bytes(dtype)
@@ -73,7 +31,7 @@ def gemm_bytes(m: int, n: int, k: int, dtype: str = "bf16", out_dtype: str | Non
     return (m * k + k * n) * e + m * n * eo
 
 
-@_counts
+@counts
 def gemm_naive_hbm_elements(m: int, n: int, k: int) -> int:
     """One thread per C[i][j], no reuse: each thread reads a row of A and a column of B.
 
@@ -82,13 +40,13 @@ def gemm_naive_hbm_elements(m: int, n: int, k: int) -> int:
     return (m * n * k) * 2 + m * n
 
 
-@_counts
+@counts
 def gemm_naive_hbm_bytes(m: int, n: int, k: int, dtype: str = "bf16") -> int:
     """`gemm_naive_hbm_elements` in bytes."""
     return gemm_naive_hbm_elements(m, n, k) * element_bytes(dtype)
 
 
-@_counts
+@counts
 def gemm_tiled_hbm_elements(m: int, n: int, k: int, block_m: int, block_n: int) -> int:
     """Output-stationary tiling without cache reuse between tiles.
 
@@ -99,7 +57,7 @@ def gemm_tiled_hbm_elements(m: int, n: int, k: int, block_m: int, block_n: int) 
     return m * k * cdiv(n, block_n) + k * n * cdiv(m, block_m) + m * n
 
 
-@_counts
+@counts
 def gemm_tiled_hbm_bytes(m: int, n: int, k: int, block_m: int, block_n: int, dtype: str = "bf16") -> int:
     """`gemm_tiled_hbm_elements` in bytes."""
     return gemm_tiled_hbm_elements(m, n, k, block_m, block_n) * element_bytes(dtype)
@@ -108,12 +66,12 @@ def gemm_tiled_hbm_bytes(m: int, n: int, k: int, block_m: int, block_n: int, dty
 # ---------------------------------------------------------------------- reduction
 
 
-@_counts
+@counts
 def sum_flops(numel: int) -> int:
     return max(numel - 1, 0)
 
 
-@_counts
+@counts
 def sum_bytes(numel: int, dtype: str = "fp32", outputs: int = 1) -> int:
     return numel * element_bytes(dtype) + outputs * element_bytes(dtype)
 
@@ -121,7 +79,7 @@ def sum_bytes(numel: int, dtype: str = "fp32", outputs: int = 1) -> int:
 # ---------------------------------------------------------------------- attention
 
 
-@_counts
+@counts
 def causal_pairs(sq: int, sk: int) -> int:
     """Unmasked (query, key) pairs under a causal mask aligned at the bottom right.
 
@@ -135,7 +93,7 @@ def causal_pairs(sq: int, sk: int) -> int:
     return n * c + (i0 + i1 - 1) * n // 2 + (sq - i1) * sk
 
 
-@_counts
+@counts
 def attention_flops(
     batch: int, heads: int, sq: int, sk: int, head_dim: int, causal: bool = False, exact_causal: bool = True
 ) -> int:
@@ -151,7 +109,7 @@ def attention_flops(
     return 4 * batch * heads * pairs * head_dim
 
 
-@_counts
+@counts
 def attention_bytes(
     batch: int, heads: int, kv_heads: int, sq: int, sk: int, head_dim: int, dtype: str = "bf16", lse: bool = True
 ) -> int:
@@ -163,19 +121,19 @@ def attention_bytes(
     return (q + kv + o) * e + (batch * heads * sq * 4 if lse else 0)
 
 
-@_counts
+@counts
 def attention_tile_flops(block_m: int, block_n: int, head_dim: int) -> int:
     """One (query-row block, K/V tile) step: S = Q K^T and O += P V, 2 x 2 x d per pair."""
     return 4 * block_m * block_n * head_dim
 
 
-@_counts
+@counts
 def kv_tile_bytes(block_n: int, head_dim: int, dtype: str = "bf16") -> int:
     """One K tile and one V tile, each [block_n, head_dim]."""
     return 2 * block_n * head_dim * element_bytes(dtype)
 
 
-@_counts
+@counts
 def split_kv_merge_bytes(splits: int, batch: int, heads: int, head_dim: int) -> int:
     """Split-KV's second pass: each split writes and the merge reads a partial output (fp32)
     and its log-sum-exp per (sequence, query head). Nothing to merge with one split."""
@@ -184,19 +142,19 @@ def split_kv_merge_bytes(splits: int, batch: int, heads: int, head_dim: int) -> 
     return 2 * splits * batch * heads * (head_dim + 1) * 4
 
 
-@_counts
+@counts
 def decode_flops(seq_lens: Sequence[int], heads: int, head_dim: int) -> int:
     """One new query per sequence: 4 x d FLOPs per (query head, cached key)."""
     return 4 * heads * head_dim * sum(int(x) for x in seq_lens)
 
 
-@_counts
+@counts
 def kv_cache_bytes(seq_lens: Sequence[int], kv_heads: int, head_dim: int, dtype: str = "bf16") -> int:
     """The K and V cache of every sequence: 2 x kv_heads x (sum of lengths) x head_dim elements."""
     return 2 * kv_heads * sum(int(x) for x in seq_lens) * head_dim * element_bytes(dtype)
 
 
-@_counts
+@counts
 def decode_bytes(seq_lens: Sequence[int], heads: int, kv_heads: int, head_dim: int, dtype: str = "bf16") -> int:
     """The K/V cache of each sequence read once per KV head, plus q and o."""
     qo = 2 * len(seq_lens) * heads * head_dim
@@ -206,12 +164,12 @@ def decode_bytes(seq_lens: Sequence[int], heads: int, kv_heads: int, head_dim: i
 # --------------------------------------------------------------------- grouped GEMM / MoE
 
 
-@_counts
+@counts
 def grouped_gemm_flops(rows_per_expert: Sequence[int], k: int, n: int) -> int:
     return 2 * sum(int(r) for r in rows_per_expert) * k * n
 
 
-@_counts
+@counts
 def grouped_gemm_bytes(rows_per_expert: Sequence[int], k: int, n: int, dtype: str = "bf16") -> int:
     """x read once, the weights of every expert that has rows read once, y written once."""
     e = element_bytes(dtype)
@@ -221,14 +179,14 @@ def grouped_gemm_bytes(rows_per_expert: Sequence[int], k: int, n: int, dtype: st
     return (t * k + used * k * n + t * n) * e
 
 
-@_counts
+@counts
 def moe_layer_flops(tokens: int, top_k: int, d_model: int, d_ff: int) -> int:
     """Gate/up ([d, 2 d_ff]) and down ([d_ff, d]) GEMMs for tokens x top_k rows."""
     rows = tokens * top_k
     return 2 * rows * d_model * (2 * d_ff) + 2 * rows * d_ff * d_model
 
 
-@_counts
+@counts
 def moe_layer_bytes(tokens: int, top_k: int, d_model: int, d_ff: int, experts_used: int, dtype: str = "bf16") -> int:
     """Weights of the used experts read once, x read and y written once (intermediates excluded)."""
     e = element_bytes(dtype)
@@ -239,13 +197,13 @@ def moe_layer_bytes(tokens: int, top_k: int, d_model: int, d_ff: int, experts_us
 # --------------------------------------------------------------------- multi-head FFN
 
 
-@_counts
+@counts
 def mhffn_flops(tokens: int, heads: int, head_dim: int, intermediate: int) -> int:
     """Per head: z_h Wg_h, z_h Wu_h ([d_h, I] each) and (silu * up) Wd_h ([I, d_h])."""
     return 3 * 2 * tokens * heads * head_dim * intermediate
 
 
-@_counts
+@counts
 def mhffn_bytes(tokens: int, heads: int, head_dim: int, intermediate: int, dtype: str = "bf16") -> int:
     """Fused kernel: z read once, the three weights read once, y written once."""
     e = element_bytes(dtype)
@@ -254,7 +212,7 @@ def mhffn_bytes(tokens: int, heads: int, head_dim: int, intermediate: int, dtype
     return (act + w) * e
 
 
-@_counts
+@counts
 def mhffn_unfused_bytes(tokens: int, heads: int, head_dim: int, intermediate: int, dtype: str = "bf16") -> int:
     """Unfused layer: the [T, H, I] gate and up activations are written and read back."""
     e = element_bytes(dtype)
@@ -268,7 +226,7 @@ def mhffn_unfused_bytes(tokens: int, heads: int, head_dim: int, intermediate: in
 BACKWARD_MODES = ("useful", "split", "atomic")
 
 
-@_counts
+@counts
 def mhffn_backward_flops(tokens: int, heads: int, head_dim: int, intermediate: int, mode: str = "useful") -> int:
     """Backward FLOPs of the per-head SwiGLU FFN, in units of one per-head GEMM U = 2 T H d_h I.
 
@@ -284,7 +242,7 @@ def mhffn_backward_flops(tokens: int, heads: int, head_dim: int, intermediate: i
     return units[mode] * u
 
 
-@_counts
+@counts
 def mhffn_backward_bytes(tokens: int, heads: int, head_dim: int, intermediate: int, dtype: str = "bf16") -> int:
     """Fused backward: z and dy read, the three weights read, dz and the three weight gradients written."""
     e = element_bytes(dtype)
@@ -293,7 +251,7 @@ def mhffn_backward_bytes(tokens: int, heads: int, head_dim: int, intermediate: i
     return (act + w) * e
 
 
-@_counts
+@counts
 def mhffn_unfused_backward_bytes(tokens: int, heads: int, head_dim: int, intermediate: int, dtype: str = "bf16") -> int:
     """Unfused backward: the fused bytes plus the [T, H, I] tensors autograd reads and writes.
 
@@ -304,13 +262,13 @@ def mhffn_unfused_backward_bytes(tokens: int, heads: int, head_dim: int, interme
     return mhffn_backward_bytes(tokens, heads, head_dim, intermediate, dtype) + 10 * inter
 
 
-@_counts
+@counts
 def mhffn_unfused_saved_bytes(tokens: int, heads: int, intermediate: int, dtype: str = "bf16") -> int:
     """[T, H, I] tensors autograd keeps for the backward of bmm / silu / mul / bmm: g, u, silu(g), a = 4."""
     return 4 * tokens * heads * intermediate * element_bytes(dtype)
 
 
-@_counts
+@counts
 def dense_swiglu_flops(tokens: int, d_model: int, intermediate: int) -> int:
     """Dense SwiGLU x [T, d] -> [T, I] gate and up -> [T, d]: 3 GEMMs of 2 T d I."""
     return 3 * gemm_flops(tokens, intermediate, d_model)
@@ -321,13 +279,13 @@ def check_dims(**dims: int) -> dict[str, int]:
     return {name: positive_int(name, v) for name, v in dims.items()}
 
 
-@_counts
+@counts
 def gemm_tile_flops(block_m: int, block_n: int, k: int) -> int:
     """One output tile of a GEMM walked over all of K."""
     return gemm_flops(block_m, block_n, k)
 
 
-@_counts
+@counts
 def gemm_tile_bytes(block_m: int, block_n: int, k: int, dtype: str = "bf16") -> int:
     """The A [block_m, k] and B [k, block_n] slices one output tile reads."""
     return (block_m * k + k * block_n) * element_bytes(dtype)

@@ -94,7 +94,6 @@ def _text_of(err: BaseException) -> str:
         return ""
 
 
-
 class RunTimeout(BaseException):
     """Raised inside the user's code when the run's time limit passes (a BaseException, so that a bare
     `except Exception` in the user's file does not swallow it)."""
