@@ -100,6 +100,7 @@ class RunTimeout(BaseException):
 
 
 DEFAULT_TIME_LIMIT = 60.0  # seconds for the whole run; the examples take 0.1-3 s on a 2-core machine
+SWALLOWED_S = 2.0  # past the limit by this much, the stop was caught by the user's code: the CLI exits
 
 
 class _Deadline:
@@ -111,8 +112,10 @@ class _Deadline:
     function checks the clock on every line of the user's code instead.
     """
 
-    def __init__(self, seconds: float):
+    def __init__(self, seconds: float, path: str = "", hard_exit: bool = False):
         self.seconds = seconds
+        self.path = path
+        self.hard_exit = hard_exit  # the CLI: exit the process if the user's code swallows the stop
         self.end = time.perf_counter() + seconds
         self._alarm = False
         self._old_handler: object = None
@@ -122,9 +125,18 @@ class _Deadline:
         return max(self.end - time.perf_counter(), 1e-3)
 
     def _fire(self, *_: object) -> None:
+        if self.hard_exit and time.perf_counter() > self.end + SWALLOWED_S:
+            # The user's code caught RunTimeout and went on (`except BaseException: pass` in a loop): the
+            # command line cannot get control back any other way. Say so in one line and exit 2.
+            sys.stderr.write(
+                f"tilewise: error: {self.path}: stopped after {self.seconds:g} s, the run's time limit; the file's "
+                "code caught the stop (a bare except?) and kept running, so trace exited\n"
+            )
+            sys.stderr.flush()
+            os._exit(2)
         raise RunTimeout
 
-    def _tracer(self, frame, event, arg):  # noqa: ANN001 - sys.settrace's signature
+    def _tracer(self, frame, event, arg):
         if time.perf_counter() > self.end:
             raise RunTimeout
         return self._tracer
@@ -285,6 +297,7 @@ def run_file(
     hazards=True,
     max_steps=None,
     time_limit=None,
+    hard_exit=False,
 ):
     """Load FILE, launch its kernel, return (trace, report dict with the check added).
 
@@ -298,7 +311,7 @@ def run_file(
         max_steps = positive_int("--max-steps", max_steps)
     limit = DEFAULT_TIME_LIMIT if time_limit is None else fraction("--time-limit", time_limit, low=1e-3, high=1e9)
     outer = _LIMIT
-    with _Deadline(limit) as deadline:
+    with _Deadline(limit, str(path), hard_exit) as deadline:
         _LIMIT = deadline
         try:
             return _run(path, grid, block, kernel, sample, seed, hazards, max_steps, deadline)
@@ -366,6 +379,7 @@ def _cmd_trace(a: argparse.Namespace) -> int:
         hazards=not a.no_hazards,
         max_steps=a.max_steps,
         time_limit=a.time_limit,
+        hard_exit=True,
     )
     chk = rep.get("check")
     failed = chk is not None and not chk["ok"]
