@@ -940,6 +940,13 @@ def resolve(name: str | GPU) -> GPU:
     return get(name)
 
 
+def forget(key: str) -> None:
+    """Remove a GPU that `load` added (a built-in entry cannot be removed)."""
+    if key in BUILTIN:
+        raise InputError(f"key must name a GPU loaded from a file, got the built-in {key!r}")
+    _REGISTRY.pop(key, None)
+
+
 def is_user(gpu: GPU) -> bool:
     """Whether `gpu` came from a user's file (its figures are the user's, not the registry's)."""
     return gpu.key not in BUILTIN
