@@ -16,7 +16,7 @@ import sys
 
 from tilewise import __version__
 from tilewise import gpus as _gpus
-from tilewise.errors import InputError, parse_size
+from tilewise.errors import InputError, cli_int, parse_size
 
 # Areas whose modules add sub-commands, in the order `--help` lists them.
 AREAS = [
@@ -213,13 +213,13 @@ def register(sub) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     o.add_argument("--gpu", default="h100-sxm", help="registry name or a GPU file (.toml/.json) (default h100-sxm)")
-    o.add_argument("--threads", type=int, required=True, help="threads per block")
-    o.add_argument("--registers", type=int, required=True, help="registers per thread (ptxas -v)")
+    o.add_argument("--threads", type=cli_int, required=True, help="threads per block")
+    o.add_argument("--registers", type=cli_int, required=True, help="registers per thread (ptxas -v)")
     o.add_argument("--smem", default="0", help="shared memory per block, static + dynamic (e.g. 48K)")
     o.add_argument("--static-smem", default=None, help="the static part of --smem (at most 48K)")
-    o.add_argument("--carveout", type=int, default=None, help="preferred shared-memory carveout, percent 0-100")
+    o.add_argument("--carveout", type=cli_int, default=None, help="preferred shared-memory carveout, percent 0-100")
     o.add_argument("--max-dynamic-smem", default=None, help="cudaFuncAttributeMaxDynamicSharedMemorySize")
-    o.add_argument("--barriers", type=int, default=1, help="named barriers the kernel uses (default 1)")
+    o.add_argument("--barriers", type=cli_int, default=1, help="named barriers the kernel uses (default 1)")
     o.add_argument("--json", action="store_true", help="print JSON")
     o.add_argument("--plot", metavar="FILE", help="draw the three what-if graphs to FILE (png/svg)")
     o.set_defaults(func=_cmd_occupancy)

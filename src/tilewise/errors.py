@@ -98,7 +98,7 @@ def whole(
         if not value.is_integer():  # also nan and inf
             raise InputError(f"{bad}, got {shown(value)}")
         v = int(value)
-    elif strings and isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+    elif isinstance(value, str) and value.strip().lstrip("+-").isdigit() and (strings or len(value.strip()) > 30):
         t = value.strip()
         digits = t.lstrip("+-")
         if len(digits) > 30:  # past any ceiling: no int() of a 5,000-digit string
@@ -300,6 +300,17 @@ def typed(fn: _F) -> _F:
 def counts(fn: _F) -> _F:
     """`typed`, with every `int` (and `Sequence[int]`) a count: a whole number >= 0 (0 gives 0 work)."""
     return _typed(fn, 0)
+
+
+def cli_int(text: str) -> int | str:
+    """argparse's `type` for whole-number options: a plain integer becomes an int; anything else (a word,
+    1.5, a number with 5,000 digits) is passed on as typed, so the validator that reads it refuses it in
+    one line naming the option, the range and what was given (argparse's "invalid int value" echoes the
+    whole argument and cannot say what the range is)."""
+    t = text.strip()
+    if t.lstrip("+-").isdigit() and len(t) <= 30:
+        return int(t)
+    return text
 
 
 def parse_size(name: str, text: str | int) -> int:

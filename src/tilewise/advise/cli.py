@@ -6,7 +6,7 @@ import argparse
 import json
 
 from tilewise import gpus as _gpus
-from tilewise.errors import InputError
+from tilewise.errors import InputError, cli_int
 
 ARGS = {
     "gemm": (("m", 1024), ("n", 4096), ("k", 4096)),
@@ -195,7 +195,7 @@ def register(sub) -> None:
     p.add_argument("--layout", default=None, help="gemm: nn (B [K, N]) or nt (a @ w.T, w [N, K]); default nn")
     p.add_argument("--causal", action="store_true", help="attention: causal mask")
     p.add_argument("--gpu", default="h200", help="a registry GPU (tilewise gpus) or a GPU file (.toml/.json)")
-    p.add_argument("--top", type=int, default=None, help="how many configs (default 5)")
+    p.add_argument("--top", type=cli_int, default=None, help="how many configs (default 5)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--validate", action="store_true", help="the verdict on the committed sweep fixtures")
     p.add_argument("--sweep", default=None, help="--validate: the fixture folder (default tests/data/sweeps/h200)")

@@ -18,7 +18,7 @@ import math
 
 from tilewise import gpus as _gpus
 from tilewise import validate
-from tilewise.errors import InputError, flag, require
+from tilewise.errors import InputError, cli_int, flag, require
 from tilewise.explain.predicted import prediction
 from tilewise.explain.report import (
     Report,
@@ -727,17 +727,17 @@ def explain(
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--batch", type=int, default=4, help="batch size (default 4)")
-    p.add_argument("--heads", type=int, default=16, help="query heads (default 16)")
-    p.add_argument("--kv-heads", type=int, default=None, help="K/V heads for GQA (default: = heads)")
-    p.add_argument("--seq-q", "--seq-len", type=int, default=8192, dest="seq_q", help="query length (default 8192)")
-    p.add_argument("--seq-k", type=int, default=None, help="key length (default: = seq-q)")
-    p.add_argument("--head-dim", type=int, default=128, help="head dimension d (default 128)")
+    p.add_argument("--batch", type=cli_int, default=4, help="batch size (default 4)")
+    p.add_argument("--heads", type=cli_int, default=16, help="query heads (default 16)")
+    p.add_argument("--kv-heads", type=cli_int, default=None, help="K/V heads for GQA (default: = heads)")
+    p.add_argument("--seq-q", "--seq-len", type=cli_int, default=8192, dest="seq_q", help="query length (default 8192)")
+    p.add_argument("--seq-k", type=cli_int, default=None, help="key length (default: = seq-q)")
+    p.add_argument("--head-dim", type=cli_int, default=128, help="head dimension d (default 128)")
     p.add_argument("--causal", action="store_true", help="causal mask")
-    p.add_argument("--block-m", type=int, default=64, help="Q rows per consumer warpgroup (default 64)")
-    p.add_argument("--consumers", type=int, default=2, help="consumer warpgroups per block (default 2)")
-    p.add_argument("--block-n", type=int, default=128, help="K/V tile N, the wgmma's N (default 128)")
-    p.add_argument("--stages", type=int, default=2, help="K/V ring-buffer stages (default 2)")
+    p.add_argument("--block-m", type=cli_int, default=64, help="Q rows per consumer warpgroup (default 64)")
+    p.add_argument("--consumers", type=cli_int, default=2, help="consumer warpgroups per block (default 2)")
+    p.add_argument("--block-n", type=cli_int, default=128, help="K/V tile N, the wgmma's N (default 128)")
+    p.add_argument("--stages", type=cli_int, default=2, help="K/V ring-buffer stages (default 2)")
     p.add_argument("--dtype", default="bf16", help="bf16 or fp16 (default bf16)")
     p.add_argument("--gpu", default="h100-sxm", help="a Hopper registry name (default h100-sxm)")
     p.add_argument("--hit-rate", type=float, default=None, help="L2 hit rate of K/V reads (default: ideal reuse)")

@@ -14,7 +14,7 @@ import argparse
 
 from tilewise import gpus as _gpus
 from tilewise import validate
-from tilewise.errors import require
+from tilewise.errors import cli_int, require
 from tilewise.explain.predicted import prediction
 from tilewise.explain.report import (
     Report,
@@ -232,16 +232,16 @@ def explain(
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--batch", type=int, default=8, help="sequences (default 8)")
-    p.add_argument("--heads", type=int, default=32, help="query heads (default 32)")
-    p.add_argument("--kv-heads", type=int, default=8, help="K/V heads (default 8)")
-    p.add_argument("--seq-len", type=int, default=8192, help="cached tokens per sequence (default 8192)")
-    p.add_argument("--head-dim", type=int, default=128, help="head dimension (default 128)")
+    p.add_argument("--batch", type=cli_int, default=8, help="sequences (default 8)")
+    p.add_argument("--heads", type=cli_int, default=32, help="query heads (default 32)")
+    p.add_argument("--kv-heads", type=cli_int, default=8, help="K/V heads (default 8)")
+    p.add_argument("--seq-len", type=cli_int, default=8192, help="cached tokens per sequence (default 8192)")
+    p.add_argument("--head-dim", type=cli_int, default=128, help="head dimension (default 128)")
     p.add_argument("--dtype", default="bf16", help="K/V cache dtype (default bf16)")
     p.add_argument("--gpu", default="h100-sxm", help="registry name (default h100-sxm)")
     p.add_argument(
         "--block-n",
-        type=int,
+        type=cli_int,
         default=DEFAULTS["block_n"],
         help="keys per K/V block (default 128, the decode kernel's key tile)",
     )

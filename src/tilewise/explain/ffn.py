@@ -26,7 +26,7 @@ import argparse
 
 from tilewise import gpus as _gpus
 from tilewise import validate
-from tilewise.errors import require
+from tilewise.errors import cli_int, require
 from tilewise.explain.predicted import prediction
 from tilewise.explain.report import (
     Report,
@@ -427,12 +427,12 @@ def explain(
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--tokens", type=int, default=DEFAULTS["tokens"], help="tokens T (default 16384)")
-    p.add_argument("--d-model", type=int, default=DEFAULTS["d_model"], help="model width (default 2048)")
-    p.add_argument("--heads", type=int, default=DEFAULTS["heads"], help="heads H; d_h = d_model / H (default 16)")
-    p.add_argument("--intermediate", type=int, default=DEFAULTS["intermediate"], help="per-head I (default 512)")
-    p.add_argument("--block-m", type=int, default=DEFAULTS["block_m"], help="token rows per block (default 128)")
-    p.add_argument("--block-n", type=int, default=DEFAULTS["block_n"], help="intermediate chunk N (default 64)")
+    p.add_argument("--tokens", type=cli_int, default=DEFAULTS["tokens"], help="tokens T (default 16384)")
+    p.add_argument("--d-model", type=cli_int, default=DEFAULTS["d_model"], help="model width (default 2048)")
+    p.add_argument("--heads", type=cli_int, default=DEFAULTS["heads"], help="heads H; d_h = d_model / H (default 16)")
+    p.add_argument("--intermediate", type=cli_int, default=DEFAULTS["intermediate"], help="per-head I (default 512)")
+    p.add_argument("--block-m", type=cli_int, default=DEFAULTS["block_m"], help="token rows per block (default 128)")
+    p.add_argument("--block-n", type=cli_int, default=DEFAULTS["block_n"], help="intermediate chunk N (default 64)")
     p.add_argument("--dtype", default="bf16", help="bf16 or fp16 (default bf16)")
     p.add_argument("--gpu", default=DEFAULTS["gpu"], help="registry name (default h200)")
 

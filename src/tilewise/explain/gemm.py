@@ -13,7 +13,7 @@ import argparse
 
 from tilewise import gpus as _gpus
 from tilewise import validate
-from tilewise.errors import InputError, parse_size, require
+from tilewise.errors import InputError, cli_int, parse_size, require
 from tilewise.explain.predicted import prediction
 from tilewise.explain.report import (
     Report,
@@ -376,16 +376,16 @@ def explain(
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--m", type=int, default=DEFAULTS["m"], help="rows of A and C (default 64)")
-    p.add_argument("--n", type=int, default=DEFAULTS["n"], help="columns of B and C (default 24576)")
-    p.add_argument("--k", type=int, default=DEFAULTS["k"], help="inner dimension (default 8192)")
+    p.add_argument("--m", type=cli_int, default=DEFAULTS["m"], help="rows of A and C (default 64)")
+    p.add_argument("--n", type=cli_int, default=DEFAULTS["n"], help="columns of B and C (default 24576)")
+    p.add_argument("--k", type=cli_int, default=DEFAULTS["k"], help="inner dimension (default 8192)")
     p.add_argument("--dtype", default="bf16", help="bf16, fp16, tf32 or fp8 (default bf16)")
     p.add_argument("--gpu", default="h100-sxm", help="registry name, see `tilewise gpus` (default h100-sxm)")
     p.add_argument("--tile", default="64x128", help="output tile MxN per block (default 64x128)")
-    p.add_argument("--block-k", type=int, default=16, help="K step per iteration (default 16)")
-    p.add_argument("--threads", type=int, default=256, help="threads per block (default 256)")
-    p.add_argument("--stages", type=int, default=2, help="shared-memory buffers (default 2)")
-    p.add_argument("--registers", type=int, default=128, help="registers per thread, for occupancy (default 128)")
+    p.add_argument("--block-k", type=cli_int, default=16, help="K step per iteration (default 16)")
+    p.add_argument("--threads", type=cli_int, default=256, help="threads per block (default 256)")
+    p.add_argument("--stages", type=cli_int, default=2, help="shared-memory buffers (default 2)")
+    p.add_argument("--registers", type=cli_int, default=128, help="registers per thread, for occupancy (default 128)")
 
 
 def from_args(a: argparse.Namespace) -> Report:

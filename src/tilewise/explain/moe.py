@@ -21,7 +21,7 @@ import argparse
 
 from tilewise import gpus as _gpus
 from tilewise import validate
-from tilewise.errors import require
+from tilewise.errors import cli_int, require
 from tilewise.explain.predicted import prediction
 from tilewise.explain.report import Report, fmt_flops, fmt_time, gpu_info, pct, provenance_line
 from tilewise.model import mma, traffic, waves
@@ -257,17 +257,17 @@ def explain(
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--experts", type=int, default=64, help="experts (per head with --heads) (default 64)")
-    p.add_argument("--tokens", type=int, default=4096, help="tokens in the batch (default 4096)")
-    p.add_argument("--top-k", type=int, default=8, help="experts per token (default 8)")
-    p.add_argument("--d-model", type=int, default=2048, help="model width (default 2048)")
-    p.add_argument("--d-ff", type=int, default=1024, help="expert intermediate width (default 1024)")
-    p.add_argument("--heads", type=int, default=None, help="route per (token, head) over H heads (FlashFFN-MoE)")
+    p.add_argument("--experts", type=cli_int, default=64, help="experts (per head with --heads) (default 64)")
+    p.add_argument("--tokens", type=cli_int, default=4096, help="tokens in the batch (default 4096)")
+    p.add_argument("--top-k", type=cli_int, default=8, help="experts per token (default 8)")
+    p.add_argument("--d-model", type=cli_int, default=2048, help="model width (default 2048)")
+    p.add_argument("--d-ff", type=cli_int, default=1024, help="expert intermediate width (default 1024)")
+    p.add_argument("--heads", type=cli_int, default=None, help="route per (token, head) over H heads (FlashFFN-MoE)")
     p.add_argument(
-        "--block-m", type=int, default=None, help="tile M (default: the kernel's choice for the rows per expert)"
+        "--block-m", type=cli_int, default=None, help="tile M (default: the kernel's choice for the rows per expert)"
     )
-    p.add_argument("--block-n", type=int, default=None, help="tile N (default: the kernel's choice)")
-    p.add_argument("--block-k", type=int, default=None, help="K step (default: the kernel's choice)")
+    p.add_argument("--block-n", type=cli_int, default=None, help="tile N (default: the kernel's choice)")
+    p.add_argument("--block-k", type=cli_int, default=None, help="K step (default: the kernel's choice)")
     p.add_argument("--dtype", default="bf16", help="bf16 or fp16 (default bf16)")
     p.add_argument("--gpu", default="h100-sxm", help="registry name (default h100-sxm)")
 

@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from tilewise.errors import InputError, clip, fraction, positive_int, shown
+from tilewise.errors import InputError, cli_int, clip, fraction, positive_int, shown
 
 EPILOG = """examples:
   tilewise trace examples/sim/gemm_tiled.py --grid 4,4 --block 32,32
@@ -367,8 +367,8 @@ def _run(path, grid, block, kernel, sample, seed, hazards, max_steps, deadline: 
 def _cmd_trace(a: argparse.Namespace) -> int:
     from tilewise.sim.report import render_text
 
-    if a.sample is not None and a.sample < 1:
-        raise InputError(f"--sample must be a positive number of blocks, got {a.sample}")
+    if a.sample is not None:
+        a.sample = positive_int("--sample", a.sample)
     _, rep = run_file(
         a.file,
         grid=a.grid,
@@ -414,12 +414,12 @@ def register(sub) -> None:
     p.add_argument("--grid", help="grid dimensions, e.g. 4,4 (default: the file's GRID)")
     p.add_argument("--block", help="block dimensions, e.g. 32,32 (default: the file's BLOCK)")
     p.add_argument("--kernel", help="which kernel, when the file has several")
-    p.add_argument("--sample", type=int, help="simulate only N blocks spread over the grid (faster)")
-    p.add_argument("--seed", type=int, default=0, help="random seed for the inputs, >= 0 (default 0)")
+    p.add_argument("--sample", type=cli_int, help="simulate only N blocks spread over the grid (faster)")
+    p.add_argument("--seed", type=cli_int, default=0, help="random seed for the inputs, >= 0 (default 0)")
     p.add_argument("--no-hazards", action="store_true", help="skip the race / barrier / bounds checks")
     p.add_argument(
         "--max-steps",
-        type=int,
+        type=cli_int,
         default=None,
         help="statements one block may run before it is stopped as endless (default 100,000)",
     )
