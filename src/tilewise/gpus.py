@@ -23,7 +23,7 @@ import datetime as _dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from tilewise.errors import InputError, number, one_of, whole
+from tilewise.errors import InputError, clip, number, one_of, whole
 from tilewise.errors import shown as _shown
 
 KB = 1024
@@ -753,12 +753,12 @@ def _read_spec(path: str) -> dict[str, Any]:
     if not isinstance(path, str) or not path.lower().endswith((".toml", ".json")):
         raise InputError(f"a GPU file must be a path ending in .toml or .json, got {_shown(path)}")
     if not os.path.isfile(path):
-        raise InputError(f"GPU file {_shown(path)} does not exist")
+        raise InputError(f"a GPU file must be an existing .toml or .json file, got {_shown(path)} (no such file)")
     try:
         with open(path, "rb") as f:
             raw = f.read(1 << 20)
     except OSError as e:
-        raise InputError(f"GPU file {_shown(path)} cannot be read: {e.strerror}") from None
+        raise InputError(f"a GPU file must be readable, got {_shown(path)} ({e.strerror})") from None
     try:
         if path.lower().endswith(".json"):
             data = json.loads(raw.decode("utf-8"))
@@ -769,9 +769,10 @@ def _read_spec(path: str) -> dict[str, Any]:
                 import tomli as toml  # type: ignore[no-redef]
             data = toml.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
-        raise InputError(f"GPU file {_shown(path)} must be UTF-8 text") from None
+        raise InputError(f"GPU file {_shown(path)} must be UTF-8 text, got other bytes") from None
     except ValueError as e:  # json.JSONDecodeError and tomllib.TOMLDecodeError are ValueErrors
-        raise InputError(f"GPU file {_shown(path)} is not valid {path.rsplit('.', 1)[-1].upper()}: {e}") from None
+        kind = path.rsplit(".", 1)[-1].upper()
+        raise InputError(f"GPU file {_shown(path)} must be valid {kind}, got an error: {clip(str(e), 200)}") from None
     if isinstance(data, dict) and isinstance(data.get("gpu"), dict) and len(data) == 1:
         data = data["gpu"]  # a [gpu] table
     if not isinstance(data, dict):
