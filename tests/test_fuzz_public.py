@@ -56,7 +56,7 @@ decode, latency, mma, occupancy, pipeline, predict, roofline, tensorcore, traffi
 HUNG_S = 10.0  # the slowest call fuzzed here (advise over a GEMM space) takes ~0.1 s on a loaded 2-core machine
 
 FUZZ = settings(
-    max_examples=25,  # x 70 functions: ~1,750 calls, ~15 s on 2 cores
+    max_examples=100,  # x 72 functions: ~7,000 calls, ~10 s on one core
     deadline=None,  # no per-example wall-clock limit: a loaded CI machine is slow, not wrong
     derandomize=True,
     database=None,

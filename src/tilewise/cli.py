@@ -182,7 +182,7 @@ def _cmd_occupancy(a: argparse.Namespace) -> int:
     return occupancy_cli.run(a)
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     g = sub.add_parser(
         "gpus",
         help="list the GPU registry, or show one GPU with the source of every figure",
@@ -233,7 +233,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         gpu = getattr(args, "gpu", None)
-        if _gpus.is_file(gpu):  # --gpu my.toml: a user's GPU file, through every command that takes a GPU
+        if isinstance(gpu, str) and _gpus.is_file(
+            gpu
+        ):  # --gpu my.toml: a user's GPU file, through every command that takes a GPU
             args.gpu = _gpus.load(gpu).key
         return int(args.func(args) or 0)
     except InputError as e:

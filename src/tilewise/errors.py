@@ -184,7 +184,7 @@ def flag(name: str, value: object) -> bool:
     return value
 
 
-def known_keys(name: str, given: object, allowed: tuple[str, ...] | list[str]) -> dict:
+def known_keys(name: str, given: object, allowed: tuple[str, ...] | list[str]) -> dict[object, object]:
     """`given` must be a dict whose keys are all in `allowed`; the unknown ones are named."""
     if not isinstance(given, dict):
         raise InputError(f"{name} must be a dict with keys from {', '.join(allowed)}, got {shown(given)}")

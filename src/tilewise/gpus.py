@@ -792,7 +792,7 @@ def _field(path: str, name: str, value: Any) -> Any:
     if name == "compute_capability":
         if isinstance(value, str):
             parts: Any = value.split(".")
-        elif isinstance(value, (list, tuple)):
+        elif isinstance(value, (builtins.list, tuple)):
             parts = value
         else:
             parts = None
@@ -817,13 +817,15 @@ def _field(path: str, name: str, value: Any) -> Any:
             )
         return out
     if name == "smem_carveouts_kb":
-        if not isinstance(value, (list, tuple)) or not value:
+        if not isinstance(value, (builtins.list, tuple)) or not value:
             raise InputError(
                 f"{at} must be a list of shared-memory sizes in KB such as [0, 8, 16, 100], got {_shown(value)}"
             )
         return tuple(sorted({whole(f"{at} entry", v, minimum=0, maximum=1024) for v in value}))
     if name == "aliases":
-        if not isinstance(value, (list, tuple)) or not all(isinstance(a, str) and 0 < len(a) <= 40 for a in value):
+        if not isinstance(value, (builtins.list, tuple)) or not all(
+            isinstance(a, str) and 0 < len(a) <= 40 for a in value
+        ):
             raise InputError(f"{at} must be a list of short names, got {_shown(value)}")
         return tuple(a.strip().lower() for a in value)
     if name == "sources":

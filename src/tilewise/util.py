@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypeVar, cast
+
+_T = TypeVar("_T")
 
 
 def cdiv(a: int, b: int) -> int:
@@ -16,17 +18,18 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def json_safe(value: Any) -> Any:
+def json_safe(value: _T) -> _T:
     """`value` with every non-finite float (inf, nan) replaced by None, dicts and lists walked: what a
     `to_dict()` returns is strict JSON (json.dumps(..., allow_nan=False) accepts it). None reads as
     "no such figure" (a balance that is unbounded, a break-even N that does not exist)."""
+    out: Any = value
     if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
-    return value
+        out = value if math.isfinite(value) else None
+    elif isinstance(value, dict):
+        out = {k: json_safe(v) for k, v in value.items()}
+    elif isinstance(value, (list, tuple)):
+        out = [json_safe(v) for v in value]
+    return cast(_T, out)  # the same shape, non-finite floats as None
 
 
 def next_power_of_2(n: int) -> int:

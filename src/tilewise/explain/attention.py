@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from typing import Any
 
 from tilewise import gpus as _gpus
 from tilewise import validate
@@ -179,7 +180,7 @@ def explain(
         threads = consumers * wt  # every warp computes and copies; no producer
     else:
         threads = consumers * wt + 2 * g.warp_size  # softmax warpgroups + one TMA warp + one MMA warp
-    regs = tensorcore.setmaxnreg_split(1, consumers, 24, g) if arch == "hopper" else None
+    regs: dict[str, Any] = tensorcore.setmaxnreg_split(1, consumers, 24, g) if arch == "hopper" else {}
     tb = tensorcore.attention_tile_budget(d, bn, bm, dt, stages, g, consumers)
     # The most registers per thread (a multiple of 8) with which one block still fits: the per-warp
     # allocation over 4 sub-partitions can refuse what a plain 65,536 / threads would allow.
@@ -406,29 +407,29 @@ def explain(
             "128 B/cycle bank model, an order of magnitude). O = P.V takes P from registers, where softmax left it."
         )
     else:
-        f = mma.instruction_feed(inst_m, bn, dt, g, a_from_smem=True)
+        fi = mma.instruction_feed(inst_m, bn, dt, g, a_from_smem=True)
         ft = mma.instruction_feed(inst_m, bn, dt, g, a_from_smem=False)
         f128 = mma.instruction_feed(128, bn, dt, g, a_from_smem=True)
-        break_even, feed_ratio = f.break_even_n, f.ratio
+        break_even, feed_ratio = fi.break_even_n, fi.ratio
         s = r.step(
             "feed",
             "Feeding the Tensor Cores from shared memory (order of magnitude)",
             smem_bytes_per_cycle=g.smem_bytes_per_cycle_per_sm,
-            a_cycles=f.a_cycles,
-            b_cycles_per_n=f.b_cycles / bn,
-            compute_cycles_per_n=f.compute_cycles / bn,
-            break_even_n=f.break_even_n,
-            ratio_at_n=f.ratio,
-            limit_ratio=f.limit_ratio,
+            a_cycles=fi.a_cycles,
+            b_cycles_per_n=fi.b_cycles / bn,
+            compute_cycles_per_n=fi.compute_cycles / bn,
+            break_even_n=fi.break_even_n,
+            ratio_at_n=fi.ratio,
+            limit_ratio=fi.limit_ratio,
             a_from_tmem_ratio=ft.ratio,
             ratio_at_m128=f128.ratio,
             published=False,
         )
-        be = f"N >= {f.break_even_n:g}" if f.break_even_n != float("inf") else "no N keeps up"
+        be = f"N >= {fi.break_even_n:g}" if fi.break_even_n != float("inf") else "no N keeps up"
         s.say(
             f"The Tensor Cores do {per_sm} FLOPs per cycle against the same {g.smem_bytes_per_cycle_per_sm} B per "
-            f"cycle of shared memory. A [{inst_m}, {k16}] is {f.a_cycles:g} cycles, B [{k16}, N] {f.b_cycles / bn:g} N; "
-            f"the instruction computes {f.compute_cycles / bn:g} N: {be}; here N = {bn}: {f.ratio:.2f} "
+            f"cycle of shared memory. A [{inst_m}, {k16}] is {fi.a_cycles:g} cycles, B [{k16}, N] {fi.b_cycles / bn:g} N; "
+            f"the instruction computes {fi.compute_cycles / bn:g} N: {be}; here N = {bn}: {fi.ratio:.2f} "
             f"(at M = 128: {f128.ratio:.2f}). The rate per SM grew against the same bytes per cycle, so the rows per "
             "MMA must grow with it."
         )
@@ -441,7 +442,7 @@ def explain(
     cap = regs["consumer_regs"] if arch == "hopper" else launch_regs
     rb = tensorcore.register_budget(d, bn, bm, dt, g)
     rb256 = tensorcore.register_budget(d, 256, bm, dt, g)
-    tm = None
+    tm: mma.TmemBudget | None = None
     if arch != "blackwell":
         s = r.step(
             "registers",
@@ -692,7 +693,7 @@ def explain(
         )
 
     # Advice from the numbers.
-    if arch == "blackwell":
+    if arch == "blackwell" and tm is not None:
         if not tm.fits:
             r.advice.append(
                 f"S and O of {tm.tiles} Q tile(s) need {tm.columns} Tensor Memory columns of {tm.limit}: "

@@ -228,9 +228,9 @@ def explain(
         feed_dn = tensorcore.smem_feed(d, dt, "RS", g.key)
         up_ratio, up_break, dn_ratio = feed_up.ratio, feed_up.break_even_n, feed_dn.ratio
     elif arch == "ampere":
-        fu = mma.warp_feed(wm, 4, bn, dt, g, q_in_registers=False)
-        fd = mma.warp_feed(wm, 4, d, dt, g, q_in_registers=True)
-        up_ratio, up_break, dn_ratio = fu.ratio, 0.0, fd.ratio
+        wu = mma.warp_feed(wm, 4, bn, dt, g, q_in_registers=False)
+        wd = mma.warp_feed(wm, 4, d, dt, g, q_in_registers=True)
+        up_ratio, up_break, dn_ratio = wu.ratio, 0.0, wd.ratio
     else:
         fu = mma.instruction_feed(mma.TCGEN05_M, bn, dt, g, a_from_smem=True)
         fd = mma.instruction_feed(mma.TCGEN05_M, d, dt, g, a_from_smem=False)
@@ -263,9 +263,9 @@ def explain(
     elif arch == "ampere":
         s.say(
             f"On Ampere the 4 warps of a {wm}-row block split the rows and each reads the whole weight chunk "
-            f"[d_h, {bn}] through ldmatrix, plus its rows of z: compute / feed = {fu.ratio:.2f} (rows per warp / 16 "
+            f"[d_h, {bn}] through ldmatrix, plus its rows of z: compute / feed = {wu.ratio:.2f} (rows per warp / 16 "
             f"once z stays in registers). mma.sync takes a = silu(g) * u from registers for the down-projection: "
-            f"ratio {fd.ratio:.2f}."
+            f"ratio {wd.ratio:.2f}."
         )
     else:
         s.say(

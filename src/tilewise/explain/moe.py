@@ -39,7 +39,9 @@ def balanced_rows(routed: int, experts: int) -> list[int]:
     return [q + (1 if i < rem else 0) for i in range(experts)]
 
 
-def _gemms(rows, d_in, d_ff, d_out, bm, bn, bk, dt, g):
+def _gemms(
+    rows: list[int], d_in: int, d_ff: int, d_out: int, bm: int, bn: int, bk: int, dt: str, g: _gpus.GPU
+) -> tuple[waves.GroupedGemmCost, waves.GroupedGemmCost]:
     up = waves.grouped_gemm_cost(rows, d_in, 2 * d_ff, bm, bn, bk, dt, g)
     down = waves.grouped_gemm_cost(rows, d_ff, d_out, bm, bn, bk, dt, g)
     return up, down
@@ -160,10 +162,10 @@ def explain(
             bk if block_k is not None else t[2],
         )
 
-    def mma_fill(rows) -> float:
+    def mma_fill(rows: list[int]) -> float:
         """Rows over rows rounded up to this GPU's MMA M, per expert (wgmma_fill is the 64-row figure)."""
         used = [x for x in rows if x]
-        return sum(used) / sum(cdiv(x, native.m) * native.m for x in used)
+        return float(sum(used) / sum(cdiv(x, native.m) * native.m for x in used))
 
     base_up, base_down = _gemms(rows_tok, d_model, d_ff, d_model, *tiles_for(per_tok), dt, g)
     cases = {"per_token": (base_up, base_down, rows_tok, d_model)}

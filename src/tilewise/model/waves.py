@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from tilewise import gpus as _gpus
 from tilewise.errors import positive_int, typed
 from tilewise.util import cdiv, json_safe
 
@@ -186,7 +187,7 @@ def tile_cost(
     k: int,
     block_k: int = 64,
     dtype: str = "bf16",
-    gpu: str = "h100-sxm",
+    gpu: str | _gpus.GPU = "h100-sxm",
     load_latency: float = LOAD_LATENCY_CYCLES,
     setup: float = SETUP_CYCLES,
     b_hit_rate: float = 0.0,
@@ -262,7 +263,7 @@ def grouped_gemm_cost(
     block_n: int = 128,
     block_k: int = 64,
     dtype: str = "bf16",
-    gpu: str = "h100-sxm",
+    gpu: str | _gpus.GPU = "h100-sxm",
 ) -> GroupedGemmCost:
     """A grouped GEMM's tiles (via `grouped_schedule`), their fill, and the prologue/epilogue share.
 
@@ -317,7 +318,7 @@ def persistent_prologue_share(
     block_n: int,
     block_k: int,
     dtype: str = "bf16",
-    gpu: str = "h200",
+    gpu: str | _gpus.GPU = "h200",
 ) -> float:
     """Share of a persistent grouped-GEMM program's time spent outside the steady K loop.
 
