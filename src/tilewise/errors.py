@@ -9,15 +9,39 @@ shows a traceback for one.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import inspect
 import math
 import numbers
+import re
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 
 class InputError(ValueError):
-    """Bad input from the user: the message says what was expected and what was given."""
+    """Bad input from the user: the message says what was expected and what was given.
+
+    A message never echoes a long argument whole (a 100 KB string, a 5,000-digit number): any quoted or
+    numeric run longer than 300 characters (a file path is shorter) is cut where it stands, and the
+    whole line is kept under MESSAGE_CHARS, whichever function raised it.
+    """
+
+    def __init__(self, message: object = "") -> None:
+        text = str(message)
+        if len(text) > 300:
+            text = _LONG_QUOTED.sub(lambda m: _cut(m.group(0)), text)
+            text = _LONG_DIGITS.sub(lambda m: f"a {len(m.group(0))}-digit number", text)
+            text = clip(text, MESSAGE_CHARS)
+        super().__init__(text)
+
+
+MESSAGE_CHARS = 1000
+_LONG_QUOTED = re.compile(r"'[^'\n]{300,}'|\"[^\"\n]{300,}\"")
+_LONG_DIGITS = re.compile(r"\d{31,}")
+
+
+def _cut(quoted: str) -> str:
+    return f"{quoted[:120]}...{quoted[0]} ({len(quoted) - 2:,} characters)"
 
 
 def require(condition: bool, message: str) -> None:
@@ -344,7 +368,5 @@ def parse_size(name: str, text: str | int) -> int:
 
 def require_extra(module: str, extra: str) -> None:
     """Raise `InputError` naming the install extra when an optional module is missing."""
-    import importlib.util
-
     if importlib.util.find_spec(module) is None:
         raise InputError(f"this needs the '{module}' package: pip install 'tilewise[{extra}]'")

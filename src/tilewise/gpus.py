@@ -20,8 +20,18 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import datetime as _dt
+import json
+import os
 from dataclasses import dataclass, field
 from typing import Any
+
+try:  # TOML GPU files (`load`): tomllib from Python 3.11, the `tomli` dependency on 3.10
+    import tomllib as _toml
+except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+    try:
+        import tomli as _toml  # type: ignore[no-redef]
+    except ModuleNotFoundError:
+        _toml = None  # type: ignore[assignment]
 
 from tilewise.errors import InputError, clip, number, one_of, whole
 from tilewise.errors import shown as _shown
@@ -36,7 +46,7 @@ _H200_DS = "NVIDIA H200 datasheet"
 _A100_WP = "NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020)"
 _B200_DS = "NVIDIA Blackwell / HGX B200 datasheet"
 _CUDA_GUIDE = "CUDA C++ Programming Guide, compute-capability tables"
-_SEED = "the tips document: '1830 MHz is its boost clock', 989.4 TFLOPS"
+_SEED = "boost clock 1830 MHz: 4096 FLOPs/cycle/SM x 132 SMs x 1.83 GHz = 989.4 TFLOPS dense bf16"
 _H200_MEASURED = "measured on an H200 with torch.cuda.get_device_properties, 2026-11-30"
 _H200_COPY = "measured on an H200: device-to-device copy, bytes read + written, 2026-11-30"
 _H200_L2 = (
@@ -196,7 +206,7 @@ MAX_CLOCK_MHZ = 10_000.0  # no GPU clock is near 10 GHz; a larger one is a unit 
 def tensor_flops_per_cycle_per_sm(gpu: GPU | str, dtype: str = "bf16") -> int:
     """Dense Tensor-Core FLOPs per cycle per SM: 2 x MACs per Tensor Core x Tensor Cores.
 
-    Hopper bf16: 2 x 512 x 4 = 4096, the seed's figure. `gpu` is a GPU or a registry name.
+    Hopper bf16: 2 x 512 x 4 = 4096 (2048 multiply-adds per SM per cycle). `gpu` is a GPU or a registry name.
     """
     gpu = get(gpu)
     dt = dtype_name(dtype)
@@ -283,19 +293,19 @@ def _hopper_common() -> dict[str, Any]:
 
 _HOPPER_SOURCES = {
     "*": _H100_WP,
-    "l1_smem_bytes_per_sm": _H100_WP + "; the tips document: '256 KB per SM'",
-    "smem_per_sm": _CUDA_GUIDE + " (228 KB); the tips document",
-    "smem_per_block_optin": _CUDA_GUIDE + " (227 KB); the tips document",
-    "smem_per_block_default": _CUDA_GUIDE + " (48 KB); the tips document",
+    "l1_smem_bytes_per_sm": _H100_WP + " (256 KB per SM, shared by L1 and shared memory)",
+    "smem_per_sm": _CUDA_GUIDE + " (228 KB)",
+    "smem_per_block_optin": _CUDA_GUIDE + " (227 KB)",
+    "smem_per_block_default": _CUDA_GUIDE + " (48 KB)",
     "reserved_smem_per_block": _CUDA_GUIDE + " (1 KB reserved per block on cc >= 8.0)",
     "smem_carveouts_kb": _CUDA_GUIDE + "; " + _OCC_H,
     "smem_alloc_unit": _OCC_H,
     "reg_alloc_unit": _OCC_H,
-    "sub_partitions": _OCC_H + "; the tips document: 'The SM is split into 4 partitions'",
+    "sub_partitions": _OCC_H + " (4 partitions, a warp scheduler and a Tensor Core each)",
     "max_barriers_per_block": "PTX ISA: barrier ids 0..15",
     "sfu_ops_per_cycle_per_sm": "CUDA C++ Programming Guide arithmetic-throughput table (16 per SM per cycle); FA3 paper: 3.9 TFLOPS of special functions on an H100 SXM",
     "dense_macs_per_tc_per_cycle": "derived from the whitepaper's dense peaks: 989.4 TFLOPS bf16 / (132 SMs x 4 TCs x 1.83 GHz x 2)",
-    "smem_bytes_per_cycle_per_sm": "32 banks x 4 bytes per cycle (the tips document; CUDA guide)",
+    "smem_bytes_per_cycle_per_sm": "32 banks x 4 bytes per cycle (CUDA guide, shared-memory banks)",
     "l2_bytes_per_s": "order-of-magnitude estimate; NVIDIA publishes no L2 bandwidth. The H200 (the same GH100 "
     "chip) measured 7.7 TB/s of L2 reads (see its entry); the H100 figures are kept unmeasured",
     "tensor_clock_mhz": _SEED,
@@ -747,9 +757,6 @@ _FIELDS = {f.name for f in dataclasses.fields(GPU)}
 
 
 def _read_spec(path: str) -> dict[str, Any]:
-    import json
-    import os
-
     if not isinstance(path, str) or not path.lower().endswith((".toml", ".json")):
         raise InputError(f"a GPU file must be a path ending in .toml or .json, got {_shown(path)}")
     if not os.path.isfile(path):
@@ -763,11 +770,9 @@ def _read_spec(path: str) -> dict[str, Any]:
         if path.lower().endswith(".json"):
             data = json.loads(raw.decode("utf-8"))
         else:
-            try:
-                import tomllib as toml  # Python 3.11+
-            except ModuleNotFoundError:  # 3.10: the `tomli` dependency (pyproject.toml)
-                import tomli as toml  # type: ignore[no-redef]
-            data = toml.loads(raw.decode("utf-8"))
+            if _toml is None:
+                raise InputError(f"a TOML GPU file needs Python 3.11+ or the tomli package, got {_shown(path)}")
+            data = _toml.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise InputError(f"GPU file {_shown(path)} must be UTF-8 text, got other bytes") from None
     except ValueError as e:  # json.JSONDecodeError and tomllib.TOMLDecodeError are ValueErrors
@@ -879,7 +884,9 @@ def load(path: str) -> GPU:
     base = get(base_name)
     key = fields["key"].lower().replace(" ", "-")
     if key in BUILTIN or _lookup_key(key) in BUILTIN:
-        raise InputError(f"{path}: key must not be a built-in registry name, got {key!r}; name your GPU otherwise")
+        raise InputError(
+            f"{path}: key must not be a built-in registry name, got {_shown(key)}; name your GPU otherwise"
+        )
     fields["key"] = key
     fields.setdefault("aliases", ())
     if "compute_capability" not in fields and base.arch != arch:
@@ -897,7 +904,7 @@ def load(path: str) -> GPU:
     _check_consistent(path, gpu)
     old = _REGISTRY.get(key)
     if old is not None and old != gpu:
-        raise InputError(f"{path}: GPU {key!r} is already loaded with other figures; give this file another key")
+        raise InputError(f"{path}: GPU {_shown(key)} is already loaded with other figures; give this file another key")
     _REGISTRY[key] = gpu
     return gpu
 
@@ -946,7 +953,7 @@ def resolve(name: str | GPU) -> GPU:
 def forget(key: str) -> None:
     """Remove a GPU that `load` added (a built-in entry cannot be removed)."""
     if key in BUILTIN:
-        raise InputError(f"key must name a GPU loaded from a file, got the built-in {key!r}")
+        raise InputError(f"key must name a GPU loaded from a file, got the built-in {_shown(key)}")
     _REGISTRY.pop(key, None)
 
 

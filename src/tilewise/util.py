@@ -5,14 +5,14 @@ from __future__ import annotations
 import math
 from typing import Any, TypeVar, cast
 
+from tilewise.errors import whole
+
 _T = TypeVar("_T")
 
 
 def cdiv(a: int, b: int) -> int:
     """Ceiling of a / b for integers (b > 0): how many b-sized pieces cover a."""
     if type(a) is not int or type(b) is not int or b <= 0:  # two type checks: cdiv sits on launch paths
-        from tilewise.errors import whole
-
         a = whole("cdiv's dividend", a, minimum=-(2**63))
         b = whole("cdiv's divisor", b, minimum=1)
     return -(-a // b)
@@ -38,7 +38,5 @@ def next_power_of_2(n: int) -> int:
     Plain Python on purpose: `triton.next_power_of_2` is a jit-visible function and costs ~10 us per host call.
     """
     if type(n) is not int or n > 2**53:
-        from tilewise.errors import whole
-
         n = whole("n", n, minimum=-(2**63))
     return 1 if n <= 1 else 1 << (n - 1).bit_length()

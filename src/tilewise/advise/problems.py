@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tilewise import gpus as _gpus
-from tilewise.errors import InputError, whole
+from tilewise.errors import InputError, shown, whole
 from tilewise.validate import MAX_SIZE
 
 KERNELS = ("gemm", "attention", "decode", "grouped")
@@ -44,13 +44,13 @@ def dtype_key(v: object, allowed: tuple[str, ...] = ("bf16", "fp16", "fp32")) ->
 
 def check_kernel(kernel: object) -> str:
     if kernel not in KERNELS:
-        raise InputError(f"kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
+        raise InputError(f"kernel must be one of {', '.join(KERNELS)}, got {shown(kernel)}")
     return kernel  # type: ignore[return-value]
 
 
 def check_gpu(gpu: object) -> str:
     if not isinstance(gpu, (str, _gpus.GPU)):
-        raise InputError(f"gpu must be a registry name ({', '.join(_gpus.names())}), got {gpu!r}")
+        raise InputError(f"gpu must be a registry name ({', '.join(_gpus.names())}), got {shown(gpu)}")
     return _gpus.get(gpu).key
 
 
@@ -81,7 +81,7 @@ def normalize(kernel: str, problem: dict) -> dict:
             p[k] = _int(k, p[k], MAX_DIM)
         p["dtype"] = dtype_key(p["dtype"])
         if p["layout"] not in ("nn", "nt"):
-            raise InputError(f"layout must be 'nn' (B is [K, N]) or 'nt' (a @ w.T, w [N, K]), got {p['layout']!r}")
+            raise InputError(f"layout must be 'nn' (B is [K, N]) or 'nt' (a @ w.T, w [N, K]), got {shown(p['layout'])}")
     elif kernel == "attention":
         for k in ("batch", "heads", "kv_heads"):
             p[k] = _int(k, p[k], MAX_BATCH_HEADS)
@@ -95,7 +95,7 @@ def normalize(kernel: str, problem: dict) -> dict:
         if p["batch"] * p["heads"] > MAX_BATCH_HEADS:
             raise InputError(f"batch x heads must be <= {MAX_BATCH_HEADS}, got {p['batch'] * p['heads']}")
         if not isinstance(p["causal"], bool):
-            raise InputError(f"causal must be true or false, got {p['causal']!r}")
+            raise InputError(f"causal must be true or false, got {shown(p['causal'])}")
         p["dtype"] = dtype_key(p["dtype"], ("bf16", "fp16"))
     elif kernel == "decode":
         for k in ("batch", "heads", "kv_heads"):

@@ -1,6 +1,6 @@
 """Latency hiding: Little's law, capped by what occupancy lets an SM hold.
 
-The tips document: an SM keeps up to 64 warps resident but only about 4 issue per cycle
+An SM on Hopper keeps up to 64 warps resident but only about 4 issue per cycle
 (one per partition's scheduler); a stalled warp is simply skipped, so enough resident warps
 hide latency, and past that point more occupancy does nothing.
 
@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from tilewise import gpus as _gpus
-from tilewise.errors import InputError, positive_int, typed
+from tilewise.errors import InputError, number, positive_int, shown, typed
 from tilewise.model.occupancy import occupancy
 from tilewise.util import cdiv, json_safe
 
@@ -39,10 +39,12 @@ LATENCY_CYCLES = {"hbm": 600, "l2": 250, "smem": 30, "fma": 4, "mufu": 20}
 def littles_law(latency: float, throughput: float) -> float:
     """Work in flight needed to sustain `throughput` (per cycle) through `latency` (cycles)."""
     if latency < 0 or throughput < 0:
-        raise InputError(f"latency and throughput must be >= 0, got latency={latency!r}, throughput={throughput!r}")
+        raise InputError(
+            f"latency and throughput must be >= 0, got latency={shown(latency)}, throughput={shown(throughput)}"
+        )
     work = float(latency) * float(throughput)
     if not math.isfinite(work):
-        raise InputError(f"latency x throughput must be a finite number, got {latency!r} x {throughput!r}")
+        raise InputError(f"latency x throughput must be a finite number, got {shown(latency)} x {shown(throughput)}")
     return work
 
 
@@ -50,7 +52,7 @@ def littles_law(latency: float, throughput: float) -> float:
 def hbm_bytes_per_cycle_per_sm(gpu: str | _gpus.GPU = "h100-sxm", clock_mhz: float | None = None) -> float:
     """One SM's share of HBM bandwidth per SM cycle (HBM does not follow the SM clock)."""
     g = _gpus.get(gpu)
-    clock = g.tensor_clock_mhz if clock_mhz is None else float(clock_mhz)
+    clock = g.tensor_clock_mhz if clock_mhz is None else number("clock_mhz", clock_mhz, low=0.0, low_open=True)
     return g.hbm_bytes_per_s / g.sms / (clock * 1e6)
 
 
@@ -100,7 +102,7 @@ def warps_to_hide_issue(
     g = _gpus.get(gpu)
     ilp = positive_int("ilp", ilp)
     if not 0 < issue_per_cycle <= 1:
-        raise InputError(f"issue_per_cycle must be in (0, 1] per scheduler, got {issue_per_cycle!r}")
+        raise InputError(f"issue_per_cycle must be in (0, 1] per scheduler, got {shown(issue_per_cycle)}")
     per_sched = littles_law(latency_cycles, issue_per_cycle)
     need = g.sub_partitions * max(1, math.ceil(round(per_sched / ilp, 9)))
     resident, limiter, occ = _resident(g, threads, registers, smem)

@@ -1,4 +1,4 @@
-"""Pipeline designs on one SM: a small discrete-event simulation (the tips document's "compare three designs").
+"""Pipeline designs on one SM: a small discrete-event simulation (serial, ring buffer, ping-pong).
 
 The Tensor Cores go idle for three reasons: waiting for data, the consumer busy with something
 else (softmax), and prologue/epilogue. Three designs, each processing the same work: a CTA owns
@@ -30,7 +30,8 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from tilewise import gpus as _gpus
-from tilewise.errors import InputError, positive_int, typed
+from tilewise.errors import InputError, fraction, positive_int, shown, typed
+from tilewise.model import traffic
 from tilewise.model.latency import hbm_bytes_per_cycle_per_sm
 from tilewise.util import json_safe
 
@@ -91,11 +92,11 @@ def _check_times(load: float, mma: float, softmax: float, epilogue: float) -> No
         try:
             x = float(v)
         except (TypeError, ValueError):
-            raise InputError(f"{name} must be a time >= 0 (cycles), got {v!r}") from None
+            raise InputError(f"{name} must be a time >= 0 (cycles), got {shown(v)}") from None
         if not x >= 0 or x == float("inf"):
-            raise InputError(f"{name} must be a finite time >= 0 (cycles), got {v!r}")
+            raise InputError(f"{name} must be a finite time >= 0 (cycles), got {shown(v)}")
     if float(mma) <= 0:
-        raise InputError(f"mma must be > 0 cycles, got {mma!r}")
+        raise InputError(f"mma must be > 0 cycles, got {shown(mma)}")
 
 
 @typed
@@ -117,7 +118,7 @@ def simulate(
     Returns the timeline (events, makespan) and the Tensor Cores' utilisation.
 
     The keyword options describe how a real kernel runs a design (`KERNEL_STRUCTURE` has the ones
-    of tilewise.kernels.attention_gluon; the defaults are the tips document's idealised designs):
+    of tilewise.kernels.attention_gluon; the defaults are the idealised designs, no host or barrier costs):
 
     * lockstep (serial, ring): the single consumer is two warpgroups of one instruction stream (M = 128
       over 8 warps): Q K^T of both row blocks, then both softmaxes at once (one per warpgroup), then
@@ -128,12 +129,11 @@ def simulate(
       barrier: 0.5; V must land before P V).
     """
     if design not in DESIGNS:
-        raise InputError(f"design must be one of {list(DESIGNS)}, got {design!r}")
+        raise InputError(f"design must be one of {list(DESIGNS)}, got {shown(design)}")
     tiles = positive_int("tiles", tiles, maximum=100_000)
     stages = positive_int("stages", stages, maximum=64)
     _check_times(load, mma, softmax, epilogue)
     load, mma, softmax, epilogue = float(load), float(mma), float(softmax), float(epilogue)
-    from tilewise.errors import fraction
 
     f_first = fraction("load_first", load_first)
     if lockstep and design == "pingpong":
@@ -256,7 +256,7 @@ def steady_cycles_per_tile(
     if design == "pingpong":
         per = max(r * mma, mma + softmax)
         return max(load + r * mma, per) if stages == 1 else max(load, per)
-    raise InputError(f"design must be one of {list(DESIGNS)}, got {design!r}")
+    raise InputError(f"design must be one of {list(DESIGNS)}, got {shown(design)}")
 
 
 @typed
@@ -335,15 +335,12 @@ def attention_tile_times(
     exponentials 64 x 128 / 16 = 512 (half the GEMM time: the FA3 paper's point), and the
     64 KB K/V tile from HBM ~4,700 cycles unless L2 serves most of it.
     """
-    from tilewise.errors import fraction
-
     d = positive_int("head_dim", head_dim, maximum=512)
     n = positive_int("block_n", block_n, maximum=1024)
     m = positive_int("block_m", block_m, maximum=512)
     h = fraction("hit_rate", hit_rate)
     g = _gpus.get(gpu)
     dt = _gpus.dtype_name(dtype)
-    from tilewise.model import traffic
 
     mma = traffic.attention_tile_flops(m, n, d) / _gpus.tensor_flops_per_cycle_per_sm(g, dt)
     soft = m * n / g.sfu_ops_per_cycle_per_sm
@@ -395,14 +392,12 @@ def kernel_tile_times(
 ) -> AttentionTileTimes:
     """Per-(row block, K/V tile) cycles as the Gluon kernels measure, for `simulate` with KERNEL_STRUCTURE.
 
-    Two terms differ from `attention_tile_times` (the idealised inputs the tips document derives):
+    Two terms differ from `attention_tile_times` (the idealised inputs from the feed and roofline arithmetic):
     * load: every byte of the K/V tile crosses L2 -> SM at this SM's share of the L2 bandwidth (the
       H200's measured 7.7 TB/s, gpus.py), plus the misses at its HBM share. The idealised term counts
       the HBM misses only: 103 cycles at D 128, N 128, 97% hits, where design (a) exposes ~1,000.
     * softmax: SOFTMAX_CYCLES_MEASURED (scaled by the tile's elements), not the exponentials alone.
     """
-    from tilewise.errors import fraction
-
     base = attention_tile_times(head_dim, block_n, block_m, dtype, hit_rate, gpu)
     g = _gpus.get(gpu)
     h = fraction("hit_rate", hit_rate)
@@ -445,7 +440,9 @@ def predict_kernel_designs(
     sk = positive_int("seq_k", seq_k, maximum=1 << 24)
     if stages is not None and (not isinstance(stages, dict) or set(stages) - set(DESIGNS)):
         raise InputError(
-            f"stages must be a dict of design -> ring depth with designs from {list(DESIGNS)}, got {stages!r}"[:300]
+            f"stages must be a dict of design -> ring depth with designs from {list(DESIGNS)}, got {shown(stages)}"[
+                :300
+            ]
         )
     st = {"serial": 1, "ring": 3, "pingpong": 3, **(stages or {})}
     hit = 1 - 1 / max(1, -(-sq // 128))

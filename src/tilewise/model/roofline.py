@@ -12,7 +12,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from tilewise import gpus as _gpus
-from tilewise.errors import InputError, typed
+from tilewise.errors import InputError, fraction, positive_int, shown, typed
+from tilewise.model import traffic
 from tilewise.util import json_safe
 
 
@@ -37,13 +38,13 @@ class Roofline:
 def _amount(name: str, v: object) -> float:
     """A finite number >= 0 as a float (an int too large for a float is refused, not an OverflowError)."""
     if isinstance(v, bool) or not isinstance(v, numbers.Real):
-        raise InputError(f"{name} must be a number >= 0, got {v!r}")
+        raise InputError(f"{name} must be a number >= 0, got {shown(v)}")
     try:
         f = float(v)
     except OverflowError:
-        raise InputError(f"{name} must be a finite number >= 0, got an integer of {len(str(v))} digits") from None
+        raise InputError(f"{name} must be a finite number >= 0, got {shown(v)}") from None
     if not math.isfinite(f) or f < 0:
-        raise InputError(f"{name} must be a finite number >= 0, got {v!r}")
+        raise InputError(f"{name} must be a finite number >= 0, got {shown(v)}")
     return f
 
 
@@ -65,7 +66,7 @@ def time(
     peak = _gpus.peak_flops(g, dtype, clock_mhz)
     bw = _amount("bandwidth", bandwidth) if bandwidth is not None else _gpus.bandwidth(g, level, clock_mhz)
     if bw <= 0:
-        raise InputError(f"bandwidth must be > 0 bytes/s, got {bandwidth!r}")
+        raise InputError(f"bandwidth must be > 0 bytes/s, got {shown(bandwidth)}")
     compute_s = flops / peak
     memory_s = nbytes / bw
     t = max(compute_s, memory_s)
@@ -140,7 +141,7 @@ def time_levels(
 
 # ------------------------------------------------------------------ L2 reuse
 #
-# The tips document: a KV tile is K and V, [N, d] each; a block with M rows of Q does
+# A KV tile is K and V, [N, d] each; a block with M rows of Q does
 # 4 x M x N x d FLOPs on its 2 x N x d x 2 bytes: each byte of KV buys M FLOPs, N cancels.
 # Against a balance of 989.4 / 3.35 = 295, M = 64 is more than 4x short if every byte comes
 # from HBM. But the Q blocks of one head all read the same K/V, so later blocks mostly hit L2:
@@ -149,8 +150,6 @@ def time_levels(
 
 
 def _hit(hit_rate: float) -> float:
-    from tilewise.errors import fraction
-
     return fraction("hit_rate", hit_rate)
 
 
@@ -158,7 +157,7 @@ def _hit(hit_rate: float) -> float:
 def effective_hbm_bytes(requested_bytes: float, hit_rate: float) -> float:
     """Bytes HBM serves when `hit_rate` of the requested bytes hit in L2."""
     if requested_bytes < 0:
-        raise InputError(f"requested_bytes must be >= 0, got {requested_bytes!r}")
+        raise InputError(f"requested_bytes must be >= 0, got {shown(requested_bytes)}")
     return requested_bytes * (1.0 - _hit(hit_rate))
 
 
@@ -166,15 +165,13 @@ def effective_hbm_bytes(requested_bytes: float, hit_rate: float) -> float:
 def hit_rate_for_compute_roof(intensity: float, gpu: str | _gpus.GPU = "h100-sxm", dtype: str = "bf16") -> float:
     """L2 hit rate at which FLOPs / (HBM bytes) reaches the HBM balance: max(0, 1 - intensity / balance)."""
     if not intensity > 0:
-        raise InputError(f"intensity must be > 0 FLOP/B, got {intensity!r}")
+        raise InputError(f"intensity must be > 0 FLOP/B, got {shown(intensity)}")
     return max(0.0, 1.0 - intensity / _gpus.balance(_gpus.get(gpu), "hbm", dtype))
 
 
 @typed
 def ideal_hit_rate(readers: int) -> float:
     """Hit rate when `readers` blocks read the same bytes and only the first read misses: 1 - 1/readers."""
-    from tilewise.errors import positive_int
-
     return 1.0 - 1.0 / positive_int("readers", readers)
 
 
@@ -199,12 +196,12 @@ def l2_reuse(
 ) -> L2Reuse:
     """Where a kernel that re-reads a shared operand stands at a given L2 hit rate.
 
-    Only the misses go to HBM. The seed's model stops there (the default). With `include_l2`,
+    Only the misses go to HBM. The default stops there (M = 64 needs ~78% hits on an H100 SXM). With `include_l2`,
     every requested byte also counts against L2's bandwidth, an order-of-magnitude figure
     (NVIDIA publishes none), which can bind first.
     """
     if not intensity > 0:
-        raise InputError(f"intensity must be > 0 FLOP/B, got {intensity!r}")
+        raise InputError(f"intensity must be > 0 FLOP/B, got {shown(intensity)}")
     h = _hit(hit_rate)
     g = _gpus.get(gpu)
     bal = _gpus.balance(g, "hbm", dtype)
@@ -244,10 +241,7 @@ class KVIntensity:
 @typed
 def kv_tile_intensity(block_m: int = 64, block_n: int = 128, head_dim: int = 128, dtype: str = "bf16") -> KVIntensity:
     """FLOPs per byte of one K/V tile for a block owning block_m query rows: N and d cancel, M remains."""
-    from tilewise.errors import positive_int
-
     m, n, d = positive_int("block_m", block_m), positive_int("block_n", block_n), positive_int("head_dim", head_dim)
-    from tilewise.model import traffic
 
     flops = traffic.attention_tile_flops(m, n, d)
     kv = traffic.kv_tile_bytes(n, d, dtype)

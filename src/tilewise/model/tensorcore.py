@@ -1,6 +1,6 @@
 """Tensor Cores on Hopper: wgmma shapes, how fast shared memory can feed them, and budgets.
 
-The tips document derives FlashAttention-3's tile sizes in three steps, each a function here:
+FlashAttention-3's tile sizes follow from three steps of arithmetic, each a function here:
 
 1. One wgmma is m64 nN k16 (16-bit types): 2 x 64 x N x 16 FLOPs. An SM does 4096 dense
    bf16 FLOPs per cycle (4 Tensor Cores x 512 multiply-adds x 2), so the instruction takes
@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from tilewise import gpus as _gpus
-from tilewise.errors import InputError, positive_int, typed
+from tilewise.errors import InputError, positive_int, shown, typed
 from tilewise.util import json_safe
 
 WGMMA_M = 64  # fixed: one warpgroup's 4 warps x 16 rows
@@ -51,7 +51,7 @@ PUBLISHED = {
     "32 banks x 4 bytes = 128 B/cycle for ordinary shared-memory loads": "CUDA C++ Programming Guide",
 }
 MODELLED = {
-    "128 B/cycle for the path wgmma reads its operands through": "not published (the tips document says so)",
+    "128 B/cycle for the path wgmma reads its operands through": "not published by NVIDIA (an order-of-magnitude figure)",
     "registers for addresses and bookkeeping": f"order of magnitude ({ADDRESS_REGISTERS} per thread assumed)",
     "accumulator layout: fp32 spread evenly over the warpgroup's 128 threads": "exact for wgmma's layout",
 }
@@ -60,7 +60,7 @@ MODELLED = {
 def _dtype(dtype: str) -> str:
     dt = _gpus.dtype_name(dtype)
     if dt not in WGMMA_K:
-        raise InputError(f"dtype must be one of {sorted(WGMMA_K)} for wgmma, got {dtype!r}")
+        raise InputError(f"dtype must be one of {sorted(WGMMA_K)} for wgmma, got {shown(dtype)}")
     return dt
 
 
@@ -164,7 +164,7 @@ def smem_feed(n: int = 64, dtype: str = "bf16", form: str = "SS", gpu: str | _gp
     w = wgmma(n, dtype, gpu)
     form = str(form).upper()
     if form not in ("SS", "RS"):
-        raise InputError(f"form must be 'SS' (A from shared memory) or 'RS' (A from registers), got {form!r}")
+        raise InputError(f"form must be 'SS' (A from shared memory) or 'RS' (A from registers), got {shown(form)}")
     g = _gpus.get(gpu)
     e = _gpus.element_bytes(w.dtype if w.dtype != "tf32" else "fp32")
     bw = g.smem_bytes_per_cycle_per_sm
@@ -199,7 +199,7 @@ def smem_feed(n: int = 64, dtype: str = "bf16", form: str = "SS", gpu: str | _gp
 def feed_table(
     ns: Sequence[int] = (64, 128, 256), dtype: str = "bf16", form: str = "SS", gpu: str | _gpus.GPU = "h100-sxm"
 ) -> list[Feed]:
-    """`smem_feed` at each N (the seed's 'drag N')."""
+    """`smem_feed` at each N (N = 64, 128, 256: compute / feed 1.00, 1.33, 1.60)."""
     return [smem_feed(n, dtype, form, gpu) for n in ns]
 
 
@@ -216,7 +216,7 @@ class RegisterBudget:
     o: float  # O [block_m, d] fp32
     stats: float  # row max and row sum for the thread's rows
     addresses: float  # model figure
-    accumulators: float  # s + o: the seed's "192" at N = 256, d = 128
+    accumulators: float  # s + o: 128 + 64 = 192 of 255 at N = 256, d = 128
     total: float
     limit: int  # 255 per thread
     fits: bool

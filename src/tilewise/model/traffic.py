@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tilewise.errors import InputError, counts, positive_int
+from tilewise.errors import InputError, counts, shown
 from tilewise.gpus import element_bytes
 from tilewise.util import cdiv
 
@@ -35,7 +35,7 @@ def gemm_bytes(m: int, n: int, k: int, dtype: str = "bf16", out_dtype: str | Non
 def gemm_naive_hbm_elements(m: int, n: int, k: int) -> int:
     """One thread per C[i][j], no reuse: each thread reads a row of A and a column of B.
 
-    The tips document: each element of A is read N times and each of B M times.
+    Without tiles each element of A is read N times and each of B M times.
     """
     return (m * n * k) * 2 + m * n
 
@@ -238,7 +238,7 @@ def mhffn_backward_flops(tokens: int, heads: int, head_dim: int, intermediate: i
     u = 2 * tokens * heads * head_dim * intermediate
     units = {"useful": 6, "split": 11, "atomic": 8}
     if mode not in units:
-        raise InputError(f"mode must be one of {sorted(units)}, got {mode!r}")
+        raise InputError(f"mode must be one of {sorted(units)}, got {shown(mode)}")
     return units[mode] * u
 
 
@@ -272,11 +272,6 @@ def mhffn_unfused_saved_bytes(tokens: int, heads: int, intermediate: int, dtype:
 def dense_swiglu_flops(tokens: int, d_model: int, intermediate: int) -> int:
     """Dense SwiGLU x [T, d] -> [T, I] gate and up -> [T, d]: 3 GEMMs of 2 T d I."""
     return 3 * gemm_flops(tokens, intermediate, d_model)
-
-
-def check_dims(**dims: int) -> dict[str, int]:
-    """Validate named sizes as positive integers (one message per bad size)."""
-    return {name: positive_int(name, v) for name, v in dims.items()}
 
 
 @counts

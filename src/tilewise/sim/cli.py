@@ -15,6 +15,9 @@ import time
 import numpy as np
 
 from tilewise.errors import InputError, cli_int, clip, fraction, positive_int, shown
+from tilewise.sim.lazy import LazyArray
+from tilewise.sim.report import render_text, report
+from tilewise.sim.runtime import MAX_STEPS, Device, Kernel, launch, launch_shape
 
 EPILOG = """examples:
   tilewise trace examples/sim/gemm_tiled.py --grid 4,4 --block 32,32
@@ -209,8 +212,6 @@ def load_module(path: str):
 
 
 def pick_kernel(mod, name: str | None):
-    from tilewise.sim.runtime import Device, Kernel
-
     ks = {k: v for k, v in vars(mod).items() if isinstance(v, Kernel) and not isinstance(v, Device)}
     if name:
         if name not in ks:
@@ -260,7 +261,6 @@ def _check_result(path: str, mod, args, blocks) -> dict:
 
 def _launch_args(path: str, k, args) -> None:
     """setup()'s result must be the kernel's arguments: numeric numpy arrays or numbers, one per parameter."""
-    from tilewise.sim.lazy import LazyArray
 
     if not isinstance(args, (tuple, list)):
         raise InputError(f"{path}: setup() must return a tuple of the kernel's arguments, got {type(args).__name__}")
@@ -324,9 +324,6 @@ def run_file(
 
 
 def _run(path, grid, block, kernel, sample, seed, hazards, max_steps, deadline: _Deadline):
-    from tilewise.sim.report import report
-    from tilewise.sim.runtime import MAX_STEPS, launch, launch_shape
-
     mod = load_module(path)
     k = pick_kernel(mod, kernel)
     grid = _dims("--grid", grid) if grid is not None else _dims(f"GRID in {path}", getattr(mod, "GRID", 1))
@@ -365,8 +362,6 @@ def _run(path, grid, block, kernel, sample, seed, hazards, max_steps, deadline: 
 
 
 def _cmd_trace(a: argparse.Namespace) -> int:
-    from tilewise.sim.report import render_text
-
     if a.sample is not None:
         a.sample = positive_int("--sample", a.sample)
     _, rep = run_file(

@@ -1,4 +1,4 @@
-"""`tilewise explore`: the seeds' interactive widgets in a browser, every number from the model.
+"""`tilewise explore`: interactive panels in a browser (warps to tile sizes), every number from the model.
 
 Starlette and uvicorn (the `web` extra) are imported only when the command runs.
 """
@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import socket
 
+from tilewise import gpus
 from tilewise.errors import InputError, positive_int, require_extra
 
 DEFAULT_PORT = 8765
@@ -33,8 +34,6 @@ def run(args: argparse.Namespace) -> int:
     require_extra("starlette", "web")
     require_extra("uvicorn", "web")
     port = positive_int("--port", args.port, minimum=0, maximum=65535)
-    from tilewise import gpus
-
     for path in args.gpu_file or ():  # a user's GPU files join the registry, so the GPU menu lists them
         gpus.load(path)
     if port == 0:
@@ -53,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
 def register(sub) -> None:
     p = sub.add_parser(
         "explore",
-        help="open the explorer: the seeds' interactive widgets, live, in a browser",
+        help="open the explorer: interactive panels from warps to tile sizes, live, in a browser",
         description=(
             "Start a local web server on 127.0.0.1 and open the explorer: the grid over the SMs, occupancy's "
             "limits, the GEMM tiling animation, decode padding, the MoE tile scheduler and the Hopper panels, "
