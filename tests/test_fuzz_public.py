@@ -79,7 +79,8 @@ GOOD = {
     "seq_len": 4096, "seq_lens": [128, 256], "sk": 128, "sq": 128, "sms": 132, "softmax": 512.0, "splits": 4,
     "stage_bytes": 65536, "stages": 2, "threads": 256, "registers": 64, "throughput": 2.0, "tile": 3,
     "tokens": 4096, "top_k": 8, "total_tiles": 100, "program": 1, "programs": 4, "warps": 4, "gpu": "h100-sxm",
-    "dtype": "bf16", "level": "hbm", "name": "h200", "warps_per_sm": 8,
+    "dtype": "bf16", "level": "hbm", "name": "h200", "warps_per_sm": 8, "carveout": 50, "static_smem": 0,
+    "dynamic_smem": 4096,
 }  # fmt: skip
 GEMM_PROBLEM = {"m": 64, "n": 256, "k": 128}
 GEMM_CONFIG = {"block_m": 64, "block_n": 64, "block_k": 64}
@@ -97,7 +98,7 @@ FUNCTIONS = [
     waves.grouped_gemm_cost,
     decode.fragment_fill, decode.choose_num_splits, decode.decode_gemm_point, decode.decode_gemm_roofline,
     decode.batch_for_compute_bound, decode.decode_attention,
-    occupancy.occupancy, mma.path, mma.warp_feed, mma.instruction_feed, mma.tmem_budget,
+    occupancy.occupancy, occupancy.carveout_bytes, occupancy.registers_per_warp, occupancy.smem_per_block, mma.path, mma.warp_feed, mma.instruction_feed, mma.tmem_budget,
     util.cdiv, util.next_power_of_2,
     *[f for n, f in inspect.getmembers(traffic, inspect.isfunction)
       if not n.startswith("_") and f.__module__ == traffic.__name__ and n != "check_dims"],

@@ -84,16 +84,17 @@ _UNLIMITED = 2**31 - 1
 
 
 @typed
-def carveout_bytes(gpu: _gpus.GPU, carveout: int | None) -> int:
+def carveout_bytes(gpu: str | _gpus.GPU, carveout: int | None) -> int:
     """The shared-memory size an SM is configured to for a carveout preference.
 
     `None` is the runtime's default (no preference): the largest carveout. Otherwise
     a percentage of the largest carveout, rounded up to the next size the SM supports.
     """
+    gpu = _gpus.get(gpu)
     if carveout is None:
         want = gpu.smem_per_sm
     else:
-        want = (int(carveout) * gpu.smem_per_sm) // 100
+        want = (positive_int("carveout", carveout, minimum=0, maximum=100) * gpu.smem_per_sm) // 100
     return _align_to_carveout(gpu, want)
 
 
@@ -105,14 +106,19 @@ def _align_to_carveout(gpu: _gpus.GPU, nbytes: int) -> int:
 
 
 @typed
-def registers_per_warp(gpu: _gpus.GPU, registers: int) -> int:
+def registers_per_warp(gpu: str | _gpus.GPU, registers: int) -> int:
     """Registers the SM allocates to one warp: registers x 32, rounded up to 256."""
+    gpu = _gpus.get(gpu)
+    registers = positive_int("registers", registers, minimum=0, maximum=gpu.max_regs_per_thread)
     return _round_up(registers * gpu.warp_size, gpu.reg_alloc_unit)
 
 
 @typed
-def smem_per_block(gpu: _gpus.GPU, static_smem: int, dynamic_smem: int) -> int:
+def smem_per_block(gpu: str | _gpus.GPU, static_smem: int, dynamic_smem: int) -> int:
     """Shared memory one block takes: static + dynamic + the reserved 1 KB, rounded to 128 B."""
+    gpu = _gpus.get(gpu)
+    static_smem = positive_int("static_smem", static_smem, minimum=0)
+    dynamic_smem = positive_int("dynamic_smem", dynamic_smem, minimum=0)
     return _round_up(static_smem + dynamic_smem + gpu.reserved_smem_per_block, gpu.smem_alloc_unit)
 
 
