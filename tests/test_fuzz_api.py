@@ -5,7 +5,7 @@ and `tilewise.sim.analyze_access` get arguments of every type a caller might pas
 boundaries, huge, negative and non-integral numbers, None, strings, bools, lists. The properties:
 each call returns or raises `InputError` (never another exception), with a one-line message naming
 what was expected and what was given; every report's JSON is strict; an occupancy answer obeys the
-hardware's four limits (checked against the GPU's figures here). A call past HUNG_S has hung: the limit
+hardware's four limits (checked against the GPU's figures here). A call past LIMIT_S has hung: the limit
 says only that (~50x what the slowest report needs on a loaded 2-core machine).
 """
 
@@ -26,7 +26,9 @@ from tilewise.errors import InputError
 from tilewise.explain import attention, decode, ffn, gemm, moe
 from tilewise.sim import analyze_access
 
-HUNG_S = 10.0
+# A hang guard, not a speed claim: every entry point answers in well under 0.1 s of CPU; 10 s (of this
+# process's CPU time, so other processes' load does not count) only says "it hung or blew up".
+LIMIT_S = 10.0
 FUZZ = settings(
     max_examples=80,
     deadline=None,
@@ -55,7 +57,7 @@ def call(fn, **kw):
         assert re.search(r"\bgot\b|expected|must|unknown", msg), (fn.__name__, kw, msg)
         out = None
     took = time.process_time() - t
-    assert took <= HUNG_S, f"{fn.__module__}.{fn.__name__}({kw}) hung: {took:.2f} s"
+    assert took <= LIMIT_S, f"{fn.__module__}.{fn.__name__}({kw}) hung: {took:.2f} s"
     return out
 
 
