@@ -93,7 +93,7 @@ def test_advise_attention_backward(capsys):
     assert main(["advise", "attention", "--backward"]) == 0
     assert "5 GEMMs per (query, key) pair" in capsys.readouterr().out
     assert main(["advise", "gemm", "--backward"]) == 2
-    assert "--backward is an option of attention" in capsys.readouterr().err
+    assert "got --backward, which it does not use" in capsys.readouterr().err
 
 
 def test_explain_attention_backward(capsys):
@@ -108,3 +108,10 @@ def test_explain_attention_backward(capsys):
     assert r["work"]["gemms_per_pair"] == 7 and r["bytes"]["atomic_bytes"] == 0
     assert main(["explain", "attention", "--backward", "--gpu", "h200"]) == 0
     assert "K and V stay, Q and dO stream" in capsys.readouterr().out
+
+
+def test_explain_options_that_do_not_apply_are_refused(capsys):
+    assert main(["explain", "attention", "--warps", "4"]) == 2
+    assert "--warps applies only with --backward" in capsys.readouterr().err
+    assert main(["explain", "attention", "--backward", "--hit-rate", "0.5"]) == 2
+    assert "does not take it" in capsys.readouterr().err

@@ -37,7 +37,13 @@ def _files() -> list[Path]:
         paths = [p] if p.is_file() else sorted(q for q in p.rglob("*") if q.is_file())
         for q in paths:
             rel = q.relative_to(ROOT).as_posix()
-            if rel in ALLOWED or "__pycache__" in rel or ".egg-info" in rel or q.suffix not in TEXT or q.stat().st_size > MAX_BYTES:
+            if (
+                rel in ALLOWED
+                or "__pycache__" in rel
+                or ".egg-info" in rel
+                or q.suffix not in TEXT
+                or q.stat().st_size > MAX_BYTES
+            ):
                 continue
             out.append(q)
     return out

@@ -45,6 +45,8 @@ from tilewise.model.tiles import (
     decode_smem_bytes,
     decode_tag,
     gemm_acc_regs,
+    gemm_gluon_smem_bytes,
+    gemm_gluon_tag,
     gemm_smem_bytes,
     gemm_tag,
     grouped_space,
@@ -168,6 +170,57 @@ def gemm_space(
     return [dict(c) for c in _GRID if not gemm_fits(c, m, n, k, dtype, gpu, layout)]
 
 
+# ---------------------------------------------------------------------------------------------- Gluon GEMM
+
+# The Gluon kernel (kernels/gemm_gluon.py, Hopper only): (schedule, block_m, block_n, block_k, stages, group_m).
+# Each was compiled for sm_90a without spills and checked element-wise on the H200; the list is the one
+# benchmarks/gemm_gluon_probe.py timed (benchmarks/results/h200/gemm_gluon_probe.json): cooperative
+# 128 x 256 st3 is the large-shape tile (8192^3 nn 1540 us, 714 TFLOP/s, 1.03x cuBLAS), the single-consumer
+# 64-row tiles serve skinny and small problems (64 x 24576 x 8192 nt: 64 x 256 st4 110 us, 1.01x; 1000^3:
+# 64 x 128 st6 13.8 us where 128 x 256 took 18.7).
+GEMM_GLUON = (
+    ("cooperative", 128, 256, 64, 3, 8),
+    ("cooperative", 128, 256, 64, 3, 1),
+    ("cooperative", 128, 128, 64, 4, 8),
+    ("cooperative", 128, 128, 64, 6, 8),
+    ("cooperative", 256, 128, 64, 3, 8),
+    ("pingpong", 128, 128, 64, 4, 8),
+    ("pingpong", 64, 256, 64, 4, 8),
+    ("single", 64, 128, 64, 6, 8),
+    ("single", 64, 256, 64, 4, 8),
+    ("single", 128, 128, 64, 4, 8),
+)
+
+
+def gemm_gluon_fits(c: dict, m: int, n: int, k: int, dtype: str, gpu: str | _gpus.GPU, layout: str = "nn") -> str:
+    """'' when the Gluon config can run the problem on `gpu`, else the reason it cannot."""
+    g = _gpus.get(gpu)
+    e = _gpus.element_bytes(dtype)
+    if g.arch != "hopper" or not (g.wgmma and g.tma):
+        return "the Gluon GEMM is written for Hopper (wgmma + TMA)"
+    if e != 2:
+        return "the Gluon GEMM takes 16-bit operands"
+    if (n * e) % 16 or (k * e) % 16:
+        return "the Gluon GEMM needs 16-byte aligned rows of A, B (or w) and C (TMA)"
+    limit = g.smem_per_block_optin - g.reserved_smem_per_block
+    smem = gemm_gluon_smem_bytes(c, e)
+    if smem > limit:
+        return f"shared memory {smem} B > {limit} B"
+    return ""
+
+
+def gemm_gluon_space(
+    m: int, n: int, k: int, dtype: str = "bf16", gpu: str | _gpus.GPU = "h200", layout: str = "nn"
+) -> list[dict]:
+    """The Gluon GEMM configurations that fit `gpu` for an M x N x K problem (each a fresh dict)."""
+    out = []
+    for sched, bm, bn, bk, st, g in GEMM_GLUON:
+        c = {"schedule": sched, "block_m": bm, "block_n": bn, "block_k": bk, "num_stages": st, "group_m": g}
+        if not gemm_gluon_fits(c, m, n, k, dtype, gpu, layout):
+            out.append(c)
+    return out
+
+
 # ---------------------------------------------------------------------------------------------- attention
 
 ATTN_BLOCK_M = (64, 128)
@@ -279,6 +332,7 @@ __all__ = [
     "DECODE_SMEM",
     "DECODE_SPLITS",
     "DECODE_TILES",
+    "GEMM_GLUON",
     "GEMM_GROUP1_TILES",
     "GEMM_PERSISTENT",
     "GEMM_SPLITS",
@@ -301,6 +355,10 @@ __all__ = [
     "gemm_acc_regs",
     "gemm_config_from_tag",
     "gemm_fits",
+    "gemm_gluon_fits",
+    "gemm_gluon_smem_bytes",
+    "gemm_gluon_space",
+    "gemm_gluon_tag",
     "gemm_grid",
     "gemm_smem_bytes",
     "gemm_space",

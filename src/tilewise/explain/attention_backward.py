@@ -10,17 +10,18 @@ Every figure comes from `tilewise.model.attention_backward`.
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from tilewise import gpus as _gpus
 from tilewise import validate
-from tilewise.errors import require
+from tilewise.errors import InputError, cli_int, require
 from tilewise.explain.report import Report, fmt_bytes, fmt_flops, fmt_kib, fmt_time, gpu_info, provenance_line
 from tilewise.model import attention_backward as model
 from tilewise.model import traffic
 from tilewise.util import cdiv
 
 
-def _work(r: Report, p: dict, dq: str) -> None:
+def _work(r: Report, p: dict[str, Any], dq: str) -> None:
     fwd = traffic.attention_flops(p["batch"], p["heads"], p["seq_q"], p["seq_k"], p["head_dim"], p["causal"])
     n = model.GEMMS[dq]
     run = model.flops(p["batch"], p["heads"], p["seq_q"], p["seq_k"], p["head_dim"], p["causal"], dq)
@@ -42,7 +43,7 @@ def _work(r: Report, p: dict, dq: str) -> None:
     )
 
 
-def _tile(r: Report, p: dict, c: dict) -> None:
+def _tile(r: Report, p: dict[str, Any], c: dict[str, Any]) -> None:
     d, bm, bn, e = p["head_dim"], c["block_m"], c["block_n"], _gpus.element_bytes(p["dtype"])
     group = p["heads"] // p["kv_heads"]
     programs = cdiv(p["seq_k"], bn) * p["batch"] * p["kv_heads"]
@@ -70,7 +71,7 @@ def _tile(r: Report, p: dict, c: dict) -> None:
         )
 
 
-def _registers(r: Report, p: dict, c: dict) -> None:
+def _registers(r: Report, p: dict[str, Any], c: dict[str, Any]) -> None:
     b = model.tile_budget(p["head_dim"], c["block_m"], c["block_n"], c["num_warps"], c["num_stages"], p["dtype"])
     g = b["registers"]
     s = r.step("registers", "The register budget", **g)
@@ -82,7 +83,7 @@ def _registers(r: Report, p: dict, c: dict) -> None:
     )
 
 
-def _smem(r: Report, p: dict, c: dict) -> None:
+def _smem(r: Report, p: dict[str, Any], c: dict[str, Any]) -> None:
     b = model.tile_budget(p["head_dim"], c["block_m"], c["block_n"], c["num_warps"], c["num_stages"], p["dtype"])
     m = b["smem"]
     s = r.step("smem", "Shared memory", **m)
@@ -93,7 +94,7 @@ def _smem(r: Report, p: dict, c: dict) -> None:
     )
 
 
-def _bytes(r: Report, p: dict, c: dict, dq: str) -> None:
+def _bytes(r: Report, p: dict[str, Any], c: dict[str, Any], dq: str) -> None:
     B, H, Hk, sq, sk, d = p["batch"], p["heads"], p["kv_heads"], p["seq_q"], p["seq_k"], p["head_dim"]
     hbm = model.hbm_bytes(B, H, Hk, sq, sk, d, p["dtype"], dq)
     atomics = model.atomic_bytes(B, H, sq, sk, d, c["block_n"], p["causal"]) if dq == "atomic" else 0
@@ -109,7 +110,7 @@ def _bytes(r: Report, p: dict, c: dict, dq: str) -> None:
         )
 
 
-def _memory(r: Report, p: dict, dq: str) -> None:
+def _memory(r: Report, p: dict[str, Any], dq: str) -> None:
     B, H, Hk, sq, sk, d = p["batch"], p["heads"], p["kv_heads"], p["seq_q"], p["seq_k"], p["head_dim"]
     e = _gpus.element_bytes(p["dtype"])
     ours = (B * H * sq * d + 2 * B * Hk * sk * d) * e + B * H * sq * 4 + (B * H * sq * d * 4 if dq == "atomic" else 0)
@@ -121,7 +122,7 @@ def _memory(r: Report, p: dict, dq: str) -> None:
     )
 
 
-def _time(r: Report, p: dict, c: dict, gpu: str) -> None:
+def _time(r: Report, p: dict[str, Any], c: dict[str, Any], gpu: str) -> None:
     pred = model.predict(p, c, gpu)
     s = r.step("predicted", "Predicted time", ms=pred.ms, binding=pred.binding, terms=pred.terms)
     terms = ", ".join(f"{k} {fmt_time(v * 1e-3)}" for k, v in pred.terms.items())
@@ -189,15 +190,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """The backward's own options (the problem's options are the forward's)."""
     p.add_argument("--backward", action="store_true", help="walk the backward (dQ, dK, dV) instead")
     p.add_argument("--deterministic", action="store_true", help="--backward: dQ by a second kernel, no atomics")
-    p.add_argument("--warps", type=int, default=8, dest="num_warps", help="--backward: warps per program (8)")
+    p.add_argument("--warps", type=cli_int, default=None, dest="num_warps", help="--backward: warps per program (8)")
+
+
+def refuse_without_backward(a: argparse.Namespace) -> None:
+    """The forward's walk takes none of the backward's own options: one given without --backward is an error."""
+    for opt, given in (("--deterministic", a.deterministic), ("--warps", a.num_warps is not None)):
+        if given:
+            raise InputError(f"{opt} applies only with --backward (explain attention --backward {opt} ...)")
 
 
 def from_args(a: argparse.Namespace) -> Report:
+    if a.hit_rate is not None:
+        raise InputError("--hit-rate is the forward's K/V reuse; explain attention --backward does not take it")
     return explain(
         batch=a.batch, heads=a.heads, kv_heads=a.kv_heads, seq_q=a.seq_q, seq_k=a.seq_k, head_dim=a.head_dim,
-        causal=a.causal, block_m=a.block_m, block_n=a.block_n, num_warps=a.num_warps, stages=a.stages,
+        causal=a.causal, block_m=a.block_m, block_n=a.block_n, num_warps=8 if a.num_warps is None else a.num_warps,
+        stages=a.stages,
         deterministic=a.deterministic, dtype=a.dtype, gpu=a.gpu,
     )  # fmt: skip
 
 
-__all__ = ["add_arguments", "explain", "from_args"]
+__all__ = ["add_arguments", "explain", "from_args", "refuse_without_backward"]

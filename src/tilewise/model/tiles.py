@@ -53,6 +53,31 @@ def gemm_acc_regs(c: dict[str, Any]) -> float:
     return float(c["block_m"] * c["block_n"] / (32 * c["num_warps"]))
 
 
+# ---------------------------------------------------------------------------------------------- Gluon GEMM
+
+_GLUON_PREFIX = {"cooperative": "gco", "pingpong": "gpp", "single": "gsg"}
+
+
+def gemm_gluon_tag(c: dict[str, Any]) -> str:
+    """The Gluon GEMM's own `GluonGemmConfig.tag()` spelling: g{co|pp|sg}BMxBNxBK_gG_stS."""
+    return (
+        f"{_GLUON_PREFIX[c['schedule']]}{c['block_m']}x{c['block_n']}x{c['block_k']}"
+        f"_g{c.get('group_m', 8)}_st{c['num_stages']}"
+    )
+
+
+def gemm_gluon_smem_bytes(c: dict[str, Any], e: int = 2) -> int:
+    """Shared memory of one CTA of the Gluon GEMM: the ring (A and B tiles per stage), one C tile per consumer
+    (the epilogue's TMA-store buffer), 16 bytes of barriers per stage. sm_90a builds (triton 3.6) of
+    cooperative 128x256 st3, pingpong 128x128 st4 and single 64x128 st4 reserved 160, 184 and 116 B more
+    (the compiler's scratch; the fit rule keeps 1 KB)."""
+    consumers = 1 if c["schedule"] == "single" else 2
+    sub_m = c["block_m"] // 2 if c["schedule"] == "cooperative" else c["block_m"]
+    a_rows = c["block_m"] if c["schedule"] == "cooperative" else sub_m
+    ring = c["num_stages"] * (a_rows + c["block_n"]) * c["block_k"]
+    return int((ring + consumers * sub_m * c["block_n"]) * e + 16 * c["num_stages"])
+
+
 # ---------------------------------------------------------------------------------------------- attention
 
 
@@ -130,7 +155,13 @@ def grouped_tag(c: dict[str, Any]) -> str:
     return f"m{c['block_m']}n{c['block_n']}k{c['block_k']}w{c['num_warps']}s{c['num_stages']}-{c['schedule']}"
 
 
-TAGS = {"gemm": gemm_tag, "attention": attention_tag, "decode": decode_tag, "grouped": grouped_tag}
+TAGS = {
+    "gemm": gemm_tag,
+    "gemm_gluon": gemm_gluon_tag,
+    "attention": attention_tag,
+    "decode": decode_tag,
+    "grouped": grouped_tag,
+}
 
 __all__ = [
     "GROUPED_SCHEDULES",
@@ -143,6 +174,8 @@ __all__ = [
     "decode_smem_bytes",
     "decode_tag",
     "gemm_acc_regs",
+    "gemm_gluon_smem_bytes",
+    "gemm_gluon_tag",
     "gemm_smem_bytes",
     "gemm_tag",
     "grouped_smem_bytes",
