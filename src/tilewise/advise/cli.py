@@ -8,6 +8,7 @@ import json
 from tilewise import gpus as _gpus
 from tilewise.advise import advise, validate
 from tilewise.advise import calibrate as C
+from tilewise.advise.attention_backward import advise_backward, render
 from tilewise.advise.problems import normalize
 from tilewise.errors import InputError, cli_int
 from tilewise.model.predict import calibration
@@ -133,8 +134,6 @@ def _run(a: argparse.Namespace) -> int:
 
 
 def _backward(a: argparse.Namespace, prob: dict) -> int:
-    from tilewise.advise.attention_backward import advise_backward, render
-
     out = advise_backward(prob, a.gpu, a.top)
     if a.json:
         print(json.dumps({"kernel": "attention_backward", "problem": prob, "gpu": _gpus.get(a.gpu).key,

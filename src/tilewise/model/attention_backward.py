@@ -20,6 +20,8 @@ dO stream through shared memory in `stages` buffers. That is the budget `tile_bu
 
 from __future__ import annotations
 
+import re
+import statistics
 from typing import Any
 
 from tilewise import gpus as _gpus
@@ -202,8 +204,6 @@ def fit(rows: list[dict[str, Any]], gpu: str = "h200") -> dict[str, float]:
     problem, and the probe's rows; each names its tile and dq mode): the pair on a 0.02 grid with the smallest mean
     |predicted / measured - 1| (the median alone lets the Tensor-Core term absorb the atomic rows and miss the
     separate-dQ row by 68%), with the median, mean and worst error."""
-    import statistics
-
     seen, runs = set(), []
     for r in rows:
         probe = r.get("section") == "probe"
@@ -231,8 +231,6 @@ def fit(rows: list[dict[str, Any]], gpu: str = "h200") -> dict[str, float]:
 
 def problem_of(shape: str) -> dict[str, Any]:
     """'B4 H32/8 S4096 D128 causal' (tilewise.bench.shapes.attention_name) back to a problem dict."""
-    import re
-
     m = re.match(r"B(\d+) H(\d+)(?:/(\d+))? S(\d+) D(\d+) (causal|non-causal)", shape)
     if m is None:
         raise InputError(f"shape must read like 'B4 H32/8 S4096 D128 causal', got {shape!r}")
