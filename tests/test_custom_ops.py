@@ -73,6 +73,12 @@ def moe_inputs(gen, R=6, k=2, E=3, d=16, f=8, dtype=torch.float32, grad=True):
 # ------------------------------------------------------------------------------ opcheck
 
 
+def _attention_backward_args(gen):
+    q, k, v = rand(1, 4, 9, 16, gen=gen), rand(1, 2, 6, 16, gen=gen), rand(1, 2, 6, 16, gen=gen)
+    out, lse = custom_ops.flash_attention.attention(q, k, v, causal=True)
+    return (rand(1, 4, 9, 16, gen=gen), rand(1, 4, 9, gen=gen), q, k, v, out, lse, True, None, True)
+
+
 def _cases(gen):
     dt16 = torch.float16
     return {
@@ -89,6 +95,7 @@ def _cases(gen):
         "attention-fp16": (OPS.attention, (rand(1, 2, 3, 16, dtype=dt16, grad=True, gen=gen),
                                            rand(1, 2, 3, 16, dtype=dt16, grad=True, gen=gen),
                                            rand(1, 2, 3, 16, dtype=dt16, grad=True, gen=gen), False, 0.3)),
+        "attention-backward-gqa-dlse": (OPS.attention_backward, _attention_backward_args(gen)),
         "decode": (OPS.decode_attention, (rand(2, 4, 16, gen=gen), rand(2, 2, 37, 16, gen=gen),
                                           rand(2, 2, 37, 16, gen=gen), torch.tensor([37, 20], dtype=torch.int32),
                                           None, None, None, None, None, None, None)),

@@ -1,4 +1,3 @@
-"""The package's version, in a module of its own so every layer can read it (the package's __init__
-exports it as `tilewise.__version__`; benchmark rows record it beside the commit)."""
+"""The package's version, in the lowest layer so that every layer (the benchmark rows too) can read it."""
 
-VERSION = "0.1.0"
+__version__ = "0.1.0"

@@ -18,7 +18,7 @@ from typing import Any
 from tilewise import gpus as _gpus
 from tilewise.advise import problems as _problems
 from tilewise.advise import space
-from tilewise.errors import InputError
+from tilewise.errors import InputError, shown
 from tilewise.model.predict import Prediction, predict
 from tilewise.model.traffic import attention_flops, gemm_flops
 
@@ -122,7 +122,7 @@ def advise(kernel: str, problem: dict[str, Any], gpu: str = _gpus.DEFAULT_GPU, t
     kernel = _problems.check_kernel(kernel)
     gpu = _problems.check_gpu(gpu)
     if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 1000:
-        raise InputError(f"top_k must be an integer in 1..1000, got {top_k!r}")
+        raise InputError(f"top_k must be an integer in 1..1000, got {shown(top_k)}")
     p = _problems.normalize(kernel, problem)
     return [_copy(a) for a in _advise_cached(kernel, json.dumps(p, sort_keys=True), gpu, top_k)]
 

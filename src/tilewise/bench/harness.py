@@ -40,7 +40,7 @@ from tilewise.bench import timing
 from tilewise.errors import InputError
 from tilewise.model import roofline
 from tilewise.model.predict import predict
-from tilewise.version import VERSION as _version
+from tilewise.version import __version__ as _version
 
 ROW_KEYS = (
     "kernel", "shape", "dtype", "peer", "ours_ms", "peer_ms", "speedup", "tflops", "tbps",

@@ -21,7 +21,7 @@ torch.compile is tracing or an input needs a gradient.
 |----------------------------|--------------------------------------------------------------------|
 | matmul                     | dA = G B^T, dB = A^T G, dbias = sum G on tilewise.matmul (G: act') |
 | sum                        | the gradient broadcast back                                        |
-| attention                  | torch formula from the saved lse (materialises P: B H Sq Sk fp32)  |
+| attention                  | attention_backward: flash backward kernels, memory linear in S     |
 | decode_attention           | none (inference)                                                   |
 | grouped_matmul             | dx on grouped_matmul with w^T, dw on grouped_matmul_dw             |
 | moe                        | composite: torch routing + moe_experts (routing grads from torch)  |
@@ -37,7 +37,18 @@ from types import SimpleNamespace
 import torch
 
 from tilewise.errors import InputError
-from tilewise.kernels import decode, ffn, flash_attention, gemm, grouped_dw, grouped_gemm, mhmoe, moe_layer, reduce
+from tilewise.kernels import (
+    attention_backward,
+    decode,
+    ffn,
+    flash_attention,
+    gemm,
+    grouped_dw,
+    grouped_gemm,
+    mhmoe,
+    moe_layer,
+    reduce,
+)
 
 Tensor = torch.Tensor
 
@@ -224,34 +235,34 @@ def _attention_setup(ctx, inputs, output):
 
 
 def _attention_backward(ctx, d_out, d_lse):
-    """FlashAttention's backward equations in torch, fp32, P rebuilt from the saved lse:
-    dV = P^T dO, dP = dO V^T, dS = P (dP - rowsum(dO O) + dlse), dQ = scale dS K, dK = scale dS^T Q.
-    It materialises P [B, H, Sq, Sk] in fp32: correct for training tests and small models, not a kernel."""
+    """FlashAttention's backward kernels (`tilewise.kernels.attention_backward`): P is rebuilt tile by tile from
+    the saved lse, so memory stays linear in the sequence. dQ without atomics under
+    torch.use_deterministic_algorithms(True)."""
     q, k, v, out, lse = ctx.saved_tensors
-    B, H, Sq, D = q.shape
-    Hk, Sk = k.shape[1], k.shape[2]
-    g = H // Hk
-    scale = (1.0 / D**0.5) if ctx.scale is None else float(ctx.scale)
-    qf, kf, vf = q.float(), k.float().repeat_interleave(g, dim=1), v.float().repeat_interleave(g, dim=1)
-    s = (qf @ kf.transpose(-1, -2)) * scale  # [B, H, Sq, Sk]
-    seen = torch.isfinite(lse)[..., None]  # rows that saw no key have lse -inf, out 0 and no gradient
-    p = torch.where(seen, torch.exp(s - torch.where(seen, lse[..., None], 0.0)), 0.0)
-    if ctx.causal:  # bottom-right aligned: query i sees keys 0 .. i + Sk - Sq
-        keep = torch.ones(Sq, Sk, dtype=torch.bool, device=q.device).tril(Sk - Sq)
-        p = p * keep
-    do = d_out.float() if d_out is not None else torch.zeros_like(qf)
-    dv = p.transpose(-1, -2) @ do
-    dp = do @ vf.transpose(-1, -2)
-    delta = (do * out.float()).sum(-1, keepdim=True)
-    ds = dp - delta
-    if d_lse is not None:
-        ds = ds + d_lse.float()[..., None]
-    ds = p * ds
-    dq = (ds @ kf) * scale
-    dk = (ds.transpose(-1, -2) @ qf) * scale
-    dk = dk.view(B, Hk, g, Sk, D).sum(2)
-    dv = dv.view(B, Hk, g, Sk, D).sum(2)
-    return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype), None, None
+    if d_out is None:  # only the lse was used
+        d_out = torch.zeros_like(out)
+    dq, dk, dv = torch.ops.tilewise.attention_backward(
+        d_out, d_lse, q, k, v, out, lse, ctx.causal, ctx.scale, torch.are_deterministic_algorithms_enabled()
+    )
+    return dq, dk, dv, None, None
+
+
+@torch.library.custom_op(
+    "tilewise::attention_backward",
+    mutates_args=(),
+    schema="(Tensor d_out, Tensor? d_lse, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, bool causal, "
+    "float? scale, bool deterministic) -> (Tensor, Tensor, Tensor)",
+)
+def _attention_backward_op(d_out, d_lse, q, k, v, out, lse, causal, scale, deterministic):
+    return attention_backward.attention_backward(
+        d_out, q, k, v, out, lse, d_lse=d_lse, causal=causal, scale=scale, deterministic=deterministic
+    )
+
+
+@_attention_backward_op.register_fake
+def _(d_out, d_lse, q, k, v, out, lse, causal, scale, deterministic):
+    attention_backward.check_attention_backward(d_out, d_lse, q, k, v, out, lse, scale)
+    return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
 
 
 _attention_op.register_autograd(_attention_backward, setup_context=_attention_setup)
@@ -608,6 +619,7 @@ def flash_ffn(z: Tensor, w_gate: Tensor, w_up: Tensor, w_down: Tensor) -> Tensor
 
 OPS = (
     "attention",
+    "attention_backward",
     "decode_attention",
     "flash_ffn",
     "flash_ffn_backward",

@@ -30,7 +30,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from tilewise import gpus as _gpus
-from tilewise.errors import InputError, positive_int
+from tilewise.errors import InputError, positive_int, shown, typed
+from tilewise.util import json_safe
 
 WGMMA_M = 64  # fixed: one warpgroup's 4 warps x 16 rows
 WGMMA_N_MIN, WGMMA_N_MAX, WGMMA_N_STEP = 8, 256, 8
@@ -59,10 +60,11 @@ MODELLED = {
 def _dtype(dtype: str) -> str:
     dt = _gpus.dtype_name(dtype)
     if dt not in WGMMA_K:
-        raise InputError(f"dtype must be one of {sorted(WGMMA_K)} for wgmma, got {dtype!r}")
+        raise InputError(f"dtype must be one of {sorted(WGMMA_K)} for wgmma, got {shown(dtype)}")
     return dt
 
 
+@typed
 def check_n(n: int) -> int:
     """wgmma's N: 8 to 256 in steps of 8."""
     n = positive_int("N", n, minimum=WGMMA_N_MIN, maximum=WGMMA_N_MAX)
@@ -71,6 +73,7 @@ def check_n(n: int) -> int:
     return n
 
 
+@typed
 def wgmma_shapes(dtype: str = "bf16") -> list[tuple[int, int, int]]:
     """Every dense wgmma shape for `dtype`: (64, N, K) with N = 8, 16, ..., 256 (PTX ISA).
 
@@ -92,9 +95,10 @@ class Wgmma:
     macs_per_tensor_core_per_cycle: int
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return json_safe(asdict(self))
 
 
+@typed
 def wgmma(n: int = 128, dtype: str = "bf16", gpu: str | _gpus.GPU = _gpus.DEFAULT_GPU) -> Wgmma:
     """One wgmma m64 nN kK: its FLOPs and the cycles it occupies the SM's Tensor Cores.
 
@@ -111,6 +115,7 @@ def wgmma(n: int = 128, dtype: str = "bf16", gpu: str | _gpus.GPU = _gpus.DEFAUL
     return Wgmma(WGMMA_M, n, k, dt, flops, per_cycle, flops / per_cycle, g.dense_macs_per_tc_per_cycle[dt])
 
 
+@typed
 def sm_flops_per_cycle(gpu: str | _gpus.GPU = _gpus.DEFAULT_GPU, dtype: str = "bf16") -> dict[str, Any]:
     """4096 = 4 Tensor Cores x 512 MACs x 2, and the peak it implies: x SMs x clock."""
     g = _gpus.get(gpu)
@@ -146,9 +151,10 @@ class Feed:
     modelled: str
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return json_safe(asdict(self))
 
 
+@typed
 def smem_feed(n: int = 64, dtype: str = "bf16", form: str = "SS", gpu: str | _gpus.GPU = _gpus.DEFAULT_GPU) -> Feed:
     """Shared-memory cycles to feed one wgmma against its compute cycles.
 
@@ -158,7 +164,7 @@ def smem_feed(n: int = 64, dtype: str = "bf16", form: str = "SS", gpu: str | _gp
     w = wgmma(n, dtype, gpu)
     form = str(form).upper()
     if form not in ("SS", "RS"):
-        raise InputError(f"form must be 'SS' (A from shared memory) or 'RS' (A from registers), got {form!r}")
+        raise InputError(f"form must be 'SS' (A from shared memory) or 'RS' (A from registers), got {shown(form)}")
     g = _gpus.get(gpu)
     e = _gpus.element_bytes(w.dtype if w.dtype != "tf32" else "fp32")
     bw = g.smem_bytes_per_cycle_per_sm
@@ -189,6 +195,7 @@ def smem_feed(n: int = 64, dtype: str = "bf16", form: str = "SS", gpu: str | _gp
     )
 
 
+@typed
 def feed_table(
     ns: Sequence[int] = (64, 128, 256), dtype: str = "bf16", form: str = "SS", gpu: str | _gpus.GPU = _gpus.DEFAULT_GPU
 ) -> list[Feed]:
@@ -218,7 +225,7 @@ class RegisterBudget:
     max_n_pow2: int  # the largest power of two that fits
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return json_safe(asdict(self))
 
 
 def _regs(block_m: int, n: int, d: int, dtype: str, addresses: int) -> tuple[float, float, float, float]:
@@ -232,6 +239,7 @@ def _regs(block_m: int, n: int, d: int, dtype: str, addresses: int) -> tuple[flo
     return s, p, o, stats
 
 
+@typed
 def register_budget(
     head_dim: int = 128,
     block_n: int = 128,
@@ -281,6 +289,7 @@ def register_budget(
     )
 
 
+@typed
 def setmaxnreg_split(
     producers: int = 1, consumers: int = 2, producer_regs: int = 24, gpu: str | _gpus.GPU = _gpus.DEFAULT_GPU
 ) -> dict[str, Any]:
@@ -325,9 +334,10 @@ class SmemBudget:
     max_stages: int  # the deepest ring that fits
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return json_safe(asdict(self))
 
 
+@typed
 def smem_budget(
     head_dim: int = 128,
     block_n: int = 128,
@@ -363,6 +373,7 @@ def smem_budget(
     )
 
 
+@typed
 def attention_tile_budget(
     head_dim: int,
     block_n: int,
@@ -425,6 +436,7 @@ __all__ = [
 ]
 
 
+@typed
 def ffn_register_budget(block_m: int, block_n: int, head_dim: int, dtype: str = "bf16") -> dict[str, float]:
     """Registers per thread of one consumer warpgroup owning block_m token rows (the attention budget, FFN-shaped).
 

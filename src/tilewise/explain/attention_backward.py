@@ -1,0 +1,214 @@
+"""`tilewise explain attention --backward`: the FlashAttention backward's tiles, step by step.
+
+One function per step, in the order the forward's walk uses: the work (which GEMMs, how many FLOPs), the tile
+(which operand stays in shared memory, which streams, what accumulates in registers), the register budget, the
+shared memory, the bytes (HBM, the L2 re-reads and the atomic dQ traffic), the memory the backward allocates
+(linear in S, against the S x S buffer a naive backward keeps) and the predicted time.
+Every figure comes from `tilewise.model.attention_backward`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from tilewise import gpus as _gpus
+from tilewise import validate
+from tilewise.errors import InputError, cli_int, require
+from tilewise.explain.report import Report, fmt_bytes, fmt_flops, fmt_kib, fmt_time, gpu_info, provenance_line
+from tilewise.model import attention_backward as model
+from tilewise.model import traffic
+from tilewise.util import cdiv
+
+
+def _work(r: Report, p: dict[str, Any], dq: str) -> None:
+    fwd = traffic.attention_flops(p["batch"], p["heads"], p["seq_q"], p["seq_k"], p["head_dim"], p["causal"])
+    n = model.GEMMS[dq]
+    run = model.flops(p["batch"], p["heads"], p["seq_q"], p["seq_k"], p["head_dim"], p["causal"], dq)
+    s = r.step("work", f"The work: {n} GEMMs per tile where the forward has two", forward_flops=fwd,
+               gemms_per_pair=n, flops=run, ratio_to_forward=run / fwd if fwd else None)  # fmt: skip
+    s.say(
+        "P is rebuilt from the forward's log-sum-exp instead of being stored: S^T = K Q^T is recomputed, then "
+        "dV += P^T dO, dP^T = V dO^T, dS^T = P^T (dP^T - D) with D = rowsum(dO o O) (one fp32 per query row, a "
+        "preprocessing pass), dK += scale dS^T Q and dQ += scale dS K."
+    )
+    s.say(
+        f"{n} GEMMs of 2 d FLOPs per (query, key) pair: {fmt_flops(run)} against the forward's {fmt_flops(fwd)} "
+        f"({run / fwd:.1f}x)"
+        + (
+            "; dQ is added atomically (fp32) from the dK/dV program."
+            if dq == "atomic"
+            else "; the deterministic dQ kernel recomputes S and dP (two GEMMs more), with no atomics."
+        )
+    )
+
+
+def _tile(r: Report, p: dict[str, Any], c: dict[str, Any]) -> None:
+    d, bm, bn, e = p["head_dim"], c["block_m"], c["block_n"], _gpus.element_bytes(p["dtype"])
+    group = p["heads"] // p["kv_heads"]
+    programs = cdiv(p["seq_k"], bn) * p["batch"] * p["kv_heads"]
+    s = r.step("tile", "The tile: K and V stay, Q and dO stream", programs=programs, block_m=bm, block_n=bn,
+               kv_resident_bytes=2 * bn * d * e, q_do_step_bytes=2 * bm * d * e, group=group)  # fmt: skip
+    s.say(
+        f"One program per key block of {bn} keys of one K/V head ({programs} programs): K and V "
+        f"({fmt_kib(2 * bn * d * e)} together) are loaded once and stay in shared memory as the B operands of "
+        f"S^T = K Q^T and dP^T = V dO^T; the query blocks of {bm} rows stream past, Q and dO "
+        f"({fmt_kib(2 * bm * d * e)} a step) through a ring of {c['num_stages']} stage(s)."
+    )
+    s.say(
+        f"dK and dV ({bn} x {d} fp32 each) accumulate in registers for the whole loop and are written once. "
+        + (
+            f"GQA: the program walks the query blocks of all {group} query heads of its K/V head, so dK and dV are "
+            "summed over the group inside one program, with no atomics across heads."
+            if group > 1
+            else "Each K/V head has one query head."
+        )
+    )
+    if p["causal"]:
+        s.say(
+            "Causal: query blocks that see no key of the block are never visited; only the blocks the diagonal "
+            "crosses carry the mask (bottom-right aligned)."
+        )
+
+
+def _registers(r: Report, p: dict[str, Any], c: dict[str, Any]) -> None:
+    b = model.tile_budget(p["head_dim"], c["block_m"], c["block_n"], c["num_warps"], c["num_stages"], p["dtype"])
+    g = b["registers"]
+    s = r.step("registers", "The register budget", **g)
+    s.say(
+        f"With {c['num_warps']} warps ({32 * c['num_warps']} threads): dK + dV {g['dk_dv']:.0f}, S^T + dP^T "
+        f"{g['s_dp']:.0f}, P^T and dS^T rounded to {p['dtype']} as the register A operands of the dV and dK GEMMs "
+        f"{g['p_ds']:.0f}, addresses and row statistics ~16: {g['total']:.0f} of {g['limit']} per thread"
+        + (" - fits." if g["fits"] else " - over the limit: the compiler spills, take a smaller block_n or d.")
+    )
+
+
+def _smem(r: Report, p: dict[str, Any], c: dict[str, Any]) -> None:
+    b = model.tile_budget(p["head_dim"], c["block_m"], c["block_n"], c["num_warps"], c["num_stages"], p["dtype"])
+    m = b["smem"]
+    s = r.step("smem", "Shared memory", **m)
+    s.say(
+        f"K and V {fmt_kib(m['kv_bytes'])} + {m['stages']} x (Q, dO) {fmt_kib(m['q_do_stage_bytes'])} = "
+        f"{fmt_kib(m['total_bytes'])} of {fmt_kib(m['limit_bytes'])} per block"
+        + (" - fits." if m["fits"] else " - does not fit.")
+    )
+
+
+def _bytes(r: Report, p: dict[str, Any], c: dict[str, Any], dq: str) -> None:
+    B, H, Hk, sq, sk, d = p["batch"], p["heads"], p["kv_heads"], p["seq_q"], p["seq_k"], p["head_dim"]
+    hbm = model.hbm_bytes(B, H, Hk, sq, sk, d, p["dtype"], dq)
+    atomics = model.atomic_bytes(B, H, sq, sk, d, c["block_n"], p["causal"]) if dq == "atomic" else 0
+    s = r.step("bytes", "Bytes: HBM once, L2 many times", hbm_bytes=hbm, atomic_bytes=atomics)
+    s.say(
+        f"Compulsory HBM traffic {fmt_bytes(hbm)}: Q, K, V, O, dO, lse and D in; dQ, dK, dV out"
+        + (" (and the fp32 dQ accumulator)." if dq == "atomic" else ".")
+    )
+    if atomics:
+        s.say(
+            f"Each key block adds a [{c['block_m']}, {d}] fp32 partial of dQ per query block it meets: "
+            f"{fmt_bytes(atomics)} of atomic adds, resolved in L2 (they never reach HBM until the cast)."
+        )
+
+
+def _memory(r: Report, p: dict[str, Any], dq: str) -> None:
+    B, H, Hk, sq, sk, d = p["batch"], p["heads"], p["kv_heads"], p["seq_q"], p["seq_k"], p["head_dim"]
+    e = _gpus.element_bytes(p["dtype"])
+    ours = (B * H * sq * d + 2 * B * Hk * sk * d) * e + B * H * sq * 4 + (B * H * sq * d * 4 if dq == "atomic" else 0)
+    naive = B * H * sq * sk * 4
+    s = r.step("memory", "Memory the backward allocates: linear in S", bytes=ours, naive_score_bytes=naive)
+    s.say(
+        f"dQ, dK, dV, D{' and the fp32 dQ accumulator' if dq == 'atomic' else ''}: {fmt_bytes(ours)}. One fp32 "
+        f"[B, H, Sq, Sk] buffer of P, which a backward that rebuilds P in full keeps, is {fmt_bytes(naive)}."
+    )
+
+
+def _time(r: Report, p: dict[str, Any], c: dict[str, Any], gpu: str) -> None:
+    pred = model.predict(p, c, gpu)
+    s = r.step("predicted", "Predicted time", ms=pred.ms, binding=pred.binding, terms=pred.terms)
+    terms = ", ".join(f"{k} {fmt_time(v * 1e-3)}" for k, v in pred.terms.items())
+    s.say(f"{fmt_time(pred.ms * 1e-3)}, bound by {pred.binding} ({terms}).")
+
+
+def explain(
+    batch: int = 4,
+    heads: int = 16,
+    kv_heads: int | None = None,
+    seq_q: int = 8192,
+    seq_k: int | None = None,
+    head_dim: int = 128,
+    causal: bool = False,
+    block_m: int = 64,
+    block_n: int = 128,
+    num_warps: int = 8,
+    stages: int = 2,
+    deterministic: bool = False,
+    dtype: str = "bf16",
+    gpu: str = _gpus.DEFAULT_GPU,
+) -> Report:
+    """Report for the backward of attention of Q [batch, heads, seq_q, d] against K, V [batch, kv_heads, seq_k, d]."""
+    batch, heads = validate.size("batch", batch), validate.size("heads", heads)
+    kv_heads = heads if kv_heads is None else validate.size("kv_heads", kv_heads)
+    require(
+        heads % kv_heads == 0, f"heads must be a multiple of kv_heads (GQA), got heads={heads}, kv_heads={kv_heads}"
+    )
+    seq_q = validate.size("seq_q", seq_q)
+    seq_k = seq_q if seq_k is None else validate.size("seq_k", seq_k)
+    d = validate.size("head_dim", head_dim, maximum=256)
+    validate.multiple("head_dim", d, 16, "the K of S = Q.K^T, walked 16 at a time by the MMA")
+    bm = validate.size("block_m", block_m, minimum=16, maximum=256)
+    bn = validate.size("block_n", block_n, minimum=16, maximum=256)
+    w = validate.size("num_warps", num_warps, maximum=16)
+    stages = validate.size("stages", stages, maximum=8)
+    g = _gpus.get(gpu)
+    dt = _gpus.dtype_name(dtype)
+    require(dt in ("bf16", "fp16"), f"dtype must be bf16 or fp16 for this walk, got {dtype!r}")
+    dq = "separate" if deterministic else "atomic"
+    p = {"batch": batch, "heads": heads, "kv_heads": kv_heads, "seq_q": seq_q, "seq_k": seq_k, "head_dim": d,
+         "causal": bool(causal), "dtype": dt}  # fmt: skip
+    c = {"block_m": bm, "block_n": bn, "num_warps": w, "num_stages": stages, "dq": dq}
+    r = Report(
+        kind="attention_backward",
+        title=(
+            f"Attention backward [{batch}, {heads} heads ({kv_heads} KV), {seq_q} x {seq_k}, d={d}]"
+            f"{' causal' if causal else ''} ({dt}) on {g.name}"
+        ),
+        gpu=gpu_info(g),
+        inputs={**p, **c},
+    )
+    r.notes.append(provenance_line(g))
+    _work(r, p, dq)
+    _tile(r, p, c)
+    _registers(r, p, c)
+    _smem(r, p, c)
+    _bytes(r, p, c, dq)
+    _memory(r, p, dq)
+    _time(r, p, c, g.key)
+    return r
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The backward's own options (the problem's options are the forward's)."""
+    p.add_argument("--backward", action="store_true", help="walk the backward (dQ, dK, dV) instead")
+    p.add_argument("--deterministic", action="store_true", help="--backward: dQ by a second kernel, no atomics")
+    p.add_argument("--warps", type=cli_int, default=None, dest="num_warps", help="--backward: warps per program (8)")
+
+
+def refuse_without_backward(a: argparse.Namespace) -> None:
+    """The forward's walk takes none of the backward's own options: one given without --backward is an error."""
+    for opt, given in (("--deterministic", a.deterministic), ("--warps", a.num_warps is not None)):
+        if given:
+            raise InputError(f"{opt} applies only with --backward (explain attention --backward {opt} ...)")
+
+
+def from_args(a: argparse.Namespace) -> Report:
+    if a.hit_rate is not None:
+        raise InputError("--hit-rate is the forward's K/V reuse; explain attention --backward does not take it")
+    return explain(
+        batch=a.batch, heads=a.heads, kv_heads=a.kv_heads, seq_q=a.seq_q, seq_k=a.seq_k, head_dim=a.head_dim,
+        causal=a.causal, block_m=a.block_m, block_n=a.block_n, num_warps=8 if a.num_warps is None else a.num_warps,
+        stages=a.stages,
+        deterministic=a.deterministic, dtype=a.dtype, gpu=a.gpu,
+    )  # fmt: skip
+
+
+__all__ = ["add_arguments", "explain", "from_args", "refuse_without_backward"]
