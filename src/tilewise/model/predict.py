@@ -528,10 +528,7 @@ def _decode(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str,
     t_l2 = (kv + 2 * part) / mach.l2_bps
     sm_bw = mach.read_bps / _gpus.get(mach.key).sms
     t_fixed = gens * (mach.latency_s + mach.fill_s + 2 * bn * d * e / sm_bw)
-    # the merge is the tail of the same launch (kernels.decode, session 4: no second kernel): every split writes
-    # its partial, the last one of each (batch, kv head) to take the counter (one round trip) reads the
-    # pair's splits x group x (D + 1) floats at an SM's bandwidth share and writes the output
-    t_merge = (mach.latency_s + part / mach.read_bps + splits * group * (d + 1) * 4 / sm_bw) if splits > 1 else 0.0
+    t_merge = decode_merge_s(mach, c.get("merge", "launch"), B, Hk, group, splits, d, gens, b)
     flops = 4 * B * Hq * L * d
     mma_eff = _eff(mach, "decode", "mma", tag, 0.3, eff)
     t_tc = cdiv(programs, sms) * 4 * max(16, group) * chunk * d / (mach.peak_flops / sms * mma_eff)
@@ -547,6 +544,54 @@ def _decode(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str,
     fixed = _eff(mach, "decode", "fixed", tag, 1.0, eff)
     main = {"hbm": t_stream, "l2": t_l2, "tensor_core": t_tc + t_lat}  # the chain: compute + round trips
     return _finish("decode", mach, terms, main, detail, fixed)
+
+
+# Where the split partials are merged (kernels.decode): "inline", by the last split of each (sequence, KV head)
+# to take a counter, in the same launch; or "launch", a second kernel with one program per pair.
+DECODE_MERGES = ("inline", "launch")
+# Host time of one decode call on the H200's host (benchmarks/results/h200/host_launch_profile.json):
+# B1 Hq32 Hkv8 L8k 20.8 us per call with its launches, 12.0 us without; a direct launch 4.9 us.
+DECODE_HOST_S = 12.0e-6
+HOST_LAUNCH_S = 4.9e-6
+
+
+def decode_merge_s(
+    mach: _Machine, merge: str, batch: int, kv_heads: int, group: int, splits: int, head_dim: int, gens: int,
+    blocks_per_sm: int,
+) -> float:  # fmt: skip
+    """Seconds the merge of `splits` partials adds to a decode step on the GPU (0 for one split).
+
+    launch: the second kernel's launch inside a graph, one memory round trip, the partials
+    (splits x group x (D + 1) floats per pair) read at the HBM rate by every SM at once, and one
+    pair's share at an SM's bandwidth (the fixture sweep timed this kernel: its calibration holds it).
+    inline: no launch, but every split program ends on a counter round trip before its SM takes the
+    next program, and the last split of a pair reads the pair's partials alone at an SM's share: the
+    tail of the launch once, and once per program generation the SM runs (shared by the SM's
+    `blocks_per_sm` residents).
+    """
+    if splits <= 1:
+        return 0.0
+    if merge not in DECODE_MERGES:
+        raise InputError(f"merge must be one of {', '.join(DECODE_MERGES)}, got {merge!r}")
+    sm_bw = mach.read_bps / _gpus.get(mach.key).sms
+    pair = splits * group * (head_dim + 1) * 4  # bytes of one (sequence, KV head)'s partials
+    if merge == "launch":
+        return mach.launch_s + mach.latency_s + batch * kv_heads * pair / mach.read_bps + pair / sm_bw
+    tail = mach.latency_s + pair / sm_bw
+    return mach.latency_s + tail + (gens - 1) * (mach.latency_s + tail / splits) / max(1, blocks_per_sm)
+
+
+def decode_merge(problem: dict[str, Any], config: dict[str, Any], gpu: str = "h200", *, graph: bool = True) -> str:
+    """The merge placement (DECODE_MERGES) of the shorter predicted step: device time in a CUDA graph
+    (`graph`), else the step as a host-bound eager call sees it, max(host time, device time), where the
+    second launch costs the host HOST_LAUNCH_S."""
+    c = {k: v for k, v in config.items() if k != "merge"}
+    if c.get("num_splits", 1) <= 1:
+        return "inline"
+    t = {m: predict("decode", problem, {**c, "merge": m}, gpu).ms * 1e-3 for m in DECODE_MERGES}
+    if not graph:
+        t = {m: max(DECODE_HOST_S + HOST_LAUNCH_S * (2 if m == "launch" else 1), s) for m, s in t.items()}
+    return min(DECODE_MERGES, key=lambda m: (t[m], m != "inline"))
 
 
 # ------------------------------------------------------------------------------------------ grouped GEMM
@@ -641,4 +686,14 @@ def _composed(name: str) -> Callable[..., Prediction]:
 
 _FAMILIES.update({k: _composed(k) for k in ("moe", "ffn", "sum")})
 
-__all__ = ["KERNELS", "Prediction", "calibration", "machine", "overlap", "predict"]
+__all__ = [
+    "DECODE_MERGES",
+    "KERNELS",
+    "Prediction",
+    "calibration",
+    "decode_merge",
+    "decode_merge_s",
+    "machine",
+    "overlap",
+    "predict",
+]
