@@ -6,8 +6,9 @@
 
 Forward: FA3's benchmark grid (B*S = 16k, H*D = 2048; D 64/128/256 x S 512..16k x causal and not, fp16 and
 bf16), GQA batches and B1 long contexts. Columns: ours through `tilewise.kernels.flash_attention.attention`
-(the dispatch), the Gluon kernel with its ping-pong order and without it (`pingpong=False`), the Triton
-kernel at D 64, SDPA's default backend (cuDNN on the H200) and SDPA forced onto its flash backend.
+(the dispatch), the Gluon kernel without the consumers' turn order (`pingpong=False`), causal: the Gluon
+kernel in the arithmetic round-robin tile order (`lpt=False`, the order before `lpt_schedule`), at D 64 the
+Gluon kernel beside the dispatch's Triton kernel, SDPA's default backend (cuDNN on the H200) and SDPA forced onto its flash backend.
 Decode: batch 1-256, GQA groups 1-8, L 1k-128k, D 64/128/256, equal and ragged lengths. Columns: SDPA
 (enable_gqa; ragged: padded to the longest with a mask) and ours at one split, at the advisor's split
 count with each merge placement, and at a grid of split counts with each placement.
@@ -188,10 +189,15 @@ def forward_columns(B, H, Hk, S, D, causal, dtype, copies):
         "ours": lambda i: fa.attention(qs[i % copies], ks[i % copies], vs[i % copies], causal=causal),
         "cudnn": sdpa,
         "flash": flash,
-        "gluon_noturn": lambda i: ag.gluon_attention(
-            qs[i % copies], ks[i % copies], vs[i % copies], causal=causal, config=noturn
-        ),
     }
+    if D != 64:
+        cols["gluon_noturn"] = lambda i: ag.gluon_attention(
+            qs[i % copies], ks[i % copies], vs[i % copies], causal=causal, config=noturn
+        )
+    if causal:  # the arithmetic round-robin order (every grid-th tile, mirrored every other round)
+        rr = dataclasses.replace(base, lpt=False)
+        cols["gluon_rr"] = lambda i: ag.gluon_attention(qs[i % copies], ks[i % copies], vs[i % copies], causal=causal,
+                                                        config=rr)  # fmt: skip
     if D == 64:  # the dispatch runs the Triton kernel at D 64: time the Gluon kernel beside it
         cols["gluon"] = lambda i: ag.gluon_attention(qs[i % copies], ks[i % copies], vs[i % copies], causal=causal)
     return cols, (qs[0], ks[0], vs[0])
@@ -219,7 +225,7 @@ def run_forward(out_dir, meta, only_warm=None):
         t = time_columns(cols, calls, rounds=5, eager={"ours", "cudnn"})
         ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=Hk != H).float()
         errs = {}
-        for name in ("ours", "gluon_noturn", "gluon"):
+        for name in ("ours", "gluon_noturn", "gluon", "gluon_rr"):
             if name in cols and name not in t.get("errors", {}):
                 o = cols[name](0)
                 o = o[0] if isinstance(o, tuple) else o
@@ -228,7 +234,7 @@ def run_forward(out_dir, meta, only_warm=None):
         row = {"shape": f"B{B} {heads} S{S} D{D} {'causal' if causal else 'non-causal'}", "dtype": dtype,
                "batch": B, "heads": H, "kv_heads": Hk, "seq": S, "head_dim": D, "causal": causal, "flops": flops,
                "calls_per_graph": calls, "input_copies": copies, **t, **errs}  # fmt: skip
-        for name in ("ours", "cudnn", "flash", "gluon_noturn", "gluon"):
+        for name in ("ours", "cudnn", "flash", "gluon_noturn", "gluon", "gluon_rr"):
             ms = t.get(f"{name}_graph_ms")
             if ms:
                 row[f"{name}_tflops"] = flops / ms / 1e9
@@ -242,7 +248,7 @@ def run_forward(out_dir, meta, only_warm=None):
         row.update(meta)
         rows.append(row)
         print(json.dumps({k: row.get(k) for k in ("shape", "dtype", "ours_tflops", "cudnn_tflops", "gluon_noturn_tflops",
-                                                  "gluon_tflops", "speedup_graph")}), flush=True)  # fmt: skip
+                                                  "gluon_tflops", "gluon_rr_tflops", "speedup_graph")}), flush=True)  # fmt: skip
         del cols, q, k, v
         with open(os.path.join(out_dir, "attention_sweep.json"), "w") as f:
             json.dump({"meta": meta, "rows": rows}, f, indent=1)

@@ -43,9 +43,10 @@ def _check(out, lse, q, k, v, lens, what):
     assert_close(lse, rl, atol=1e-3, what=f"lse {what}")
 
 
-@pytest.mark.parametrize("d", [64, 128, 256])
-@pytest.mark.parametrize("hq,hk", [(8, 8), (16, 4), (32, 4)])
-@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize(
+    "d, hq, hk, dtype",
+    [(64, 8, 8, torch.float16), (128, 32, 4, torch.bfloat16), (256, 16, 4, torch.float16), (128, 16, 2, torch.float16)],
+)  # GQA ratios 1, 8, 4, 8
 @pytest.mark.parametrize("merge", ["inline", "launch"])
 def test_merge_placements(d, hq, hk, dtype, merge):
     lens = [3001, 0, 1, 4096, 127]

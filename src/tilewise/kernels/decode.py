@@ -590,6 +590,7 @@ def _make_plan(
         plan.split_launcher = Launcher(_decode_split_kernel, (splits, B * Hk), dict(split_consts, INLINE=False),
                                        num_warps=warps, num_stages=stages)  # fmt: skip
         plan.merge_launcher = Launcher(_decode_merge_kernel, (B * Hk,), merge_consts, num_warps=4)
+    plan.launcher = plan.launcher or plan.split_launcher  # the split kernel's launch, whichever merge it ends in
     if splits == 1:
         plan.merge_graph = plan.merge_eager = "inline"
     plan.merge_ints = (Hk, splits, Hq * D, D)
