@@ -247,3 +247,23 @@ def test_tile_key_tiles_is_the_causal_triangle():
     assert ag.gluon_config(128, "pingpong").lpt is ag.LPT
     assert ag.kernel_constexprs(ag.gluon_config(128, "pingpong"), causal=False)["TABLE"] is False
     assert ag.kernel_constexprs(ag.gluon_config(128, "pingpong"), causal=True)["TABLE"] is ag.LPT
+
+
+def test_shape_config_turn_order_and_causal_schedule():
+    """The per-problem ping-pong config: the turn order off for non-causal problems of >= TURN_FREE_KEYS keys;
+    the table where the arithmetic order leaves the busiest CTA LPT_MIN_GAIN more work (B1 H16 S32768 D128
+    causal: 1.5x estimated), not where it is balanced (B16 H32/4 S1024 D128 causal)."""
+
+    def cfg(bh, s, d, causal):
+        tiles = bh * -(-s // ag.ROWS_PER_CTA)
+        return ag.shape_config(d, "bf16", bh, s, s, causal, min(132, tiles), ag.head_group(bh, s, d, 2))
+
+    assert cfg(16, 32768, 128, True).lpt and cfg(16, 32768, 128, True).pingpong
+    assert not cfg(512, 1024, 128, True).lpt
+    assert not cfg(16, 32768, 128, False).pingpong and not cfg(16, 32768, 128, False).lpt
+    assert cfg(256, 1024, 128, False).pingpong and cfg(256, 4095, 256, False).pingpong
+    assert not cfg(8, 4096, 256, False).pingpong
+    import dataclasses
+
+    base = ag.gluon_config(256, "pingpong")
+    assert cfg(8, 4096, 256, False) == dataclasses.replace(base, pingpong=False, lpt=False)

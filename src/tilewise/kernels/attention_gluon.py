@@ -705,6 +705,62 @@ def lpt_schedule(batch_heads: int, num_m: int, group: int, seq_q: int, seq_k: in
     return tuple(offsets) + tuple(t for lst in own for t in lst)
 
 
+def round_robin_tiles(pid: int, nprog: int, total: int, snake: bool) -> list[int]:
+    """CTA pid's tiles in the arithmetic order: `_tile_at` on the host."""
+    out = []
+    for r in range((total - pid + nprog - 1) // nprog):
+        t = r * nprog + pid
+        if snake and r % 2 == 1 and (r + 1) * nprog <= total:
+            t = r * nprog + nprog - 1 - pid
+        out.append(t)
+    return out
+
+
+# The table is taken when it shortens the busiest CTA's work by more than this share (the host's estimate,
+# key tiles + TILE_OVERHEAD per tile). On the H200 sweep (benchmarks/results/h200/attention_sweep.json) the
+# table won where the arithmetic order is unbalanced (B1 H16 S32768 D128 causal 429 -> 655 TFLOP/s: 1.51x
+# estimated) and lost where it is balanced already (GQA B16 H32/4 S1024 D128 causal, 1.00x: 392 -> 365).
+LPT_MIN_GAIN = 0.02
+
+
+@functools.lru_cache(maxsize=256)
+def use_lpt(batch_heads: int, num_m: int, group: int, seq_q: int, seq_k: int, block_n: int, nprog: int,
+            snake: bool) -> bool:  # fmt: skip
+    """Whether the causal tiles should follow `lpt_schedule`: the busiest CTA's estimated work under the
+    arithmetic order exceeds the table's by more than LPT_MIN_GAIN."""
+    total = batch_heads * num_m
+
+    def work(t: int) -> float:
+        return tile_key_tiles(t, batch_heads, num_m, group, seq_q, seq_k, block_n, True)[1] + TILE_OVERHEAD
+
+    rr = max(sum(work(t) for t in round_robin_tiles(p, nprog, total, snake)) for p in range(nprog))
+    sched = lpt_schedule(batch_heads, num_m, group, seq_q, seq_k, block_n, True, nprog)
+    lpt = max(sum(work(t) for t in sched[nprog + 1 + sched[p] : nprog + 1 + sched[p + 1]]) for p in range(nprog))
+    return rr > lpt * (1 + LPT_MIN_GAIN)
+
+
+# Non-causal attention over at least this many keys runs the two consumers without the turn order
+# (`pingpong=False`, each issues its GEMMs as soon as its operands are ready). H200 sweep, graphs: faster on
+# 14 of 16 non-causal rows with S >= 4096 (B1 H16 S32768 D128 626 -> 678 TFLOP/s, B1 H8 S16384 D256
+# 668 -> 691, B2 H64/8 S8192 D128 644 -> 665; the two others within 2%); below 4096 keys mixed (D128 bf16
+# S1024 507 -> 487, fp16 490 -> 508), so the turn order stays there and under a causal mask.
+TURN_FREE_KEYS = 4096
+
+
+@functools.lru_cache(maxsize=1024)
+def shape_config(head_dim: int, dtype: str, batch_heads: int, seq_q: int, seq_k: int, causal: bool, nprog: int,
+                 group: int) -> GluonConfig:  # fmt: skip
+    """The ping-pong config for one problem: the consumers' turn order (TURN_FREE_KEYS) and the causal
+    schedule (`use_lpt`), from the per-head-dim `gluon_config`."""
+    import dataclasses
+
+    cfg = gluon_config(head_dim, "pingpong", dtype, Q_LATE, SNAKE)
+    turn = causal or seq_k < TURN_FREE_KEYS
+    num_m = cdiv(seq_q, ROWS_PER_CTA)
+    lpt = LPT and causal and use_lpt(batch_heads, num_m, group, seq_q, seq_k, cfg.block_n, nprog, cfg.snake)
+    return dataclasses.replace(cfg, pingpong=cfg.pingpong and turn, lpt=lpt)
+
+
 _SCHEDULES: dict = {}  # (lpt_schedule's arguments, device) -> int32 tensor on the device
 
 
@@ -745,18 +801,10 @@ def gluon_attention(q, k, v, *, causal: bool = False, scale: float | None = None
     B, H, Sq, D = q.shape
     Hk, Sk = k.shape[1], k.shape[2]
     dt = "bf16" if q.dtype == torch.bfloat16 else "fp16"
-    cfg = config or gluon_config(D, design, dt, Q_LATE, SNAKE)  # `config` / `group`: overrides for sweeps
     out = torch.empty((B, H, Sq, D), device=q.device, dtype=q.dtype)
     lse = torch.empty((B, H, Sq), device=q.device, dtype=torch.float32)
     if B * H * Sq == 0:
         return out, lse
-    bm, bn = cfg.rows_per_consumer, cfg.block_n
-
-    def desc(t, rows):
-        block = [1, 1, rows, D]
-        return TensorDescriptor(t, list(t.shape), list(t.stride()), block, _nvmma(block, 16))
-
-    q_desc, k_desc, v_desc = desc(q, bm), desc(k, bn), desc(v, bn)
     num_m = cdiv(Sq, ROWS_PER_CTA)
     total = B * H * num_m
     if num_sms is None:
@@ -764,6 +812,19 @@ def gluon_attention(q, k, v, *, causal: bool = False, scale: float | None = None
     grid = (min(total, num_sms),)
     if group is None:
         group = head_group(B * H, Sk, D, q.element_size())
+    if config is not None:  # `config` / `group`: overrides for sweeps
+        cfg = config
+    elif design == "pingpong":
+        cfg = shape_config(D, dt, B * H, Sq, Sk, bool(causal), grid[0], group)
+    else:
+        cfg = gluon_config(D, design, dt, Q_LATE, SNAKE)
+    bm, bn = cfg.rows_per_consumer, cfg.block_n
+
+    def desc(t, rows):
+        block = [1, 1, rows, D]
+        return TensorDescriptor(t, list(t.shape), list(t.stride()), block, _nvmma(block, 16))
+
+    q_desc, k_desc, v_desc = desc(q, bm), desc(k, bn), desc(v, bn)
     sm_scale = (1.0 / math.sqrt(D)) if scale is None else float(scale)
     sched = None
     if cfg.lpt and causal:
@@ -851,6 +912,8 @@ __all__ = [
     "gluon_failed",
     "head_group",
     "lpt_schedule",
+    "shape_config",
     "tile_key_tiles",
     "use_gluon",
+    "use_lpt",
 ]

@@ -528,7 +528,9 @@ def _decode(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str,
     t_l2 = (kv + 2 * part) / mach.l2_bps
     sm_bw = mach.read_bps / _gpus.get(mach.key).sms
     t_fixed = gens * (mach.latency_s + mach.fill_s + 2 * bn * d * e / sm_bw)
-    t_merge = decode_merge_s(mach, c.get("merge", "launch"), B, Hk, group, splits, d, gens, b)
+    # a config without "merge" is priced at the placement the kernel takes in a CUDA graph: the shorter one
+    merges = (c["merge"],) if "merge" in c else DECODE_MERGES
+    t_merge = min(decode_merge_s(mach, m, B, Hk, group, splits, d, gens, b) for m in merges)
     flops = 4 * B * Hq * L * d
     mma_eff = _eff(mach, "decode", "mma", tag, 0.3, eff)
     t_tc = cdiv(programs, sms) * 4 * max(16, group) * chunk * d / (mach.peak_flops / sms * mma_eff)
@@ -553,6 +555,9 @@ DECODE_MERGES = ("inline", "launch")
 # B1 Hq32 Hkv8 L8k 20.8 us per call with its launches, 12.0 us without; a direct launch 4.9 us.
 DECODE_HOST_S = 12.0e-6
 HOST_LAUNCH_S = 4.9e-6
+# Round trips an inline merge costs per program generation after the first (`decode_merge_s`): fitted to the
+# two many-generation rows named there (0.8 us and 0.44 us per generation at 1 and 2 programs per SM).
+DECODE_INLINE_GEN = 0.7
 
 
 def decode_merge_s(
@@ -561,13 +566,17 @@ def decode_merge_s(
 ) -> float:  # fmt: skip
     """Seconds the merge of `splits` partials adds to a decode step on the GPU (0 for one split).
 
-    launch: the second kernel's launch inside a graph, one memory round trip, the partials
-    (splits x group x (D + 1) floats per pair) read at the HBM rate by every SM at once, and one
-    pair's share at an SM's bandwidth (the fixture sweep timed this kernel: its calibration holds it).
-    inline: no launch, but every split program ends on a counter round trip before its SM takes the
-    next program, and the last split of a pair reads the pair's partials alone at an SM's share: the
-    tail of the launch once, and once per program generation the SM runs (shared by the SM's
-    `blocks_per_sm` residents).
+    launch: a second, dependent kernel: its launch inside a graph, its fill (a memory round trip and the
+    pipeline start), the partials (splits x group x (D + 1) floats per pair) read at the HBM rate by every
+    SM at once, and one pair's share at an SM's bandwidth.
+    inline: the last split of a pair takes a counter (one round trip) and reads the pair's partials alone
+    at an SM's share: the launch's tail once; and every program generation an SM runs after the first pays
+    DECODE_INLINE_GEN round trips (the counter's, partly hidden by the SM's other residents).
+    Measured on the H200 (benchmarks/results/h200/decode_sweep.json, CUDA graphs): at the advisor's split
+    counts (<= 256 programs, one generation) the inline merge ran 0.0-2.3 us faster than the launch on
+    all 11 shapes with splits; with many generations the launch wins: B16 Hq32 Hkv8 L8k, 16 splits (2,048
+    programs, 16 generations of one program per SM) 10.5 us, B64 L4k 32 splits (16,384 programs, 62
+    generations of two) 25.6 us.
     """
     if splits <= 1:
         return 0.0
@@ -576,9 +585,10 @@ def decode_merge_s(
     sm_bw = mach.read_bps / _gpus.get(mach.key).sms
     pair = splits * group * (head_dim + 1) * 4  # bytes of one (sequence, KV head)'s partials
     if merge == "launch":
-        return mach.launch_s + mach.latency_s + batch * kv_heads * pair / mach.read_bps + pair / sm_bw
+        fill = mach.latency_s + mach.fill_s
+        return mach.launch_s + fill + batch * kv_heads * pair / mach.read_bps + pair / sm_bw
     tail = mach.latency_s + pair / sm_bw
-    return mach.latency_s + tail + (gens - 1) * (mach.latency_s + tail / splits) / max(1, blocks_per_sm)
+    return mach.latency_s + tail + (gens - 1) * DECODE_INLINE_GEN * mach.latency_s / max(1, blocks_per_sm)
 
 
 def decode_merge(problem: dict[str, Any], config: dict[str, Any], gpu: str = "h200", *, graph: bool = True) -> str:
