@@ -386,6 +386,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--part", choices=("forward", "decode", "warm", "ncu"), required=True)
     p.add_argument("--shard", default=None, help="i/n: the warm part compiles every n-th problem from i")
+    p.add_argument("--warm-only", choices=("decode", "forward"), default=None, help="warm one part's columns only")
     p.add_argument("--out", default=os.environ.get("OUT", "."))
     a = p.parse_args()
     os.makedirs(a.out, exist_ok=True)
@@ -400,8 +401,10 @@ def main():
         return
     if a.part == "warm":
         i, n = (int(x) for x in a.shard.split("/"))
-        run_decode(a.out, meta, only_warm=(i, n))
-        run_forward(a.out, meta, only_warm=(i, n))
+        if a.warm_only != "forward":
+            run_decode(a.out, meta, only_warm=(i, n))
+        if a.warm_only != "decode":
+            run_forward(a.out, meta, only_warm=(i, n))
     elif a.part == "forward":
         run_forward(a.out, meta)
     else:

@@ -178,3 +178,20 @@ def test_gluon_causal_schedule_under_graph_capture(d):
     torch.cuda.synchronize()
     check(out, lse, *reference64(q, k, v, True), torch.float16)
     check(out2, lse2, *reference64(q2, k2, v2, True), torch.float16)
+
+
+@pytest.mark.parametrize("d", [128, 256])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_gluon_non_causal_without_turn_order(d, shape):
+    """The two consumers without the turn order (`pingpong=False`: the dispatch's non-causal config from
+    TURN_FREE_KEYS keys on) against float64, fp16."""
+    import dataclasses
+
+    from tilewise.kernels import attention_gluon as ag
+
+    B, H, Hk, Sq, Sk = shape
+    cfg = dataclasses.replace(ag.gluon_config(d, "pingpong", "fp16"), pingpong=False)
+    q, k, v = make(B, H, Hk, Sq, Sk, d, torch.float16, seed=hash((d, shape, "noturn")) % 2**31)
+    poison(B * H * Sq * d)
+    out, lse = ag.gluon_attention(q, k, v, causal=False, config=cfg)
+    check(out, lse, *reference64(q, k, v, False), torch.float16)
