@@ -1,4 +1,4 @@
-# make run   - create .venv, install tilewise, run `tilewise explain` (the seeds' GEMM)
+# make run   - create .venv, install tilewise, run `tilewise explain` (the decode GEMM 64 x 24576 x 8192)
 # make test  - create .venv, install tilewise with its kernel, web, plot, test and docs extras;
 #              run ruff, mypy, the strict docs build and pytest
 PYTHON ?= python3

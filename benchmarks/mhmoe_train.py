@@ -44,16 +44,16 @@ import torch
 
 from tilewise.bench import harness
 from tilewise.bench.mhmoe_peer import experts_forward_torch
-from tilewise.kernels import custom_ops, mhmoe
+from tilewise.kernels import custom_ops, layers, mhmoe
 from tilewise.model import traffic
 
-# (tokens, heads, head_dim, experts per head, expert width, top_k): the seeds' MH-MoE at d_model 2048,
+# (tokens, heads, head_dim, experts per head, expert width, top_k): MH-MoE at d_model 2048,
 # ~1024 rows per expert (A) and ~128 rows per expert (B: 256 experts; torch._grouped_mm takes < 1024 groups)
 _DEVICE = "cuda"  # the L2 flush buffer
 SHAPES = [(4096, 16, 128, 8, 256, 2), (2048, 8, 128, 32, 128, 2)]
 
 
-class PeerMoE(mhmoe.MultiHeadMoE):
+class PeerMoE(layers.MultiHeadMoE):
     """The layer with its expert stage on torch._grouped_mm (same routing, same parameters via functional_call)."""
 
     def experts(self, z, weights, experts):
@@ -165,7 +165,7 @@ def run_shape(
 ):
     """Rows for one shape; on the CPU (--smoke, under TRITON_INTERPRET=1) only the agreement with the peer."""
     torch.manual_seed(0)  # the CPU generator: parameters and inputs are drawn on the CPU, then copied
-    layer = mhmoe.MultiHeadMoE(H * dh, H, dh, Eh, f, k, device="cpu", dtype=dt).to(device)
+    layer = layers.MultiHeadMoE(H * dh, H, dh, Eh, f, k, device="cpu", dtype=dt).to(device)
     peer_layer = PeerMoE(H * dh, H, dh, Eh, f, k, device="meta", dtype=dt)
     names = [n for n, _ in layer.named_parameters()]
     params = [p.detach() for p in layer.parameters()]

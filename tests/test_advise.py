@@ -105,7 +105,7 @@ def test_every_answer_well_under_50_ms():
 
 
 def test_the_seeds_examples():
-    """The GEMM article's C[64, 24576] = A[64, 8192] x B[8192, 24576]: memory-bound (intensity ~64 < the
+    """The decode GEMM C[64, 24576] = A[64, 8192] x B[8192, 24576]: memory-bound (intensity ~64 < the
     H200's balance of ~206), and the advisor's choice measured within 5% of the sweep's best config."""
     recs = fixtures.load("gemm")
     # batch 64 within 5% of the best of the space; batch 1 within 13% (measured: the advisor's 16x128x128 st4,
@@ -116,7 +116,7 @@ def test_the_seeds_examples():
         a = advise("gemm", rec.problem, "h200", top_k=1)[0]
         assert a.prediction.binding == "hbm", key
         assert rec.space[a.tag] <= within * rec.best()[1], (key, a.tag, rec.space[a.tag], rec.best())
-    # the tips document's decode: memory-bound whatever the tile
+    # decode: memory-bound whatever the tile
     d = advise("decode", {"batch": 1, "heads": 32, "kv_heads": 8, "seq_len": 32768, "head_dim": 128}, top_k=1)[0]
     assert d.prediction.binding == "hbm" and d.config["num_splits"] > 1  # one sequence needs splits to fill 132 SMs
 

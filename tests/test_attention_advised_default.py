@@ -1,4 +1,4 @@
-"""Issue 14 item 3: the Triton attention kernel's default tile is the advisor's top-1; the hand list it replaced
+"""The Triton attention kernel's default tile is the advisor's top-1; the hand list it replaced
 was timed beside it in the committed sweep (tests/data/tuning/attention.md states the comparison recomputed here).
 
 Run: PYTHONPATH=src pytest tests/test_attention_advised_default.py (CPU; no kernel launches).

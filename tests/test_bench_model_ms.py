@@ -1,4 +1,4 @@
-"""Issue 14 item 6: every `tilewise bench` suite's rows carry model_ms (the time model's prediction for what ran)
+"""Every `tilewise bench` suite's rows carry model_ms (the time model's prediction for what ran)
 beside the roofline floor predicted_ms. The suites' own row builders run here on the CPU (the interpreter runs
 the kernels at tiny sizes; the timing is stubbed: one call of ours, fixed times), and each row's model_ms must be
 `tilewise.model.predict` of the problem and config the row names.

@@ -1,4 +1,4 @@
-"""`tilewise explain attention` reproduces the tips document's FA3 numbers by computation."""
+"""`tilewise explain attention` reproduces FA3's tile-size figures (docs/sources.md) by computation."""
 
 import json
 

@@ -24,7 +24,7 @@ def test_numbers():
     assert r["split_kv"]["efficiency"] > r["split_kv"]["efficiency_unsplit"]
     assert r["time"]["time_s"] >= r["time"]["bandwidth_time_s"]
     assert r["time"]["bandwidth_time_s"] == pytest.approx(r["problem"]["bytes"] / 3.35e12)
-    # The GEMM article's decode GEMM, corrected: batch 64 is ~64 FLOP/B, still memory-bound.
+    # The decode GEMM, corrected: batch 64 is ~64 FLOP/B, still memory-bound.
     assert round(r["gemm"]["intensity_at_64"]) == 63 and r["gemm"]["bound_at_64"] == "memory"
     assert r["gemm"]["batch_for_compute_bound"] > 64
 

@@ -1,4 +1,4 @@
-"""`tilewise explain ffn`: the seed's FlashFFN reasoning, every figure computed."""
+"""`tilewise explain ffn`: FlashFFN's reasoning, every figure computed."""
 
 import json
 
@@ -15,7 +15,7 @@ def test_default_numbers():
     assert r.inputs["head_dim"] == 128
     # unsplit: a [64, 2048] fp32 accumulator is 1024 registers per thread of a warpgroup > 255
     assert r["unsplit"]["accumulator_regs_per_thread_unsplit"] == 1024
-    assert r["unsplit"]["accumulator_regs_per_thread_split"] == 64  # the seed's "O -> 64"
+    assert r["unsplit"]["accumulator_regs_per_thread_split"] == 64  # O [64, 128] fp32 over 128 threads: 64
     assert r["unsplit"]["x_tile_bytes_unsplit"] > r["unsplit"]["smem_limit_bytes"]
     # the split layer has the dense SwiGLU's FLOPs but an H x larger intermediate
     assert r["layer"]["flops"] == r["layer"]["dense_flops"] == traffic.mhffn_flops(16384, 16, 128, 512)
@@ -24,7 +24,7 @@ def test_default_numbers():
     assert r["unfused"]["unfused_bound"] == "memory"
     assert r["m_bound"]["weights_fit_l2"] and r["m_bound"]["bound"] == "compute"
     assert r["m_bound"]["intensity_per_weight_byte"] == pytest.approx(128)  # = M in 16-bit types
-    # N: the seed's break-even 64 carries over; registers allow at most 128 at d_h = 128
+    # N: the feed break-even 64 carries over; registers allow at most 128 at d_h = 128
     assert r["n_bound"]["up_break_even_n"] == pytest.approx(64)
     assert r["n_bound"]["max_block_n"] == 128
     p = r["prediction"]

@@ -1,4 +1,4 @@
-"""`tilewise explain gemm` reproduces the GEMM article's numbers by computation."""
+"""`tilewise explain gemm` reproduces the decode GEMM's figures (docs/sources.md) by computation."""
 
 import json
 
@@ -21,7 +21,7 @@ def test_seed_numbers():
     assert r["mma"]["flops_per_mma"] == 8192  # 16x16x16 x 2
     assert round(r["roofline"]["balance"]) == 295  # 989.4 / 3.35
     assert r["roofline"]["bound"] == "memory"
-    assert r["problem"]["b_bytes"] == 384 * 2**20  # the article's "384 MB" of weights (MiB)
+    assert r["problem"]["b_bytes"] == 384 * 2**20  # 8192 x 24576 x 2 B = 384 MiB of weights
     assert r["roofline"]["intensity"] == pytest.approx(63.3, abs=0.1)  # ~64 FLOP/B at M = 64
     assert r["padding"]["fill_m1"] == 1 / 16  # 1 of 16 rows: 6.25%
     assert r["padding"]["fill_m16"] == 1.0
@@ -31,7 +31,7 @@ def test_seed_numbers():
 
 
 def test_tiling_cuts_traffic_by_ts():
-    # The tips document: with TS x TS tiles, HBM traffic drops to 1/TS
+    # With TS x TS tiles, HBM traffic drops to 1/TS
     r = explain(m=4096, n=4096, k=4096, tile="32x32", block_k=32, threads=1024)
     assert r["traffic"]["reduction"] == pytest.approx(32, rel=0.01)
     assert r["traffic"]["a_reads"] == 4096 // 32

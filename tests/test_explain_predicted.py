@@ -1,4 +1,4 @@
-"""Issue 14 item 6: `tilewise explain attention|decode|moe|ffn` show the time model's prediction (the figure
+"""`tilewise explain attention|decode|moe|ffn` show the time model's prediction (the figure
 `tilewise advise` and the bench rows' model_ms give) and its binding term beside their floors and estimates."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Property-based fuzzing of the public Python entry points (issue 17, item 5).
+"""Property-based fuzzing of the public Python entry points.
 
 `tilewise.explain.<kind>.explain`, `tilewise.occupancy` (= `tilewise.model.occupancy`), `tilewise.gpus.get`
 and `tilewise.sim.analyze_access` get arguments of every type a caller might pass: good values,

@@ -1,4 +1,4 @@
-"""Property-based fuzzing of every CLI command (issue 17, item 5).
+"""Property-based fuzzing of every CLI command.
 
 Each example builds an argv for `tilewise explain KIND`, `occupancy`, `gpus` or `trace` (with the
 bundled examples) from values a user might type -- good ones, boundaries, huge and negative
@@ -348,4 +348,4 @@ def test_fuzz_trace_broken_user_files(broken_dir, name, grid, block, as_json):
 @given(st.booleans())
 def test_fuzz_explain_without_kind(as_json):
     rc, out, _ = run_cli(["explain", "--json"] if as_json else ["explain"])
-    assert rc == 0 and ("192 blocks" in out or '"blocks": 192' in out)  # the GEMM article's example
+    assert rc == 0 and ("192 blocks" in out or '"blocks": 192' in out)  # the decode GEMM: 192 blocks

@@ -3,7 +3,7 @@
 Outputs and all four gradients on small, awkward shapes (T and I not multiples of the tiles),
 d_h 64 and 128, fp16 and fp32 (the interpreter computes bf16 wrongly: bf16 is in tests/gpu);
 outputs poisoned with NaN so every element must be written; bad inputs -> InputError; and the
-issue's "done when": a tiny model trains a few steps and its loss matches the unfused layer's.
+the end-to-end check: a tiny model trains a few steps and its loss matches the unfused layer's.
 """
 
 import pytest
@@ -14,6 +14,7 @@ pytest.importorskip("triton")
 
 from tilewise.errors import InputError  # noqa: E402
 from tilewise.kernels import ffn as ff  # noqa: E402
+from tilewise.kernels import layers  # noqa: E402
 
 pytestmark = pytest.mark.kernel
 
@@ -162,23 +163,23 @@ def test_bad_inputs_raise_input_error(change, match):
 
 def test_module_rejects_bad_sizes():
     with pytest.raises(InputError, match="head_dim must be one of"):
-        ff.MultiHeadFFN(32, 2, 48, 64)
+        layers.MultiHeadFFN(32, 2, 48, 64)
     with pytest.raises(InputError, match="heads must be an integer"):
-        ff.MultiHeadFFN(32, 0, 64, 64)
-    layer = ff.MultiHeadFFN(32, 1, 64, 16)
+        layers.MultiHeadFFN(32, 0, 64, 64)
+    layer = layers.MultiHeadFFN(32, 1, 64, 16)
     with pytest.raises(InputError, match=r"x must have shape \[..., 32\]"):
         layer(torch.randn(3, 31))
 
 
 def test_tiny_model_trains_like_the_unfused_layer():
-    """The issue's 'done when': a few SGD steps of a tiny model; losses match the unfused layer's."""
+    """End to end: a few SGD steps of a tiny model; losses match the unfused layer's."""
     d_model, T = 32, 24
 
     def model(fused):
         torch.manual_seed(1)
         return torch.nn.Sequential(
             torch.nn.Linear(d_model, d_model),
-            ff.MultiHeadFFN(d_model, heads=2, head_dim=64, intermediate=40, fused=fused),
+            layers.MultiHeadFFN(d_model, heads=2, head_dim=64, intermediate=40, fused=fused),
             torch.nn.Linear(d_model, 4),
         )
 

@@ -171,13 +171,13 @@ def test_flash_ffn_forward_plan_hit(monkeypatch):
 
 
 def test_fp32_attention_tiles_fit_shared_memory(monkeypatch):
-    """Issue 17: fp32 at D 128 asked Triton for 393,216 B (3 stages of 128-key K/V tiles at 4 bytes) against
+    """fp32 at D 128 once asked Triton for 393,216 B (3 stages of 128-key K/V tiles at 4 bytes) against
     232,448. The plan budgets fp32 at 4 bytes: every head dim and dtype gets tiles whose K/V stages fit."""
     monkeypatch.setattr(fa, "interpreting", lambda: False)
     for d in (16, 32, 64, 128, 256):
         for dtype, e in ((torch.float32, 4), (torch.float16, 2), (torch.bfloat16, 2)):
             cfg = fa.forward_config(d, False, dtype, 4096)
-            kv = cfg.num_stages * 2 * cfg.block_n * d * e  # what Triton asked for in the issue's case
+            kv = cfg.num_stages * 2 * cfg.block_n * d * e  # what Triton was once asked for
             assert kv + cfg.block_m * d * e <= 232_448, (d, dtype, cfg)
     fp32 = fa.forward_config(128, True, torch.float32, 4096)
     assert (fp32.block_m, fp32.block_n, fp32.num_stages) != (128, 128, 3)

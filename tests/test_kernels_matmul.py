@@ -137,7 +137,7 @@ def test_choose_config_square_is_compute_bound_big_tiles():
 
 
 def test_choose_config_article_skinny_shape_streams_b():
-    """The article's 64 x 24576 x 8192 is memory-bound: the grid needs enough bytes in flight to
+    """The decode GEMM 64 x 24576 x 8192 is memory-bound: the grid needs enough bytes in flight to
     cover HBM latency (Little's law: 4.8 TB/s x 1 us), and wide tiles so A is re-read few times."""
     from tilewise import gpus
     from tilewise.kernels.gemm import bytes_in_flight

@@ -9,7 +9,7 @@ pytest.importorskip("triton")
 from mhmoe_reference import experts_forward_loop  # noqa: E402
 
 from tilewise.errors import InputError  # noqa: E402
-from tilewise.kernels import mhmoe  # noqa: E402
+from tilewise.kernels import layers, mhmoe  # noqa: E402
 
 pytestmark = pytest.mark.kernel
 
@@ -65,7 +65,7 @@ def test_plan_sorts_slots_by_expert():
     ],
 )
 def test_forward_matches_float64(T, H, d, Eh, f, k, impl, dtype):
-    layer = mhmoe.MultiHeadMoE(48, H, d, Eh, f, k, impl=impl, dtype=dtype)
+    layer = layers.MultiHeadMoE(48, H, d, Eh, f, k, impl=impl, dtype=dtype)
     x = torch.randn(T, 48, dtype=dtype)
     with torch.no_grad():
         y = layer(x)
@@ -74,7 +74,7 @@ def test_forward_matches_float64(T, H, d, Eh, f, k, impl, dtype):
 
 
 def test_training_falls_back_to_a_differentiable_path():
-    layer = mhmoe.MultiHeadMoE(32, 2, 64, 3, 16, 2)
+    layer = layers.MultiHeadMoE(32, 2, 64, 3, 16, 2)
     x = torch.randn(9, 32)
     y = layer(x)
     y.square().mean().backward()
@@ -95,10 +95,10 @@ def test_bad_arguments(kw, match):
     args = dict(d_model=32, heads=2, head_dim=64, experts_per_head=4, expert_width=16, top_k=2)
     args.update(kw)
     with pytest.raises(InputError, match=match):
-        mhmoe.MultiHeadMoE(**args)
+        layers.MultiHeadMoE(**args)
 
 
 def test_bad_input_shape():
-    layer = mhmoe.MultiHeadMoE(32, 2, 64, 4, 16, 2)
+    layer = layers.MultiHeadMoE(32, 2, 64, 4, 16, 2)
     with pytest.raises(InputError, match=r"x must have shape \[..., 32\]"):
         layer(torch.randn(3, 33))

@@ -1,4 +1,4 @@
-"""One launch per call (issue 16): `sum` over a split dimension and `decode_attention` over several splits
+"""One launch per call: `sum` over a split dimension and `decode_attention` over several splits
 merge their partials inside the kernel (the last program to arrive adds them, then sets its counter back to
 zero), with partials in a per-stream workspace instead of a per-call allocation; one split writes its output
 directly. Under the Triton interpreter against float64 references, with the workspace poisoned (NaN) before

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.skipif(
 from mhmoe_reference import experts_forward_loop  # noqa: E402
 
 from tilewise.errors import InputError  # noqa: E402
-from tilewise.kernels import grouped_dw, mhmoe, moe_layer  # noqa: E402
+from tilewise.kernels import grouped_dw, layers, mhmoe, moe_layer  # noqa: E402
 
 DEV = "cpu" if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0") else "cuda"
 # fp32: the interpreter's dots are fp32 (1e-6 relative); the elementwise GLU backward runs in fp32.
@@ -159,7 +159,7 @@ def _layer_reference(layer, x):
 @pytest.mark.parametrize("T,H,dh,Eh,f,k", [(7, 2, 16, 3, 24, 2), (1, 3, 32, 4, 8, 1), (11, 2, 24, 5, 16, 3)])
 def test_layer_backward_matches_float64(dtype, impl, T, H, dh, Eh, f, k):
     torch.manual_seed(T * 10 + k)
-    layer = mhmoe.MultiHeadMoE(40, H, dh, Eh, f, k, impl=impl, device=DEV, dtype=dtype)
+    layer = layers.MultiHeadMoE(40, H, dh, Eh, f, k, impl=impl, device=DEV, dtype=dtype)
     x = torch.randn(T, 40, device=DEV, dtype=dtype, requires_grad=True)
     dy = torch.randn(T, 40, device=DEV, dtype=dtype)
     out = layer(x)
@@ -174,7 +174,7 @@ def test_layer_backward_matches_float64(dtype, impl, T, H, dh, Eh, f, k):
 
 def test_layer_forward_is_the_same_with_and_without_autograd():
     torch.manual_seed(3)
-    layer = mhmoe.MultiHeadMoE(32, 2, 16, 4, 24, 2, device=DEV)
+    layer = layers.MultiHeadMoE(32, 2, 16, 4, 24, 2, device=DEV)
     x = torch.randn(9, 32, device=DEV)
     y_train = layer(x)  # training path: unfused GLU, activation kept
     with torch.no_grad():
@@ -187,7 +187,7 @@ def test_compiled_layer_trains_fullgraph():
 
     torch._dynamo.reset()
     torch.manual_seed(5)
-    layer = mhmoe.MultiHeadMoE(32, 2, 16, 3, 8, 2, device=DEV)
+    layer = layers.MultiHeadMoE(32, 2, 16, 3, 8, 2, device=DEV)
     compiled = torch.compile(layer, fullgraph=True, backend="aot_eager")
     x = torch.randn(6, 32, device=DEV, requires_grad=True)
     compiled(x).square().sum().backward()

@@ -1,4 +1,4 @@
-"""MH-MoE's lean host path (issue 16) and its fused GLU passes, under the Triton interpreter, float64 references.
+"""MH-MoE's lean host path and its fused GLU passes, under the Triton interpreter, float64 references.
 
 * `glu` / `glu_backward`: one Triton pass each way for SiLU * mul and its backward (with the routing weight's
   gradient), every element of every output checked against float64 autograd, outputs poisoned (NaN) first.
@@ -23,7 +23,7 @@ from mhmoe_reference import experts_forward_loop  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 from tilewise.errors import InputError  # noqa: E402
-from tilewise.kernels import custom_ops, mhmoe, moe_layer, utils  # noqa: E402
+from tilewise.kernels import custom_ops, layers, mhmoe, moe_layer, utils  # noqa: E402
 
 pytestmark = pytest.mark.kernel
 
@@ -174,9 +174,9 @@ def test_layer_forward_launch_count(monkeypatch):
 
     W_in, the router bmm, top-k, the fp32 cast and softmax of the k kept logits, the head offset, the sort
     (int16 keys, sort, searchsorted), the k-sum and W_out; the two grouped GEMMs. It was 19 torch kernels
-    and 3 TMA descriptors before issue 16's pass (the H200's host: 609.5 us vs 584.5 for the peer)."""
+    and 3 TMA descriptors before the lean host path (the H200's host: 609.5 us vs 584.5 for the peer)."""
     torch.manual_seed(0)
-    layer = mhmoe.MultiHeadMoE(128, 2, 64, 4, 64, 2, dtype=torch.float16)
+    layer = layers.MultiHeadMoE(128, 2, 64, 4, 64, 2, dtype=torch.float16)
     x = torch.randn(32, 128, dtype=torch.float16)
     with torch.no_grad():
         layer(x)  # compiles, plans

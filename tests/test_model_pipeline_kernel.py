@@ -49,7 +49,7 @@ def test_lockstep_consumer_pays_one_softmax_per_tile():
     assert t.steady_cycles_per_tile == 2 * 1000 + 700
     t1 = pl.simulate("ring", tiles=65, load=100, mma=1000, softmax=700, stages=3, lockstep=True)
     assert t1.makespan - t.makespan == pytest.approx(2700)
-    # the tips document's single consumer serialises the row blocks: 2 (mma + softmax)
+    # the idealised single consumer serialises the row blocks: 2 (mma + softmax)
     assert pl.simulate("ring", 64, 100, 1000, 700, 3).steady_cycles_per_tile == 3400
 
 

@@ -33,7 +33,7 @@ def test_terms_add_up_and_name_the_binding_term():
 
 
 def test_fragment_padding_at_batch_1():
-    """The GEMM article: at batch 1 a 16-row fragment carries 1 useful row (15/16 of the MMA is padding)."""
+    """At batch 1 a 16-row fragment carries 1 useful row (15/16 of the MMA is padding)."""
     cfg = dict(CFG, block_m=16, block_n=128, block_k=256)
     p = M.predict("gemm", {"m": 1, "n": 24576, "k": 8192, "dtype": "bf16", "layout": "nn"}, cfg, "h200")
     assert p.binding == "hbm"
@@ -85,6 +85,31 @@ def test_calibration_file_names_its_measurement():
             tag = space.gemm_tag(cfg)
             assert 0.1 <= cal["configs"]["gemm"]["mma"][tag] <= 1.0, tag
     assert M.machine("h200").calibrated and not M.machine("a100-sxm").calibrated
+
+
+def test_rates_come_from_the_calibration_and_nothing_else(monkeypatch):
+    """A config the calibration has no rate for takes its family's fitted median (calibrate.py writes one per
+    family and kind); a calibration without it is an InputError naming the key, never a guessed rate."""
+    cal = M.calibration("h200")
+    for fam in fixtures.FAMILIES:
+        for kind in ("mma", "stream", "fixed"):
+            assert f"{fam}_{kind}_eff_median" in cal["constants"], (fam, kind)
+    odd = dict(CFG, block_m=64, block_n=64, block_k=32, num_stages=5)  # in no sweep: no rate of its own
+    assert space.gemm_tag(odd) not in cal["configs"]["gemm"]["mma"]
+    p = M.predict("gemm", GEMM, odd, "h200")
+    assert p.detail["mma_eff"] == cal["constants"]["gemm_mma_eff_median"]
+    assert p.detail["stream_eff"] == cal["constants"]["gemm_stream_eff_median"]
+    lean = {**cal, "constants": {k: v for k, v in cal["constants"].items() if k != "gemm_mma_eff_median"}}
+    monkeypatch.setattr(M, "calibration", lambda gpu: lean if gpu == "h200" else {})
+    M.machine.cache_clear()
+    try:
+        with pytest.raises(InputError, match="gemm_mma_eff_median"):
+            M.predict("gemm", GEMM, odd, "h200")
+        assert (
+            M.predict("gemm", GEMM, CFG, "h200").detail["mma_eff"] == cal["configs"]["gemm"]["mma"][space.gemm_tag(CFG)]
+        )  # a config with its own rate needs no median
+    finally:
+        M.machine.cache_clear()
 
 
 def test_datasheet_only_gpu_scales_with_its_datasheet():

@@ -1,4 +1,4 @@
-"""The tips document's Tensor-Core derivations as oracles (tilewise.model.tensorcore)."""
+"""The Tensor-Core feed and register derivations as oracles (tilewise.model.tensorcore)."""
 
 import pytest
 from hypothesis import given
@@ -66,7 +66,7 @@ def test_register_budget_seed():
     assert r.fits and r.limit == 255
     r256 = tc.register_budget(head_dim=128, block_n=256)
     assert r256.s == 128  # N/2
-    assert r256.accumulators == 192  # the seed's "192 of 255"
+    assert r256.accumulators == 192  # 128 + 64 = 192 of 255
     assert not r256.fits
     assert 128 <= r.max_n < 256 and r.max_n_pow2 == 128
 

@@ -75,7 +75,7 @@ def test_fixture_covers_the_space():
 
 
 def test_seed_four_limits():
-    # The tips document: registers 65,536 per SM, warps 64, blocks 32.
+    # Hopper's limits: registers 65,536 per SM, warps 64, blocks 32.
     o = tilewise.occupancy("h100-sxm", threads=32, registers=16)
     assert o.limits["blocks"] == 32 and o.blocks_per_sm == 32 and o.limiter == "blocks"
     o = tilewise.occupancy("h100-sxm", threads=1024, registers=32)
@@ -86,7 +86,7 @@ def test_seed_four_limits():
 
 
 def test_flashattention_like_block_is_alone_on_its_sm():
-    # The tips document: one block takes most of shared memory, so only one fits per SM.
+    # FlashAttention: one block takes most of shared memory, so only one fits per SM.
     o = tilewise.occupancy("h100-sxm", threads=384, registers=168, dynamic_smem=200 * 1024)
     assert o.blocks_per_sm == 1 and "shared_memory" in o.limiters and "registers" in o.limiters
     # 227 KB is the most one block may have; with the reserved 1 KB it fills the 228 KB SM

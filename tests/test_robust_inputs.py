@@ -1,4 +1,4 @@
-"""Issue 17: every input gets a right answer or a one-line refusal (regression tests, one per case).
+"""Every input gets a right answer or a one-line refusal (regression tests, one per case).
 
 Each case was a traceback, a stall or a wrong sentence before; each assertion checks the answer
 against a count made here from the problem, not against the report's own numbers.

@@ -1,4 +1,4 @@
-"""Issue 17 at the model entry points: huge, non-finite and wrong-typed sizes are refused, not overflowed."""
+"""The model entry points: huge, non-finite and wrong-typed sizes are refused, not overflowed."""
 
 from __future__ import annotations
 

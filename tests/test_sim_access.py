@@ -90,7 +90,7 @@ def test_every_full_warp_pattern_every_store_and_all_global_are_exact():
     assert n > 800
 
 
-# ----------------------------------------------------------------------------- the seed's statements
+# ----------------------------------------------------------------------------- the textbook statements
 
 
 def test_seed_statements():

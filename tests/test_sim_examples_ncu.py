@@ -1,6 +1,6 @@
 """End to end: the examples' launch totals in the simulator against Nsight Compute's for their CUDA twins.
 
-tests/data/ncu/make_examples_fixture.py compiles the seeds' kernels (shared arrays volatile, so one
+tests/data/ncu/make_examples_fixture.py compiles the examples' kernels (shared arrays volatile, so one
 instruction per source access, as the simulator counts) and profiles one launch of each on the H200.
 """
 

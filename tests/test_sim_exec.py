@@ -89,7 +89,7 @@ def test_divergent(rng, kname):
 
 
 def test_speed_one_tiled_gemm_block(rng):
-    """The issue's target: one 1024-thread block of the 32x32 tiled GEMM, K = 256, under 2 s on one core."""
+    """A target: one 1024-thread block of the 32x32 tiled GEMM, K = 256, under 2 s on one core."""
     m = _example("gemm_tiled")
     args = m.setup((1, 1, 1), (32, 32, 1), rng)
     t0 = time.perf_counter()

@@ -1,4 +1,4 @@
-"""`tilewise trace` and the simulator on bad input (issue 17): one line naming file and line, exit 2;
+"""`tilewise trace` and the simulator on bad input: one line naming file and line, exit 2;
 endless kernels stopped; --sample on a huge grid cheap; a result check that fails or is impossible
 exits non-zero with strict JSON; analyze_access refuses ragged input."""
 
@@ -343,3 +343,24 @@ def test_lazy_array_is_deterministic_and_indexes_like_numpy():
 def test_limit_flags_are_validated(capsys, flag, value):
     rc, _, err = _trace(capsys, GEMM, "--grid", "1,1", flag, value)
     assert rc == 2 and flag in _one_line_error(err)
+
+
+def _double_first(a):
+    """A plain helper (not rewritten by @kernel): its `a[...]` goes through the array's own load / store."""
+    a[0] = a[0] * 2.0
+
+
+def test_array_access_outside_rewritten_code_runs_on_its_launch_and_only_during_it():
+    kept = []
+
+    @kernel
+    def k(a):
+        kept.append(a)
+        if threadIdx.x == 0:
+            _double_first(a)
+
+    x = np.array([1.5, 3.0], dtype=np.float32)
+    launch(k, 1, 32, x)
+    assert x.tolist() == [3.0, 3.0]  # the device function's load and store ran on the launch's executor
+    with pytest.raises(InputError, match="inside a @kernel function run by launch"):
+        kept[0][0]  # the launch is over

@@ -1,4 +1,4 @@
-"""The advisor panel (issue 18): the same ranking as `tilewise.advise.advise`, and where the committed sweeps
+"""The advisor panel: the same ranking as `tilewise.advise.advise`, and where the committed sweeps
 timed the problem on the H200, the measured best and each advised config's own time, named by line."""
 
 import json

@@ -1,5 +1,5 @@
-"""Exercises (issue 18): each topic's answer is the model function's, checked here against the function itself
-(and by hand where the seed gives the figure); right and wrong answers; bad input is a one-line refusal."""
+"""Exercises: each topic's answer is the model function's, checked here against the function itself
+(and by hand where a figure is known); right and wrong answers; bad input is a one-line refusal."""
 
 import math
 import warnings
@@ -95,7 +95,7 @@ def test_answers_are_the_model_functions(topic):
 
 
 def test_the_seeds_own_figures():
-    """The tips document's examples, by hand: a tile's column is a 32-way conflict, padding to 33 removes it;
+    """Known examples, by hand: a tile's column is a 32-way conflict, padding to 33 removes it;
     40, 0, 130, 64 rows in 64-row tiles over 4 n tiles is (1 + 0 + 3 + 1) x 4 = 20 tiles."""
 
     def variant(topic, **inputs):
@@ -105,10 +105,14 @@ def test_the_seeds_own_figures():
     assert ask("access", variant("access", expr="lane * 33"), 1)["correct"]
     assert ask("moe", 0, 20)["correct"]
     assert ask("feeding", 1, 64)["correct"]  # SS keeps up from N = 64 (bf16)
-    assert ask("feeding", 0, 1.33)["correct"] and ask("feeding", 3, 1.6)["correct"]  # the seed's 4/3 and 1.6
+    assert (
+        ask("feeding", 0, 1.33)["correct"] and ask("feeding", 3, 1.6)["correct"]
+    )  # 64/48 = 4/3 at N = 128, 128/80 = 1.6 at N = 256
     assert ask("occupancy", 0, "registers")["correct"]  # 256 threads x 128 registers: 2 blocks of 64K
     d = ask("decode", variant("decode", n="24576", k="8192", dtype="bf16"), 311)
-    assert d["correct"] and "311" in " ".join(d["reasoning"])  # the article's ~311 on the H100
+    assert d["correct"] and "311" in " ".join(
+        d["reasoning"]
+    )  # first batch b with 2bKN / 2(bK + KN + bN) >= 295 FLOP/B: 311 on the H100
 
 
 def test_variant_wraps_and_bad_input_is_refused():

@@ -1,4 +1,4 @@
-"""Measured beside predicted (issue 18): the packaged data equals the committed rows, and each panel's
+"""Measured beside predicted: the packaged data equals the committed rows, and each panel's
 measured figure is the committed row of the same configuration, named by file and row."""
 
 import csv
@@ -137,7 +137,7 @@ def test_lookups_take_the_keys_the_build_writes():
 
 
 def test_designs_file_is_packaged_row_by_row_when_committed(tmp_path):
-    """The FA3 designs file (schema in the team's plan) is picked up as soon as it exists, each row naming
+    """The FA3 designs file (schema: design, shape, measured_ms, tflops, tc_active, model_utilization and the row tags) is picked up as soon as it exists, each row naming
     its file and index; until then the build has no `designs` and the pipeline panel says so."""
     for rel in [
         measured_build.OCCUPANCY_CSV,

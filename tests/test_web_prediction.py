@@ -1,4 +1,4 @@
-"""Issue 14 item 6: the explorer shows the time model's prediction where it showed the roofline floor: the H200
+"""The explorer shows the time model's prediction where it showed the roofline floor: the H200
 GEMM rows beside `tilewise.model.predict` of the config each row ran (computed when asked, not stored with the
 committed rows, which were measured before the model existed) and the floor, and the decode panel's point beside
 the advisor's top-1 for that GEMM."""

@@ -1,4 +1,4 @@
-"""The panel registry (issue 13): one module per panel, every panel listed, a broken import fails loudly."""
+"""The panel registry: one module per panel, every panel listed, a broken import fails loudly."""
 
 import subprocess
 import sys

@@ -1,4 +1,4 @@
-"""A GET or HEAD with a body (issue 17): a clean 400, never a uvicorn/h11 traceback in the log.
+"""A GET or HEAD with a body: a clean 400, never a uvicorn/h11 traceback in the log.
 
 Before the fix, every GET with a malformed chunked body logged "Exception in ASGI application
 ... LocalProtocolError: can't handle event type Response when role=SERVER and state=MUST_CLOSE":

@@ -67,7 +67,7 @@ FIXED = np.array([0.0, 0.5, 1.0, 2.0, 4.0, 8.0])
 # Rates one value per family instead of one per config: with 7-8 calibration problems per family (attention,
 # decode, grouped) three rates per config fit the problems they saw and not the next one; the kinds named
 # here are shared (chosen by leave-one-problem-out over the calibration split only, see docs/advise.md)
-# (leave-one-out top-1 / median / p90 per-config -> shared, session 4: attention fixed 71% / 5.5% / 28% -> 86% /
+# (leave-one-out top-1 / median / p90 per-config -> shared, H200 sweep of 2026-12-01: attention fixed 71% / 5.5% / 28% -> 86% /
 # 4.6% / 21%; decode fixed 100% / 7.1% / 26% -> 100% / 6.7% / 21%; grouped stream + fixed 88% / 4.7% / 15.5% ->
 # 88% / 4.0% / 14%; GEMM, 47 problems, keeps its own: 79% / 5.4% / 28% against 79% / 6.2% / 32% shared fixed)
 SHARED: dict[str, tuple[str, ...]] = {"attention": ("fixed",), "decode": ("fixed",), "grouped": ("stream", "fixed")}

@@ -34,7 +34,8 @@ def main() -> None:
         gpu=nmh.NvMatmulHeuristicsNvidiaGpu.H200_SXM,
     )
     out = {}
-    for p in problems.gemm_problems():
+    # the sweep's problems and the fresh held-out set's (problems.fresh_problems)
+    for p in problems.gemm_problems() + problems.fresh_problems("gemm"):
         layout = (
             nmh.NvMatmulHeuristicsMatmulLayout.NT_ROW_MAJOR
             if p["layout"] == "nt"

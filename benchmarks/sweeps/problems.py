@@ -10,20 +10,8 @@ four is "cal" (calibration may look at it), the rest "val" (the verdict's held-o
 
 from __future__ import annotations
 
-# Anchors: always calibration (the per-config MMA rate and the memory-bound stream rate are read there).
-# Named before any model constant was fitted; calibrate.py reads the per-config rates on these.
-CAL_SHAPES = {
-    "gemm": {"mma": "8192x8192x8192_bf16_nn", "stream": "1x28672x4096_bf16_nt"},
-    "attention": {
-        "mma": {
-            64: "b4h32kv32q4096k4096d64n_bf16",
-            128: "b4h32kv32q4096k4096d128n_bf16",
-            256: "b2h16kv16q4096k4096d256n_bf16",
-        },
-    },
-    "decode": {"stream": "b1h32kv8L131072d128_bf16"},
-    "grouped": {"mma": "e8r4096n8192k8192_bf16", "stream": "e128r8n1536k2048_bf16"},
-}
+# The calibration anchors (tilewise.advise.validate.CAL_ANCHORS, the one copy): always in the calibration split
+from tilewise.advise.validate import CAL_ANCHORS as CAL_SHAPES  # noqa: F401
 
 
 def split_of(key: str) -> str:
@@ -58,7 +46,7 @@ def gemm_problems() -> list[dict]:
     for n, k in proj70:
         for m in (1, 16, 64, 128, 512, 2048, 4096):
             add(m, n, k)
-    # the GEMM article's shape and its batch variants, B row-major (layout "nn")
+    # the 8192 x 24576 decode projection and its batch variants, B row-major (layout "nn")
     for m in (1, 8, 16, 48, 64, 96, 128, 256, 1024):
         add(m, 24576, 8192, layout="nn")
     # square and odd sizes, both layouts
@@ -161,3 +149,61 @@ FAMILIES = {
     "decode": (decode_problems, decode_key),
     "grouped": (grouped_problems, grouped_key),
 }
+
+
+# ------------------------------------------------------------------------------------ the fresh held-out set
+
+FRESH_SEED = 20261201  # tests/data/sweeps/h200/fresh/meta.json records it beside the rows
+
+
+def _log_uniform(r, lo: int, hi: int) -> int:
+    import math
+
+    return max(lo, min(hi, round(math.exp(r.uniform(math.log(lo), math.log(hi))))))
+
+
+def fresh_problems(family: str, seed: int = FRESH_SEED, count: int = 0) -> list[dict]:
+    """Problems drawn at random, never seen by the calibration: log-uniform sizes (odd ones included),
+    both GEMM layouts, fp16 and bf16. GEMM: M, N, K in [1, 16384], at most 2e12 FLOPs (6 ms at 700 TFLOP/s:
+    the sweep's wall-clock budget); attention: batch 1-8, 8-32 heads (GQA groups 1, 4, 8), sequence
+    128-16384, head_dim 64/128/256, causal or not; decode: batch 1-128, 32 or 64 heads over 8 KV heads,
+    256-131072 keys, head_dim 64/128; grouped: 8-128 experts of 1-2048 rows, N and K 512-16384 (multiples
+    of 8: the kernel's TMA rows)."""
+    import random
+
+    r = random.Random(f"{seed}:{family}")
+    n = count or {"gemm": 40, "attention": 12, "decode": 12, "grouped": 12}[family]
+    out: list[dict] = []
+    keyf = FAMILIES[family][1]
+    seen: set[str] = set()
+    while len(out) < n:
+        dt = r.choice(("fp16", "bf16"))
+        if family == "gemm":
+            m, nn, k = (_log_uniform(r, 1, 16384) for _ in range(3))
+            if 2 * m * nn * k > 2e12:
+                continue
+            p: dict = {"m": m, "n": nn, "k": k, "dtype": dt, "layout": r.choice(("nn", "nt"))}
+        elif family == "attention":
+            h = r.choice((8, 16, 32))
+            s = _log_uniform(r, 128, 16384)
+            b = _log_uniform(r, 1, 8)
+            if b * h * s * s > 2**33:
+                continue
+            p = {"batch": b, "heads": h, "kv_heads": h // r.choice((1, 4, 8)), "seq_q": s, "seq_k": s,
+                 "head_dim": r.choice((64, 128, 256)), "causal": r.random() < 0.5, "dtype": dt}  # fmt: skip
+        elif family == "decode":
+            h = r.choice((32, 64))
+            p = {"batch": _log_uniform(r, 1, 128), "heads": h, "kv_heads": 8, "seq_len": _log_uniform(r, 256, 131072),
+                 "head_dim": r.choice((64, 128)), "dtype": dt}  # fmt: skip
+            if p["batch"] * p["seq_len"] > 2**21:
+                continue
+        else:
+            p = {"experts": r.choice((8, 16, 64, 128)), "rows_per_expert": _log_uniform(r, 1, 2048),
+                 "n": 8 * _log_uniform(r, 64, 2048), "k": 8 * _log_uniform(r, 64, 2048), "dtype": dt}  # fmt: skip
+            if 2 * p["experts"] * p["rows_per_expert"] * p["n"] * p["k"] > 2e12:
+                continue
+        key = keyf(p)
+        if key not in seen:
+            seen.add(key)
+            out.append(p)
+    return out

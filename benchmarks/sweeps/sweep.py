@@ -519,6 +519,12 @@ def main(argv=None) -> int:
     ap.add_argument("--limit", type=int, default=0, help="at most this many problems per family (0: all)")
     ap.add_argument("--keys", default="", help="only these problem keys: a comma list, or @FILE with one a line")
     ap.add_argument("--no-calibrate", action="store_true")
+    ap.add_argument(
+        "--set",
+        default="sweep",
+        choices=("sweep", "fresh"),
+        help="fresh: problems.fresh_problems (random, seeded) instead of the sweep's list",
+    )
     ap.add_argument("--sources", default="", help="time only these sources (space,hand,cublas,nmh,sdpa); default all")
     ap.add_argument(
         "--rows-file", default="", help="every family's rows into this one file (default DIR/<family>.jsonl)"
@@ -544,7 +550,7 @@ def main(argv=None) -> int:
     per_fam = []
     for fam in fams:
         probs, keyf = P.FAMILIES[fam]
-        plist = probs()[i::n]
+        plist = (P.fresh_problems(fam) if a.set == "fresh" else probs())[i::n]
         if a.keys:
             wanted = open(a.keys[1:]).read().split() if a.keys.startswith("@") else a.keys.split(",")
             plist = [p for p in plist if keyf(p) in set(wanted)]
@@ -572,7 +578,7 @@ def main(argv=None) -> int:
 
     cuda = torch.cuda.is_available() and not interpreting()
     meta = env_tags(torch)
-    meta.update(shard=a.shard, families=fams, rounds=a.rounds, l2_rotate_bytes=L2_ROTATE_BYTES,
+    meta.update(set=a.set, seed=P.FRESH_SEED if a.set == "fresh" else None, shard=a.shard, families=fams, rounds=a.rounds, l2_rotate_bytes=L2_ROTATE_BYTES,
                 target_replay_s=TARGET_REPLAY_S)  # fmt: skip
     with open(os.path.join(a.out, "meta.json"), "w") as f:
         json.dump(meta, f, indent=1)

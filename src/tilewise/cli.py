@@ -28,7 +28,7 @@ AREAS = [
 ]
 
 EPILOG = """examples:
-  tilewise explain                          the GEMM article's C[64,24576] = A[64,8192] x B[8192,24576]
+  tilewise explain                          the decode GEMM C[64,24576] = A[64,8192] x B[8192,24576]
   tilewise explain gemm --m 1 --json        the same at batch 1, as JSON
   tilewise gpus                             the GPU registry
   tilewise gpus h200 --json                 one GPU, every figure with its source
@@ -147,7 +147,7 @@ def _describe_gpu(g: _gpus.GPU) -> str:
 
 
 def _cmd_occupancy(a: argparse.Namespace) -> int:
-    from tilewise.model import occupancy_cli
+    from tilewise import occupancy_cli
 
     return occupancy_cli.run(a)
 

@@ -8,6 +8,7 @@ shows a traceback for one.
 
 from __future__ import annotations
 
+import importlib.util
 import numbers
 
 
@@ -80,7 +81,5 @@ def parse_size(name: str, text: str | int) -> int:
 
 def require_extra(module: str, extra: str) -> None:
     """Raise `InputError` naming the install extra when an optional module is missing."""
-    import importlib.util
-
     if importlib.util.find_spec(module) is None:
         raise InputError(f"this needs the '{module}' package: pip install 'tilewise[{extra}]'")

@@ -35,7 +35,7 @@ _H200_DS = "NVIDIA H200 datasheet"
 _A100_WP = "NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020)"
 _B200_DS = "NVIDIA Blackwell / HGX B200 datasheet"
 _CUDA_GUIDE = "CUDA C++ Programming Guide, compute-capability tables"
-_SEED = "the tips document: '1830 MHz is its boost clock', 989.4 TFLOPS"
+_SEED = "boost clock 1830 MHz: 4096 FLOPs/cycle/SM x 132 SMs x 1.83 GHz = 989.4 TFLOPS dense bf16"
 _H200_MEASURED = "measured on an H200 with torch.cuda.get_device_properties, 2026-11-30"
 _H200_COPY = "measured on an H200: device-to-device copy, bytes read + written, 2026-11-30"
 _H200_L2 = (
@@ -156,7 +156,7 @@ LEVELS = ("hbm", "l2", "smem")
 def tensor_flops_per_cycle_per_sm(gpu: GPU, dtype: str = "bf16") -> int:
     """Dense Tensor-Core FLOPs per cycle per SM: 2 x MACs per Tensor Core x Tensor Cores.
 
-    Hopper bf16: 2 x 512 x 4 = 4096, the seed's figure.
+    Hopper bf16: 2 x 512 x 4 = 4096 (2048 multiply-adds per SM per cycle).
     """
     dt = dtype_name(dtype)
     if dt not in gpu.dense_macs_per_tc_per_cycle:
@@ -244,19 +244,19 @@ def _hopper_common() -> dict[str, Any]:
 
 _HOPPER_SOURCES = {
     "*": _H100_WP,
-    "l1_smem_bytes_per_sm": _H100_WP + "; the tips document: '256 KB per SM'",
-    "smem_per_sm": _CUDA_GUIDE + " (228 KB); the tips document",
-    "smem_per_block_optin": _CUDA_GUIDE + " (227 KB); the tips document",
-    "smem_per_block_default": _CUDA_GUIDE + " (48 KB); the tips document",
+    "l1_smem_bytes_per_sm": _H100_WP + " (256 KB per SM, shared by L1 and shared memory)",
+    "smem_per_sm": _CUDA_GUIDE + " (228 KB)",
+    "smem_per_block_optin": _CUDA_GUIDE + " (227 KB)",
+    "smem_per_block_default": _CUDA_GUIDE + " (48 KB)",
     "reserved_smem_per_block": _CUDA_GUIDE + " (1 KB reserved per block on cc >= 8.0)",
     "smem_carveouts_kb": _CUDA_GUIDE + "; " + _OCC_H,
     "smem_alloc_unit": _OCC_H,
     "reg_alloc_unit": _OCC_H,
-    "sub_partitions": _OCC_H + "; the tips document: 'The SM is split into 4 partitions'",
+    "sub_partitions": _OCC_H + " (4 partitions, a warp scheduler and a Tensor Core each)",
     "max_barriers_per_block": "PTX ISA: barrier ids 0..15",
     "sfu_ops_per_cycle_per_sm": "CUDA C++ Programming Guide arithmetic-throughput table (16 per SM per cycle); FA3 paper: 3.9 TFLOPS of special functions on an H100 SXM",
     "dense_macs_per_tc_per_cycle": "derived from the whitepaper's dense peaks: 989.4 TFLOPS bf16 / (132 SMs x 4 TCs x 1.83 GHz x 2)",
-    "smem_bytes_per_cycle_per_sm": "32 banks x 4 bytes per cycle (the tips document; CUDA guide)",
+    "smem_bytes_per_cycle_per_sm": "32 banks x 4 bytes per cycle (CUDA guide, shared-memory banks)",
     "l2_bytes_per_s": "order-of-magnitude estimate; NVIDIA publishes no L2 bandwidth. The H200 (the same GH100 "
     "chip) measured 7.7 TB/s of L2 reads (see its entry); the H100 figures are kept unmeasured",
     "tensor_clock_mhz": _SEED,

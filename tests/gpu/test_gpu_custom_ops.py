@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the spec and the
 from mhmoe_reference import experts_forward_loop  # noqa: E402
 
 import tilewise.kernels as K  # noqa: E402
-from tilewise.kernels import mhmoe, moe_layer  # noqa: E402
+from tilewise.kernels import layers, mhmoe, moe_layer  # noqa: E402
 
 OPS = torch.ops.tilewise
 
@@ -188,7 +188,7 @@ def test_reduce_overhead_compiled_inference_replays_cuda_graphs():
 @pytest.mark.parametrize("T,H,dh,Eh,f,k", [(512, 4, 128, 8, 256, 2), (300, 2, 64, 16, 128, 1)])
 def test_mhmoe_forward_backward_bf16_vs_float64(T, H, dh, Eh, f, k):
     torch.manual_seed(T)
-    layer = mhmoe.MultiHeadMoE(H * dh, H, dh, Eh, f, k, device="cuda", dtype=torch.bfloat16)
+    layer = layers.MultiHeadMoE(H * dh, H, dh, Eh, f, k, device="cuda", dtype=torch.bfloat16)
     x = torch.randn(T, H * dh, device="cuda", dtype=torch.bfloat16, requires_grad=True)
     dy = torch.randn(T, H * dh, device="cuda", dtype=torch.bfloat16)
     out = layer(x)

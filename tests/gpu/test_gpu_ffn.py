@@ -18,7 +18,7 @@ pytestmark = pytest.mark.gpu
 
 from tilewise.bench.mhmoe_peer import experts_forward_torch  # noqa: E402
 from tilewise.kernels import ffn as ff  # noqa: E402
-from tilewise.kernels import mhmoe  # noqa: E402
+from tilewise.kernels import layers, mhmoe  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the float64 spec beside the CPU tests
 from mhmoe_reference import experts_forward_loop  # noqa: E402
@@ -76,8 +76,8 @@ def test_forward_backward_full_size(T, H, d, n, dtype):
 
 
 def test_module_matches_unfused_bf16():
-    fused = ff.MultiHeadFFN(2048, 16, 128, 512, device="cuda", dtype=torch.bfloat16)
-    unfused = ff.MultiHeadFFN(2048, 16, 128, 512, fused=False, device="cuda", dtype=torch.bfloat16)
+    fused = layers.MultiHeadFFN(2048, 16, 128, 512, device="cuda", dtype=torch.bfloat16)
+    unfused = layers.MultiHeadFFN(2048, 16, 128, 512, fused=False, device="cuda", dtype=torch.bfloat16)
     unfused.load_state_dict(fused.state_dict())
     x = torch.randn(4, 1000, 2048, device="cuda", dtype=torch.bfloat16)
     close(fused(x), unfused(x).float(), 2e-2, "y")
@@ -86,7 +86,7 @@ def test_module_matches_unfused_bf16():
 @pytest.mark.parametrize("impl", ["fused", "public"])
 @pytest.mark.parametrize("T,Eh,f,k", [(4096, 8, 256, 2), (1000, 64, 128, 1)])
 def test_mhmoe_forward_bf16(T, Eh, f, k, impl):
-    layer = mhmoe.MultiHeadMoE(2048, 16, 128, Eh, f, k, impl=impl, device="cuda", dtype=torch.bfloat16)
+    layer = layers.MultiHeadMoE(2048, 16, 128, Eh, f, k, impl=impl, device="cuda", dtype=torch.bfloat16)
     x = torch.randn(T, 2048, device="cuda", dtype=torch.bfloat16)
     with torch.no_grad():
         y = layer(x)

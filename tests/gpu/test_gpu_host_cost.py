@@ -1,6 +1,6 @@
 """On the GPU: after the first call, every op launches through its cached plan and Triton's compiled kernel
 (the fast path), and the answers of the first, second and later calls are right and identical; a call with
-other strides or alignment gets its own plan and is right too. fp32 attention at every head dim runs (issue 17)."""
+other strides or alignment gets its own plan and is right too. fp32 attention at every head dim runs."""
 
 from __future__ import annotations
 
@@ -101,7 +101,7 @@ def test_sum_fast_path():
 @pytest.mark.parametrize("d", [16, 32, 64, 128, 256])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_attention_every_head_dim_and_dtype(d, dtype):
-    """Issue 17: fp32 at D 128 asked for 393,216 B of shared memory; now every combination runs."""
+    """fp32 at D 128 once asked for 393,216 B of shared memory; now every combination runs."""
     q = torch.randn(1, 4, 300, d, device=DEV, dtype=dtype)
     k = torch.randn(1, 2, 300, d, device=DEV, dtype=dtype)
     v = torch.randn(1, 2, 300, d, device=DEV, dtype=dtype)

@@ -1,4 +1,4 @@
-"""tilewise.kernels.matmul on the GPU where session 4 changed it: edge masks at N, K not multiples of 16,
+"""tilewise.kernels.matmul on the GPU where its edge handling matters: edge masks at N, K not multiples of 16,
 the persistent TMA kernel on `a @ w.T` (B described through w's own row-major descriptor) and on grids of
 fewer tiles than SMs. bf16 and fp16 (the interpreter tests cannot run bf16).
 

@@ -16,7 +16,7 @@ pytestmark = [
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
 ]
 
-from tilewise.kernels import custom_ops, mhmoe  # noqa: E402
+from tilewise.kernels import custom_ops, layers, mhmoe  # noqa: E402
 
 
 def close(actual, expected, atol, rtol, what):
@@ -71,7 +71,7 @@ def test_glu_passes_bf16_full_size(monkeypatch, S, f):
 
 def _layer(T=2048, H=8, dh=128, Eh=16, f=128, k=2):
     torch.manual_seed(0)
-    layer = mhmoe.MultiHeadMoE(H * dh, H, dh, Eh, f, k, device="cpu", dtype=torch.bfloat16).cuda()
+    layer = layers.MultiHeadMoE(H * dh, H, dh, Eh, f, k, device="cpu", dtype=torch.bfloat16).cuda()
     x = torch.randn(T, H * dh, dtype=torch.bfloat16).cuda()
     dy = torch.randn(T, H * dh, dtype=torch.bfloat16).cuda()
     return layer, x, dy

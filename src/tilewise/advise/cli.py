@@ -6,7 +6,10 @@ import argparse
 import json
 
 from tilewise import gpus as _gpus
+from tilewise.advise import advise, validate
+from tilewise.advise import calibrate as C
 from tilewise.errors import InputError
+from tilewise.model.predict import calibration
 
 ARGS = {
     "gemm": (("m", 1024), ("n", 4096), ("k", 4096)),
@@ -34,8 +37,6 @@ def _problem(kind: str, a: argparse.Namespace) -> dict:
 
 
 def _status(gpu: str) -> str:
-    from tilewise.model.predict import calibration
-
     key = _gpus.get(gpu).key
     if calibration(key):
         return f"{key}: calibrated (src/tilewise/model/calibration/{key}.json, measured on this GPU)"
@@ -46,8 +47,6 @@ def _status(gpu: str) -> str:
 
 
 def _run(a: argparse.Namespace) -> int:
-    from tilewise.advise import advise
-
     if a.validate:
         return _validate(a)
     if a.kind is None:
@@ -71,8 +70,6 @@ def _run(a: argparse.Namespace) -> int:
 
 
 def _validate(a: argparse.Namespace) -> int:
-    from tilewise.advise import validate
-
     v = validate.verdict(a.sweep, a.gpu)
     if a.json:
         for f in v["families"].values():
@@ -107,6 +104,14 @@ def _validate(a: argparse.Namespace) -> int:
                 f"{c['advisor_below_0.8']} below 0.8x; kernel's best median {c['kernel_best_median']:.2f}x, "
                 f"min {c['kernel_best_min']:.2f}x, {c['kernel_best_below_0.8']} below 0.8x"
             )
+    if "fresh" in v:
+        fr = v["fresh"]
+        print(f"fresh held-out set (random problems, seed {fr['seed']}, swept {fr['date']}):")
+        for fam, f in fr["families"].items():
+            if f["problems"]:
+                print(f"{fam:<10} {f['problems']:>4} {f['top1_within_5pct']:>9.0%} {f['error_median']:>8.1%} "
+                      f"{f['error_p90']:>8.1%}  worst top-1 {f['top1_ratio_worst']:.2f}x"
+                      + (f"; nmh top-1 {f['nmh']['top1_within_5pct']:.0%}" if "nmh" in f else ""))  # fmt: skip
     if "gemm_defaults_vs_cublas_all" in v:
         c = v["gemm_defaults_vs_cublas_all"]
         print(f"gemm defaults (advisor top-1) vs cuBLAS over all {c['problems']} problems: median "
@@ -115,7 +120,45 @@ def _validate(a: argparse.Namespace) -> int:
     return 0
 
 
+def _calibrate(a: argparse.Namespace) -> int:
+    t = C.load_tunable(a.target)
+    if a.timings:
+        rows = C.read_rows(a.timings)
+    else:
+        partial = a.partial or (a.out + ".partial.jsonl")
+        rows = C.measure(t, budget_s=float(a.budget), partial=partial, progress=not a.json)
+    cal = C.fit(t.desc, rows, named_of=t.named_of)
+    C.write(cal, a.out)
+    h = cal["held_out_error"]
+    if a.json:
+        print(json.dumps(cal, indent=1))
+        return 0
+    print(f"{t.desc.name}: {cal['timings']['fit']} timings fitted, rates {cal['rates']}, "
+          f"{len(cal['configs'])} config(s) with their own")  # fmt: skip
+    print(f"held-out error over {cal['timings']['held_out']} timings of {cal['timings']['held_out_shapes']} shape(s): "
+          f"median {h['median']:.1%}, p90 {h['p90']:.1%} (built-in rates: median {h['builtin_median']:.1%})")  # fmt: skip
+    print(f"-> {a.out} (prune_configs_by(desc, calibration={a.out!r}))")
+    return 0
+
+
 def register(sub) -> None:
+    c = sub.add_parser(
+        "calibrate",
+        help="fit the time model's rates for your own Triton kernel from a few GPU timings",
+        description="Time a designed subset of a kernel's configs x shapes (budgeted, resumable), fit the model's "
+        "per-kernel rates, print the error on held-out shapes and write a calibration file for "
+        "tilewise.advise.autotune.prune_configs_by.",
+        epilog="examples:\n  tilewise calibrate my_kernels.py:TUNABLE --budget 60 --out my_kernel.h200.json\n"
+        "  tilewise calibrate my_kernels.py:TUNABLE --timings rows.jsonl --out my_kernel.h200.json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    c.add_argument("target", help="MODULE:NAME or FILE.py:NAME of a tilewise.advise.calibrate.Tunable")
+    c.add_argument("--out", required=True, help="the calibration file to write")
+    c.add_argument("--budget", default="60", help="seconds of timing (default 60)")
+    c.add_argument("--partial", default=None, help="the resumable timings file (default OUT.partial.jsonl)")
+    c.add_argument("--timings", default=None, help="fit these timings (a partial file) instead of measuring")
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(func=_calibrate)
     p = sub.add_parser(
         "advise",
         help="the time model's top-k configs for gemm|attention|decode|grouped (or --validate)",

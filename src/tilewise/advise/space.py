@@ -6,7 +6,8 @@ the GPU for one problem, as plain dicts whose keys are the kernel's own config f
 `grouped_gemm.GroupedConfig`). The sweep (benchmarks/sweeps/sweep.py) times exactly these lists,
 and the advisor ranks exactly these lists, so a proposed config is always one that was timed.
 
-Fit rules (each one a hardware limit, with the number):
+Fit rules (each one a hardware limit, with the number; the shared-memory bytes, accumulator registers
+and tag of a config are computed by `tilewise.model.tiles`, which the time model uses too):
 * shared memory: triton 3.6 gives the pointer GEMM `stages` A+B tile buffers when BLOCK_M >= 64
   (the wgmma path) and `stages - 1` below (mma.sync with a cp.async ring): that is exactly what it
   reserved compiling every config of the grid for sm_90 (benchmarks/sweeps/compile_sm90.py,
@@ -32,6 +33,25 @@ import functools
 import re
 
 from tilewise import gpus as _gpus
+from tilewise.model.tensorcore import attention_tile_budget
+from tilewise.model.tiles import (
+    GROUPED_SCHEDULES,
+    GROUPED_STAGES,
+    GROUPED_TILES,
+    MAX_ACC_REGS,
+    TAGS,
+    attention_smem_bytes,
+    attention_tag,
+    decode_smem_bytes,
+    decode_tag,
+    gemm_acc_regs,
+    gemm_gluon_smem_bytes,
+    gemm_gluon_tag,
+    gemm_smem_bytes,
+    gemm_tag,
+    grouped_space,
+    grouped_tag,
+)
 from tilewise.util import cdiv
 
 # ---------------------------------------------------------------------------------------------- GEMM
@@ -79,7 +99,6 @@ GEMM_PERSISTENT = (
     (128, 256, 64, 8, 3, True),
     (128, 256, 64, 8, 4, True),
 )
-MAX_ACC_REGS = 160  # fp32 accumulator registers per thread that leave room for addresses and operands
 
 
 def _gemm_cfg(bm, bn, bk, w, st, *, group_m=8, split_k=1, persistent=False, ws=False, stream_b=False) -> dict:
@@ -95,28 +114,6 @@ def _gemm_cfg(bm, bn, bk, w, st, *, group_m=8, split_k=1, persistent=False, ws=F
         "warp_specialize": ws,
         "stream_b": stream_b,
     }
-
-
-def gemm_tag(c: dict) -> str:
-    """The kernel's own `Config.tag()` spelling (pws/p/sb prefix, tile, group, split, warps, stages)."""
-    p = ("pws" if c["warp_specialize"] else "p") if c["persistent"] else ("sb" if c["stream_b"] else "")
-    return (
-        f"{p}{c['block_m']}x{c['block_n']}x{c['block_k']}_g{c['group_m']}_s{c['split_k']}"
-        f"_w{c['num_warps']}_st{c['num_stages']}"
-    )
-
-
-def gemm_smem_bytes(c: dict, e: int) -> int:
-    """Shared memory of one program (see the module's fit rules)."""
-    tile = (c["block_m"] * c["block_k"] + c["block_k"] * c["block_n"]) * e
-    if c["persistent"]:
-        epi = c["block_m"] * (c["block_n"] // 2 if c["block_n"] >= 128 else c["block_n"]) * e
-        return c["num_stages"] * tile + epi
-    return (c["num_stages"] if c["block_m"] >= 64 else max(1, c["num_stages"] - 1)) * tile
-
-
-def gemm_acc_regs(c: dict) -> float:
-    return c["block_m"] * c["block_n"] / (32 * c["num_warps"])
 
 
 def gemm_fits(c: dict, m: int, n: int, k: int, dtype: str, gpu: str | _gpus.GPU, layout: str = "nn") -> str:
@@ -173,6 +170,57 @@ def gemm_space(
     return [dict(c) for c in _GRID if not gemm_fits(c, m, n, k, dtype, gpu, layout)]
 
 
+# ---------------------------------------------------------------------------------------------- Gluon GEMM
+
+# The Gluon kernel (kernels/gemm_gluon.py, Hopper only): (schedule, block_m, block_n, block_k, stages, group_m).
+# Each was compiled for sm_90a without spills and checked element-wise on the H200; the list is the one
+# benchmarks/gemm_gluon_probe.py timed (benchmarks/results/h200/gemm_gluon_probe.json): cooperative
+# 128 x 256 st3 is the large-shape tile (8192^3 nn 1540 us, 714 TFLOP/s, 1.03x cuBLAS), the single-consumer
+# 64-row tiles serve skinny and small problems (64 x 24576 x 8192 nt: 64 x 256 st4 110 us, 1.01x; 1000^3:
+# 64 x 128 st6 13.8 us where 128 x 256 took 18.7).
+GEMM_GLUON = (
+    ("cooperative", 128, 256, 64, 3, 8),
+    ("cooperative", 128, 256, 64, 3, 1),
+    ("cooperative", 128, 128, 64, 4, 8),
+    ("cooperative", 128, 128, 64, 6, 8),
+    ("cooperative", 256, 128, 64, 3, 8),
+    ("pingpong", 128, 128, 64, 4, 8),
+    ("pingpong", 64, 256, 64, 4, 8),
+    ("single", 64, 128, 64, 6, 8),
+    ("single", 64, 256, 64, 4, 8),
+    ("single", 128, 128, 64, 4, 8),
+)
+
+
+def gemm_gluon_fits(c: dict, m: int, n: int, k: int, dtype: str, gpu: str | _gpus.GPU, layout: str = "nn") -> str:
+    """'' when the Gluon config can run the problem on `gpu`, else the reason it cannot."""
+    g = _gpus.get(gpu)
+    e = _gpus.element_bytes(dtype)
+    if g.arch != "hopper" or not (g.wgmma and g.tma):
+        return "the Gluon GEMM is written for Hopper (wgmma + TMA)"
+    if e != 2:
+        return "the Gluon GEMM takes 16-bit operands"
+    if (n * e) % 16 or (k * e) % 16:
+        return "the Gluon GEMM needs 16-byte aligned rows of A, B (or w) and C (TMA)"
+    limit = g.smem_per_block_optin - g.reserved_smem_per_block
+    smem = gemm_gluon_smem_bytes(c, e)
+    if smem > limit:
+        return f"shared memory {smem} B > {limit} B"
+    return ""
+
+
+def gemm_gluon_space(
+    m: int, n: int, k: int, dtype: str = "bf16", gpu: str | _gpus.GPU = "h200", layout: str = "nn"
+) -> list[dict]:
+    """The Gluon GEMM configurations that fit `gpu` for an M x N x K problem (each a fresh dict)."""
+    out = []
+    for sched, bm, bn, bk, st, g in GEMM_GLUON:
+        c = {"schedule": sched, "block_m": bm, "block_n": bn, "block_k": bk, "num_stages": st, "group_m": g}
+        if not gemm_gluon_fits(c, m, n, k, dtype, gpu, layout):
+            out.append(c)
+    return out
+
+
 # ---------------------------------------------------------------------------------------------- attention
 
 ATTN_BLOCK_M = (64, 128)
@@ -182,8 +230,6 @@ ATTN_STAGES = (2, 3)
 
 
 def attention_fits(c: dict, head_dim: int, dtype: str, gpu: str | _gpus.GPU) -> str:
-    from tilewise.model.tensorcore import attention_tile_budget
-
     g = _gpus.get(gpu)
     groups = max(1, c["num_warps"] // 4)
     if c["block_m"] // groups < 16:
@@ -196,7 +242,7 @@ def attention_fits(c: dict, head_dim: int, dtype: str, gpu: str | _gpus.GPU) -> 
     if not b["registers"]["fits"]:
         return f"registers {b['registers']['total']:.0f} > {b['registers']['limit']}"
     e = _gpus.element_bytes(dtype)
-    smem = (c["block_m"] * head_dim + c["num_stages"] * 2 * c["block_n"] * head_dim) * e
+    smem = attention_smem_bytes(c["block_m"], c["block_n"], head_dim, c["num_stages"], e)
     limit = g.smem_per_block_optin - g.reserved_smem_per_block
     if smem > limit:
         return f"shared memory {smem} B > {limit} B"
@@ -220,10 +266,6 @@ def _attention_space(head_dim: int, dtype: str, gpu: str) -> tuple:
     return tuple(out)
 
 
-def attention_tag(c: dict) -> str:
-    return f"{c['block_m']}x{c['block_n']}_w{c['num_warps']}_st{c['num_stages']}"
-
-
 # ---------------------------------------------------------------------------------------------- decode
 
 # (block_n, warps, stages): the kernel's key tiles
@@ -239,7 +281,7 @@ def decode_space(
     e = _gpus.element_bytes(dtype)
     out = []
     for bn, w, st in DECODE_TILES:
-        if 2 * bn * head_dim * e * st > DECODE_SMEM:
+        if decode_smem_bytes(bn, head_dim, st, e) > DECODE_SMEM:
             continue
         for s in DECODE_SPLITS:
             if s > 1 and cdiv(seq_len, s) < bn:
@@ -248,53 +290,11 @@ def decode_space(
     return out
 
 
-def decode_tag(c: dict) -> str:
-    return f"n{c['block_n']}_w{c['num_warps']}_st{c['num_stages']}_s{c['num_splits']}"
-
-
 # ---------------------------------------------------------------------------------------------- grouped
+# The grouped GEMM's configurations (GROUPED_TILES, grouped_space) live in tilewise.model.tiles: the time
+# model's composites pick from the same list the advisor ranks.
 
-GROUPED_TILES = (
-    (16, 128, 128),
-    (32, 128, 128),
-    (64, 128, 64),
-    (64, 256, 64),
-    (128, 128, 64),
-    (128, 256, 64),
-)
-GROUPED_STAGES = (3, 4)
-GROUPED_SCHEDULES = ("map", "search")
-
-
-def grouped_space(rows_per_expert: float, n: int, k: int, dtype: str = "bf16", gpu: str | _gpus.GPU = "h200"):
-    g = _gpus.get(gpu)
-    e = _gpus.element_bytes(dtype)
-    limit = g.smem_per_block_optin - g.reserved_smem_per_block
-    out = []
-    for bm, bn, bk in GROUPED_TILES:
-        w = 4 if bm <= 32 else 8
-        for st in GROUPED_STAGES:
-            if st * (bm * bk + bk * bn) * e > limit or bm * bn / (32 * w) > MAX_ACC_REGS:
-                continue
-            for sched in GROUPED_SCHEDULES:
-                out.append(
-                    {
-                        "block_m": bm,
-                        "block_n": bn,
-                        "block_k": bk,
-                        "num_warps": w,
-                        "num_stages": st,
-                        "schedule": sched,
-                        "flatten": True,
-                        "tma": bool(g.tma and e == 2),
-                    }
-                )
-    return out
-
-
-def grouped_tag(c: dict) -> str:
-    return f"m{c['block_m']}n{c['block_n']}k{c['block_k']}w{c['num_warps']}s{c['num_stages']}-{c['schedule']}"
-
+# ---------------------------------------------------------------------------------------------- tags read back
 
 # `gemm_tag`'s spelling read back: [pws|p|sb]BMxBNxBK_gG_sS_wW_stST
 _GEMM_TAG = re.compile(r"^(pws|p|sb)?(\d+)x(\d+)x(\d+)_g(\d+)_s(\d+)_w(\d+)_st(\d+)$")
@@ -323,4 +323,47 @@ def grouped_config_from_tag(tag: str) -> dict | None:
             "schedule": sched}  # fmt: skip
 
 
-TAGS = {"gemm": gemm_tag, "attention": attention_tag, "decode": decode_tag, "grouped": grouped_tag}
+# the tile arithmetic and tags are tilewise.model.tiles's, named here too: the advisor's callers read them from its space
+__all__ = [
+    "ATTN_BLOCK_M",
+    "ATTN_BLOCK_N",
+    "ATTN_STAGES",
+    "ATTN_WARPS",
+    "DECODE_SMEM",
+    "DECODE_SPLITS",
+    "DECODE_TILES",
+    "GEMM_GLUON",
+    "GEMM_GROUP1_TILES",
+    "GEMM_PERSISTENT",
+    "GEMM_SPLITS",
+    "GEMM_SPLIT_TILES",
+    "GEMM_STAGES",
+    "GEMM_STREAM_B_TILES",
+    "GEMM_TILES",
+    "GROUPED_SCHEDULES",
+    "GROUPED_STAGES",
+    "GROUPED_TILES",
+    "MAX_ACC_REGS",
+    "TAGS",
+    "attention_fits",
+    "attention_smem_bytes",
+    "attention_space",
+    "attention_tag",
+    "decode_smem_bytes",
+    "decode_space",
+    "decode_tag",
+    "gemm_acc_regs",
+    "gemm_config_from_tag",
+    "gemm_fits",
+    "gemm_gluon_fits",
+    "gemm_gluon_smem_bytes",
+    "gemm_gluon_space",
+    "gemm_gluon_tag",
+    "gemm_grid",
+    "gemm_smem_bytes",
+    "gemm_space",
+    "gemm_tag",
+    "grouped_config_from_tag",
+    "grouped_space",
+    "grouped_tag",
+]

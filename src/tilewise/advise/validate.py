@@ -28,12 +28,31 @@ from tilewise.model import roofline, traffic
 from tilewise.model.predict import predict
 
 DO_BENCH_S = 0.125
-# benchmarks/sweeps/problems.py's split (kept equal by a test): the named calibration shapes plus one in four by hash
-CAL_SHAPES = {
-    "8192x8192x8192_bf16_nn", "8192x8192x8192_fp16_nt", "4096x28672x4096_bf16_nt", "1x28672x4096_bf16_nt",
-    "64x28672x4096_bf16_nt", "b4h32kv32q4096k4096d64n_bf16", "b4h32kv32q4096k4096d128n_bf16",
-    "b2h16kv16q4096k4096d256n_bf16", "b1h32kv8L131072d128_bf16", "e8r4096n8192k8192_bf16", "e128r8n1536k2048_bf16",
+# The calibration anchors: always in the calibration split (calibrate.py reads the per-config MMA rate and the
+# memory-bound stream rate there), named before any model constant was fitted. benchmarks/sweeps/problems.py
+# reads them from here. "more" are GEMM shapes held in the calibration split beside the two anchors.
+CAL_ANCHORS: dict[str, dict] = {
+    "gemm": {"mma": "8192x8192x8192_bf16_nn", "stream": "1x28672x4096_bf16_nt",
+             "more": ("8192x8192x8192_fp16_nt", "4096x28672x4096_bf16_nt", "64x28672x4096_bf16_nt")},
+    "attention": {"mma": {64: "b4h32kv32q4096k4096d64n_bf16", 128: "b4h32kv32q4096k4096d128n_bf16",
+                          256: "b2h16kv16q4096k4096d256n_bf16"}},
+    "decode": {"stream": "b1h32kv8L131072d128_bf16"},
+    "grouped": {"mma": "e8r4096n8192k8192_bf16", "stream": "e128r8n1536k2048_bf16"},
 }  # fmt: skip
+
+
+def _keys(v: object) -> set[str]:
+    if isinstance(v, str):
+        return {v}
+    if isinstance(v, dict):
+        return set().union(*(_keys(x) for x in v.values())) if v else set()
+    if isinstance(v, (tuple, list)):
+        return set().union(*(_keys(x) for x in v)) if v else set()
+    return set()
+
+
+# every anchor key: the calibration split's named shapes (the rest of it is one problem in four by hash)
+CAL_SHAPES = frozenset(_keys(CAL_ANCHORS))
 
 
 def split_of(key: str) -> str:
@@ -230,10 +249,60 @@ def family_verdict(family: str, directory: str | None = None, gpu: str = "h200")
     return out
 
 
+def fresh_figures(family: str, directory: str, gpu: str = "h200") -> dict:
+    """The advisor on the fresh held-out set (problems drawn at random with a recorded seed, never read by the
+    calibration): every problem counts, top-1 within 5% of the best measured config, prediction error."""
+    path = os.path.join(directory, f"{family}.jsonl")
+    if not os.path.isfile(path):
+        return {"problems": 0}
+    recs = fixtures.load(family, directory)
+    top1, errs, missing, nmh = [], [], 0, []
+    for _key, rec in sorted(recs.items()):
+        if "nmh" in rec.others:  # nvidia-matmul-heuristics' top-1 mapped to the kernel, timed beside the space
+            nmh.append(rec.others["nmh"][1] / rec.best()[1])
+        tag = space.TAGS[family](advise(family, rec.problem, gpu, top_k=1)[0].config)
+        if tag in rec.space:
+            top1.append(rec.space[tag] / rec.best()[1])
+        else:
+            missing += 1  # the sweep could not time the advisor's pick (an error row): not scored
+        for t, ms in rec.space.items():
+            errs.append(abs(predict(family, rec.problem, rec.configs[t], gpu).ms - ms) / ms)
+    out: dict = {}
+    if nmh:
+        out["nmh"] = {"problems": len(nmh), "top1_within_5pct": sum(r <= 1.05 for r in nmh) / len(nmh)}
+    return {
+        **out,
+        "problems": len(top1),
+        "top1_unmeasured": missing,
+        "top1_within_5pct": sum(r <= 1.05 for r in top1) / len(top1) if top1 else float("nan"),
+        "top1_ratio_worst": max(top1) if top1 else float("nan"),
+        "error_median": statistics.median(errs) if errs else float("nan"),
+        "error_p90": _pct(errs, 0.9),
+    }
+
+
+def check_sweep_dir(directory: str | None) -> str:
+    """The sweep fixture folder, or an InputError saying where it is expected: an installed wheel ships no
+    fixtures, so `--validate` then needs `--sweep DIR` (a checkout's tests/data/sweeps/h200)."""
+    d = directory or fixtures.DEFAULT_DIR
+    if not os.path.isdir(d) or not os.path.isfile(os.path.join(d, "gemm.jsonl")):
+        raise InputError(
+            f"--validate reads the sweep's fixtures: folder {d} must exist and hold gemm.jsonl ... (an installed "
+            "package ships none: pass --sweep DIR, a source checkout's tests/data/sweeps/h200), got no such folder"
+        )
+    return d
+
+
 def verdict(directory: str | None = None, gpu: str = "h200", families=fixtures.FAMILIES) -> dict:
+    directory = check_sweep_dir(directory)
     meta = fixtures.meta(directory)
     out = {"sweep": {k: meta.get(k) for k in ("gpu", "date", "torch", "triton", "host_cpu", "command")},
            "families": {f: family_verdict(f, directory, gpu) for f in families}}  # fmt: skip
     if "gemm" in families:
         out["gemm_defaults_vs_cublas_all"] = defaults_vs_cublas(directory, gpu)
+    fresh = os.path.join(directory, "fresh")
+    if os.path.isdir(fresh):
+        fm = fixtures.meta(fresh)
+        out["fresh"] = {"seed": fm.get("seed"), "date": fm.get("date"),
+                        "families": {f: fresh_figures(f, fresh, gpu) for f in families}}  # fmt: skip
     return out

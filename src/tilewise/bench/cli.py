@@ -8,12 +8,12 @@ import pkgutil
 import sys
 from types import ModuleType
 
+import tilewise.bench.suites as pkg
+from tilewise.bench import harness, plot
 from tilewise.errors import InputError, require_extra
 
 
 def _suites() -> dict[str, ModuleType]:
-    import tilewise.bench.suites as pkg
-
     out: dict[str, ModuleType] = {}
     for info in pkgutil.iter_modules(pkg.__path__):
         mod = importlib.import_module(f"tilewise.bench.suites.{info.name}")
@@ -41,7 +41,6 @@ def _run(a: argparse.Namespace) -> int:
 
     if not torch.cuda.is_available():
         raise InputError("tilewise bench needs a CUDA GPU; none is visible (torch.cuda.is_available() is False)")
-    from tilewise.bench import harness
 
     harness.set_cuda_graph(a.cuda_graph)
     rows = suite.run(a, _progress)
@@ -50,8 +49,6 @@ def _run(a: argparse.Namespace) -> int:
         harness.write_rows(a.json, rows, meta=harness.env_tags())
         print(f"wrote {len(rows)} rows to {a.json}", file=sys.stderr)
     if getattr(a, "plot", None):
-        from tilewise.bench import plot
-
         plot.roofline_plot(rows, a.plot)
         print(f"wrote {a.plot}", file=sys.stderr)
     return 0

@@ -22,15 +22,20 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import platform
 import shlex
 import statistics
 import sys
+import time
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from tilewise import gpus as _gpus
+from tilewise.advise.problems import KERNELS, normalize
+from tilewise.errors import InputError
 from tilewise.model import roofline
+from tilewise.model.predict import predict
 
 ROW_KEYS = (
     "kernel", "shape", "dtype", "peer", "ours_ms", "peer_ms", "speedup", "tflops", "tbps",
@@ -69,7 +74,6 @@ def _cpu_model() -> str:
                     return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    import platform
 
     return platform.processor() or platform.machine() or "unknown"
 
@@ -212,8 +216,6 @@ def progress(iterable, total: int | None = None, desc: str | None = None, file=N
 
 
 def _plain_progress(iterable, total, desc, file):
-    import time
-
     items = list(iterable) if total is None else iterable
     n = total if total is not None else len(items)
     t0 = time.perf_counter()
@@ -283,10 +285,6 @@ def model_columns(kernel: str, problem: dict, config: dict, gpu_key: str = "h200
 
     The advisor's families are normalised by `tilewise.advise.problems`; the composed ones (moe, ffn, sum:
     `tilewise.model.compose`) check their own fields."""
-    from tilewise.advise.problems import KERNELS, normalize
-    from tilewise.errors import InputError
-    from tilewise.model.predict import predict
-
     try:
         p = predict(kernel, normalize(kernel, problem) if kernel in KERNELS else problem, config, gpu_key)
     except (InputError, KeyError) as e:

@@ -17,6 +17,7 @@ import re
 from typing import Any
 
 from tilewise.advise.space import gemm_config_from_tag, grouped_config_from_tag
+from tilewise.bench import harness
 from tilewise.errors import InputError
 
 SOURCE = "computed on reading with today's tilewise.model.predict (the row predates the model)"
@@ -128,8 +129,6 @@ def model_spec(row: dict[str, Any]) -> tuple[str, dict, dict] | None:
 
 def with_model(row: dict[str, Any], gpu_key: str | None = None) -> dict[str, Any]:
     """A copy of `row` with model_ms / model_binding (and model_source saying where they come from)."""
-    from tilewise.bench import harness
-
     if row.get("model_ms") is not None:
         return {**row, "model_source": "measured with the row (tilewise.bench.harness)"}
     spec = model_spec(row)

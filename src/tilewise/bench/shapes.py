@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tilewise.errors import InputError, positive_int
+from tilewise.model import waves
 from tilewise.util import cdiv
 
 # ------------------------------------------------------------------------------------- fields
@@ -291,8 +292,6 @@ def rotation(nbytes: int, l2_bytes: int, limit: int = 64) -> int:
 
 def grouped_schedule_columns(counts: Sequence[int], K: int, N: int, cfg: Any, sms: int = 132) -> dict[str, Any]:
     """Tiles, waves over the persistent programs (`sms` x programs per SM) and the prologue/epilogue share."""
-    from tilewise.model import waves
-
     sched = waves.grouped_schedule(list(counts), cfg.block_m, N, cfg.block_n)
     tiles = sched.total_tiles
     programs = sms * getattr(cfg, "programs_per_sm", 1)

@@ -1,14 +1,14 @@
 """`tilewise explain attention`: why FlashAttention-3 picks its tile sizes on Hopper.
 
-The default is the tips document's FA3 forward example (../shared/seeds/000): head dim 128,
+The default is FA3's forward on Hopper: head dim 128,
 64 rows of Q per consumer warpgroup (two consumers, 128 rows per block), K/V tiles of
-N = 128, bf16, on an H100 SXM. The walk follows the seed: the block's warpgroups; one
+N = 128, bf16, on an H100 SXM. The walk: the block's warpgroups; one
 wgmma and the SM's 4096 FLOPs/cycle (989.4 TFLOPS = 4096 x 132 x 1.83 GHz); feeding it from
 shared memory (16 cycles for A, N >= 64, ratios 1.00 / 1.33 / 1.60, limit 2); the register
 budget (192 of 255 at N = 256); shared memory and the pipeline depth; HBM (intensity = M,
 balance 295, ~78% L2 hits at M = 64; GQA multiplies M by the group size); the three pipeline
 designs; waves. Every number comes from `tilewise.model`; tests/test_explain_attention.py
-asserts the seed's.
+asserts them (docs/sources.md lists the figures).
 """
 
 from __future__ import annotations

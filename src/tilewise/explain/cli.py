@@ -6,8 +6,8 @@ import argparse
 import importlib
 
 KINDS = {
-    "gemm": ("tilewise.explain.gemm", "a GEMM from grid to Tensor Core (default: the GEMM article's example)"),
-    "attention": ("tilewise.explain.attention", "FlashAttention forward tile sizes on Hopper (the tips document)"),
+    "gemm": ("tilewise.explain.gemm", "a GEMM from grid to Tensor Core (default: the decode GEMM 64x24576x8192)"),
+    "attention": ("tilewise.explain.attention", "FlashAttention forward tile sizes on Hopper (FA3, d 128)"),
     "decode": ("tilewise.explain.decode", "decode attention: GQA packing, split-KV, bandwidth-bound time"),
     "moe": ("tilewise.explain.moe", "MoE grouped GEMM: tiles per expert, schedule, prologue/epilogue share"),
     "ffn": ("tilewise.explain.ffn", "FlashFFN: the fused multi-head FFN and why it fits on chip"),
@@ -17,7 +17,7 @@ KINDS = {
 def _run(a: argparse.Namespace) -> int:
     kind = a.kind or "gemm"
     mod = importlib.import_module(KINDS[kind][0])
-    if a.kind is None:  # `tilewise explain` alone: the seed's GEMM with its defaults
+    if a.kind is None:  # `tilewise explain` alone: the decode GEMM with its defaults
         p = argparse.ArgumentParser()
         mod.add_arguments(p)
         ns = p.parse_args([])
@@ -36,8 +36,8 @@ def register(sub) -> None:
     p = sub.add_parser(
         "explain",
         help="walk a problem from warps to tile sizes: " + "|".join(kinds),
-        description="Explain a concrete problem the way the seeds do, every figure computed. "
-        "Without a kind: the GEMM article's example.",
+        description="Explain a concrete problem from warps to tile sizes, every figure computed. "
+        "Without a kind: the GEMM C[64, 24576] = A[64, 8192] x B[8192, 24576].",
         epilog="examples:\n  tilewise explain\n  tilewise explain gemm --m 1 --gpu h200\n"
         "  tilewise explain attention --json\n  tilewise explain decode --batch 8 --seq-len 32768",
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -1,10 +1,10 @@
 """`tilewise explain decode`: decode attention is memory-bound; make HBM busy instead.
 
 One new token per sequence: each query head brings one row, so the only M a cached K/V byte
-can serve is the GQA group (query heads per K/V head). The tips document: "Decode attention
-is memory-bound no matter what"; the goal changes from Tensor-Core utilisation to saturating
-HBM, e.g. by splitting the KV sequence so more SMs read it (split-KV). The GEMM article's
-decode GEMM gets its correction here too: at batch 64 a bf16 GEMM reaches only ~64 FLOP/B,
+can serve is the GQA group (query heads per K/V head). Decode attention
+is memory-bound no matter what; the goal changes from Tensor-Core utilisation to saturating
+HBM, e.g. by splitting the KV sequence so more SMs read it (split-KV). The decode GEMM
+(batch x 8192 x 24576) gets its correction here too: at batch 64 a bf16 GEMM reaches only ~64 FLOP/B,
 still memory-bound. tests/test_explain_decode.py asserts the numbers.
 """
 
@@ -183,7 +183,7 @@ def explain(
         "or a few K/V blocks prefetched asynchronously."
     )
 
-    # 5. The decode GEMM's roofline vs batch (the GEMM article, corrected).
+    # 5. The decode GEMM's roofline vs batch (batch 64 is still memory-bound).
     pts = decode.decode_gemm_roofline(gemm_k, gemm_n, (1, 16, 64, 128, 256, 512), dt, g)
     need = decode.batch_for_compute_bound(gemm_k, gemm_n, dt, g)
     p64 = next(p for p in pts if p.batch == 64)

@@ -1,8 +1,8 @@
-"""`tilewise explain ffn`: FlashFFN, the fused multi-head FFN, reasoned the way the tips document does.
+"""`tilewise explain ffn`: FlashFFN, the fused multi-head FFN, reasoned from the attention bounds.
 
-The interview's last part: an FFN's hidden dimension is split into heads; "heads make the flash
-kernel fit, and the flash kernel keeps heads from blowing up memory"; then "why is the speedup so
-small?" and "do the N and M from the previous part apply to your kernel?". Every figure below is
+An FFN's hidden dimension is split into heads: heads make the flash kernel fit, and the flash
+kernel keeps heads from blowing up memory. Then: why is the speedup small, and do attention's N
+and M bounds apply to this kernel? Every figure below is
 computed from the problem and the GPU registry:
 
 1. the layer and its work (tilewise.model.traffic.mhffn_*);
@@ -242,7 +242,7 @@ def explain(
     if arch == "hopper":
         s.say(
             f"The up-projections z_h Wg_h and z_h Wu_h are attention's S = Q K^T with K = d_h: the z tile is wgmma's A, "
-            f"re-read from shared memory by every instruction, the weight chunk [d_h, N] is B. The seed's bound holds "
+            f"re-read from shared memory by every instruction, the weight chunk [d_h, N] is B. The feed bound holds "
             f"unchanged: 0.5 N >= 16 + 0.25 N, N >= {feed_up.break_even_n:.0f}; at N = {feed_up.n} compute / feed = "
             f"{feed_up.ratio:.2f}."
         )

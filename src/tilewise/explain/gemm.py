@@ -1,9 +1,9 @@
 """`tilewise explain gemm`: a GEMM walked from the grid down to the Tensor Core.
 
-The default is the GEMM article's example (../shared/seeds/003): C[64, 24576] =
+The default is an LLM decode projection: C[64, 24576] =
 A[64, 8192] x B[8192, 24576] in bf16, 64 x 128 output tiles, BLOCK_K 16, 256 threads,
 on an H100 SXM. Every figure below is computed from the problem and the GPU registry;
-tests/test_explain_gemm.py asserts the seed's numbers (192 blocks, 1.45 waves, 2 KB +
+tests/test_explain_gemm.py asserts the figures (192 blocks, 1.45 waves, 2 KB +
 4 KB, 512 K steps, 8 warps, 8192 FLOPs per MMA, 1/TS traffic, 295 FLOP/B, 6.25%).
 """
 
@@ -21,12 +21,12 @@ from tilewise.model.occupancy import occupancy
 from tilewise.util import cdiv
 
 DEFAULTS = dict(m=64, n=24576, k=8192, dtype="bf16", gpu="h100-sxm", tile="64x128", block_k=16, threads=256, stages=2)
-MMA_SHAPE = (16, 16, 16)  # the article's wmma fragment for 16-bit types: m16 n16 k16 (tf32: k8)
+MMA_SHAPE = (16, 16, 16)  # the wmma fragment for 16-bit types: m16 n16 k16 (tf32: k8)
 TILE_MAX = 256
 
 
 def mma_shape(dtype: str) -> tuple[int, int, int]:
-    """The article's 16 x 16 fragment with K = 32 bytes of a row: k16 (bf16/fp16/int8), k8 (tf32), k32 (fp8)."""
+    """The wmma 16 x 16 fragment with K = 32 bytes of a row: k16 (bf16/fp16/int8), k8 (tf32), k32 (fp8)."""
     return (MMA_SHAPE[0], MMA_SHAPE[1], mma.k_of(dtype))
 
 
@@ -211,7 +211,7 @@ def explain(
     )
     s.values["native_instruction"] = native.to_dict()
     s.say(
-        f"These are the article's warp-level fragments{' (wmma has no fp8 shape: the count is per 32-byte K slice)' if dt == 'fp8' else ''}. "
+        f"These are the warp-level (wmma) fragments{' (wmma has no fp8 shape: the count is per 32-byte K slice)' if dt == 'fp8' else ''}. "
         f"The {g.name}'s own instruction is {native.instruction}, issued by {native.issued_by}, accumulating in "
         f"{native.accumulator}."
     )
@@ -236,7 +236,7 @@ def explain(
     s.say(
         f"Tiled: A is read once per column of tiles ({gn} times), B once per row of tiles ({gm} time(s)): "
         f"{fmt_bytes(tiled)}, {naive / tiled:.0f}x less. With square TS x TS tiles the ratio is TS "
-        f"(the seed's 1/TS); here the smaller side is {ts}. L2 can serve A's repeats, so HBM sees about {fmt_bytes(nbytes)}."
+        f"(traffic drops to 1/TS); here the smaller side is {ts}. L2 can serve A's repeats, so HBM sees about {fmt_bytes(nbytes)}."
     )
 
     # 7. Arithmetic intensity and the roofline.

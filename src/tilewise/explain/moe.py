@@ -1,14 +1,13 @@
 """`tilewise explain moe`: an MoE layer as a grouped GEMM, and what per-head routing costs.
 
-The tips document: with short main loops the prologue and epilogue show; "MoE is the classic
-case: each expert gets few tokens, so its matrices are small, sometimes with fewer tiles than
-SMs". The fix is a persistent grouped GEMM whose tiles are found by a prefix sum and a binary
-search (`tilewise.model.waves`). And for FlashFFN extended to MoE: "Routing moves from per
-token to per (token, head), so the rows each expert receives are cut into 1/16 of what they
-were. Matrices get smaller, M can hardly reach wgmma's 64, the main loop is short, and
-prologue and epilogue overhead takes a large share."
+With short main loops the prologue and epilogue show, and MoE is the classic case: each expert
+gets few tokens, so its matrices are small, sometimes with fewer tiles than SMs. The fix is a persistent grouped GEMM whose tiles are found by a prefix sum and a binary
+search (`tilewise.model.waves`). And for FlashFFN extended to MoE: routing moves from per
+token to per (token, head), so with 16 heads the rows each expert receives are cut to 1/16.
+Matrices get smaller, M can hardly reach wgmma's 64, the main loop is short, and
+prologue and epilogue overhead takes a large share.
 
-The accounting used for `--heads H` (the seed's): the same tokens x top_k routed rows, now
+The accounting used for `--heads H`: the same tokens x top_k routed rows, now
 (token, head) slices d_model / H wide, are spread over H x E isolated head-experts (E per
 head, each [d_model / H, d_ff]: the same parameters in all), so each expert sees 1/H of the
 rows and the gate/up GEMM's K is d_model / H. Routing is taken as balanced. In this accounting

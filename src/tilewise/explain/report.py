@@ -1,6 +1,6 @@
 """A report: the walk from a problem to its numbers, as text for people and JSON for tools.
 
-Every explain kind builds a `Report` of `Step`s in the seeds' order. A step has a
+Every explain kind builds a `Report` of `Step`s from the grid down to the hardware. A step has a
 key (its JSON key), a title, a few lines of prose with the numbers in them, and the
 numbers themselves in `values`. `Report.to_json()` is the object `--json` prints:
 
@@ -158,7 +158,7 @@ def fmt_bytes(n: float) -> str:
 
 
 def fmt_kib(n: float) -> str:
-    """Binary kilobytes, as the seeds write shared-memory sizes (2 KB = 2048 bytes)."""
+    """Binary kilobytes, as CUDA writes shared-memory sizes (2 KB = 2048 bytes)."""
     k = n / 1024
     return f"{k:.0f} KB" if float(k).is_integer() else f"{k:.2f} KB"
 

@@ -1,4 +1,4 @@
-"""Triton kernels for the seeds' problems (needs the `kernels` extra: torch + triton).
+"""Triton kernels: GEMM, sum, attention, decode, grouped GEMM, FlashFFN, MH-MoE (needs the `kernels` extra: torch + triton).
 
 Public ops are loaded lazily, so `import tilewise.kernels` costs nothing until one is used:
 
@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import importlib
 
+from tilewise.errors import require_extra
+
 # public name -> module under tilewise.kernels that defines it. No module is named like an op:
 # importing a submodule binds its name on the package, which would shadow a same-named op.
 _OPS = {
@@ -27,15 +29,13 @@ _OPS = {
     "moe_experts": "custom_ops",
     "flash_ffn": "custom_ops",
     "FlashFFNFunction": "ffn",
-    "MultiHeadFFN": "ffn",
-    "MultiHeadMoE": "mhmoe",
+    "MultiHeadFFN": "layers",
+    "MultiHeadMoE": "layers",
 }
 
 
 def __getattr__(name: str):
     if name in _OPS:
-        from tilewise.errors import require_extra
-
         require_extra("torch", "kernels")
         require_extra("triton", "kernels")
         mod = importlib.import_module(f"tilewise.kernels.{_OPS[name]}")

@@ -2,7 +2,7 @@
 
     out, lse = gluon_attention(q, k, v, causal=True)   # q [B, H, Sq, D], k/v [B, Hkv, Sk, D]; H200 only
 
-The tips document's design, one partition per role (`gl.warp_specialize`):
+FA3's design, one partition per role (`gl.warp_specialize`):
 
 * producer (1 warp, 24 registers): issues the TMA loads. Per CTA tile (128 query rows) it loads Q
   once per consumer (64 rows each, into the consumer's own buffer, "q_full"/"q_empty" barriers), then
@@ -17,13 +17,13 @@ The tips document's design, one partition per role (`gl.warp_specialize`):
   issued together, the softmax of S_j runs while P_{j-1} V_{j-1} is still on the Tensor Cores.
 * ping-pong: two mbarriers ("turn") order the consumers' GEMM blocks c0, c1, c0, c1, ...: consumer c
   waits for its turn, issues its wgmmas, hands the turn over, then does its softmax, which thus
-  overlaps the other consumer's GEMMs (the tips document: "while one runs softmax, the other runs
-  its GEMM").
+  overlaps the other consumer's GEMMs (while one runs its softmax, the other runs its GEMM, so the
+  Tensor Cores do not idle during softmax).
 * persistent grid: one CTA per SM walks the tiles t = pid, pid + grid, ...; tiles are ordered in
   groups of heads whose K/V fit in L2 together, and inside a group the longest query tiles
   (most keys under a causal mask) first, so the short tiles fill the tail.
 
-The same code builds the tips document's other two designs (`DESIGNS`):
+The same code builds the two simpler designs (`DESIGNS`):
   (a) "serial": one consumer (8 warps, 128 rows in one instruction stream), a ring of 1 stage:
       the next K/V tile is loaded only after the last one is released: load, then compute.
   (b) "ring": the same single consumer over an S-stage ring: loads hide, softmax does not.

@@ -13,7 +13,7 @@ Every public op is registered under `torch.ops.tilewise.*` with
 
 The public functions below (exported as `tilewise.kernels.matmul`, ...) are thin wrappers. torch's
 Python dispatch of a custom op costs several µs per call, and the eager host cost of every op is
-budgeted to within 10 µs of its torch peer (issue 16), so an eager call without autograd goes
+budgeted to within 10 µs of its torch peer (`tilewise bench overhead`), so an eager call without autograd goes
 straight to the kernel module; the wrapper takes the `torch.ops.tilewise` route only when
 torch.compile is tracing or an input needs a gradient.
 
@@ -37,7 +37,7 @@ from types import SimpleNamespace
 import torch
 
 from tilewise.errors import InputError
-from tilewise.kernels import decode, ffn, flash_attention, gemm, grouped_dw, grouped_gemm, moe_layer, reduce
+from tilewise.kernels import decode, ffn, flash_attention, gemm, grouped_dw, grouped_gemm, mhmoe, moe_layer, reduce
 
 Tensor = torch.Tensor
 
@@ -443,8 +443,6 @@ def grouped_matmul(
     "bool keep_activation) -> (Tensor, Tensor)",
 )
 def _experts_op(z, slot_weights, slot_of, offsets, w_gate_up, w_down, keep_activation):
-    from tilewise.kernels import mhmoe
-
     if keep_activation:
         return mhmoe.experts_forward_train(z, slot_weights, slot_of, offsets, w_gate_up, w_down)
     out = mhmoe.experts_forward(z, slot_weights, slot_of, offsets, w_gate_up, w_down)
@@ -453,8 +451,6 @@ def _experts_op(z, slot_weights, slot_of, offsets, w_gate_up, w_down, keep_activ
 
 @_experts_op.register_fake
 def _(z, slot_weights, slot_of, offsets, w_gate_up, w_down, keep_activation):
-    from tilewise.kernels import mhmoe
-
     mhmoe.check_experts(z, slot_weights, slot_of, offsets, w_gate_up, w_down)
     slots = slot_of.shape[0] if keep_activation else 0
     return z.new_empty(z.shape), z.new_empty((slots, w_gate_up.shape[2]))
@@ -467,8 +463,6 @@ def _(z, slot_weights, slot_of, offsets, w_gate_up, w_down, keep_activation):
     "Tensor w_down, Tensor gate_up) -> (Tensor, Tensor, Tensor, Tensor)",
 )
 def _experts_backward_op(dout, z, slot_weights, slot_of, offsets, w_gate_up, w_down, gate_up):
-    from tilewise.kernels import mhmoe
-
     return mhmoe.experts_backward(dout, z, slot_weights, slot_of, offsets, w_gate_up, w_down, gate_up)
 
 
@@ -510,8 +504,6 @@ def moe_experts(
     keeps the gate/up activation when a gradient is needed and differentiates in z, slot_weights,
     w_gate_up and w_down on the grouped GEMMs."""
     if not (_traced() or _needs_grad(z, slot_weights, w_gate_up, w_down)):
-        from tilewise.kernels import mhmoe
-
         return mhmoe.experts_forward(z, slot_weights, slot_of, offsets, w_gate_up, w_down)
     keep = _needs_grad(z, slot_weights, w_gate_up, w_down)
     return torch.ops.tilewise.moe_experts(z, slot_weights, slot_of, offsets, w_gate_up, w_down, keep)[0]

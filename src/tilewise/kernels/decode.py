@@ -3,7 +3,7 @@
     out, lse = decode_attention(q, k_cache, v_cache, seq_lens)
     # q [B, Hq, D] (or [B, Hq, 1, D]); k_cache/v_cache [B, Hkv, L_cache, D]; seq_lens [B] ints
 
-The tips document: decode attention is memory-bound no matter what, so the goal changes
+Decode attention is memory-bound no matter what (one query row per head), so the goal changes
 from Tensor-Core utilisation to saturating HBM. This file does three things for that:
 
 * GQA sharing: the Hq / Hkv query heads of one group are the rows (M) of one tile, so
@@ -65,8 +65,7 @@ _DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 # the keys per program.
 MAX_CHUNK = 1 << 30
 # The tile above was measured at D 128 in 16-bit: K + V stages of 2 x 128 x 128 x 2 B x 3 = 192 KiB of shared
-# memory. Wider rows (D 256, or fp32) keep that footprint with fewer keys per tile (64, then 32): the same
-# budget session 1's 64-key tile had at D 128.
+# memory. Wider rows (D 256, or fp32) keep that footprint with fewer keys per tile (64, then 32).
 DECODE_SMEM = 192 * 1024
 DECODE_TILE = (128, 4, 3)
 USE_DESC = False

@@ -1,16 +1,16 @@
-"""FlashFFN: the fused multi-head SwiGLU FFN, forward and backward (the tips document's last part).
+"""FlashFFN: the fused multi-head SwiGLU FFN, forward and backward.
 
 The layer (README, "FlashFFN"): x [T, D] -> z = x W_in viewed as [T, H, d_h]; per head h
 
     y_h = (silu(z_h Wg_h) * (z_h Wu_h)) Wd_h        Wg_h, Wu_h [d_h, I], Wd_h [I, d_h]
 
-and out = concat_h(y_h) W_out. `flash_ffn` computes z -> y tiled like FlashAttention's forward:
+and out = concat_h(y_h) W_out (the module: `tilewise.kernels.layers.MultiHeadFFN`). `flash_ffn` computes z -> y tiled like FlashAttention's forward:
 one program owns BLOCK_M token rows of one head (z tile [BLOCK_M, d_h] and the fp32 accumulator
 [BLOCK_M, d_h] stay on chip) and walks the intermediate dimension I in chunks of BLOCK_N: two
 up-projections ([BLOCK_M, BLOCK_N] each, fp32 in registers), SiLU * mul in registers, then the
 down-projection accumulated into y. The [T, H, I] intermediate never reaches HBM.
 
-The mapping onto the attention forward of the tips document: z is Q, Wg/Wu are K^T (two of them),
+The mapping onto FlashAttention's forward: z is Q, Wg/Wu are K^T (two of them),
 Wd is V, the chunk BLOCK_N is the KV tile's N (it sets the register cost of the [64, N] fp32
 up-projections, exactly like S), BLOCK_M is the M that sets the HBM intensity against the weights,
 and every token block of a head reads the same weights, so L2 reuse decides the HBM traffic.
@@ -31,14 +31,13 @@ too and runs its dots as tf32 on the GPU). d_h in {64, 128}; any T and I.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
 import triton
 import triton.language as tl
 
-from tilewise.errors import InputError, positive_int
+from tilewise.errors import InputError
 from tilewise.kernels.utils import Launcher, PlanCache, signature, sm_count
 from tilewise.util import cdiv
 
@@ -602,70 +601,6 @@ def mhffn_unfused(z: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_d
     return torch.bmm(a, w_down).transpose(0, 1)  # [T, H, d_h]
 
 
-class MultiHeadFFN(torch.nn.Module):
-    """x [..., d_model] -> W_in -> heads x FlashFFN -> W_out -> [..., d_model].
-
-    Parameters: w_in [d_model, H d_h], w_gate / w_up [H, d_h, I], w_down [H, I, d_h],
-    w_out [H d_h, d_model]. `fused=False` runs the same parameters through `mhffn_unfused`.
-    """
-
-    def __init__(
-        self,
-        d_model: int,
-        heads: int,
-        head_dim: int,
-        intermediate: int,
-        *,
-        fused: bool = True,
-        device: torch.device | str | None = None,
-        dtype: torch.dtype | None = None,
-    ) -> None:
-        super().__init__()
-        self.d_model = positive_int("d_model", d_model)
-        self.heads = positive_int("heads", heads)
-        self.head_dim = positive_int("head_dim", head_dim)
-        self.intermediate = positive_int("intermediate", intermediate)
-        if self.head_dim not in HEAD_DIMS:
-            raise InputError(f"head_dim must be one of {list(HEAD_DIMS)}, got {head_dim}")
-        self.fused = fused
-        kw = dict(device=device, dtype=dtype)
-        hd = self.heads * self.head_dim
-        self.w_in = torch.nn.Parameter(torch.empty(self.d_model, hd, **kw))
-        self.w_gate = torch.nn.Parameter(torch.empty(self.heads, self.head_dim, self.intermediate, **kw))
-        self.w_up = torch.nn.Parameter(torch.empty(self.heads, self.head_dim, self.intermediate, **kw))
-        self.w_down = torch.nn.Parameter(torch.empty(self.heads, self.intermediate, self.head_dim, **kw))
-        self.w_out = torch.nn.Parameter(torch.empty(hd, self.d_model, **kw))
-        self.reset_parameters()
-
-    def reset_parameters(self) -> None:
-        with torch.no_grad():
-            for w, fan_in in (
-                (self.w_in, self.d_model),
-                (self.w_gate, self.head_dim),
-                (self.w_up, self.head_dim),
-                (self.w_down, self.intermediate),
-                (self.w_out, self.heads * self.head_dim),
-            ):
-                w.normal_(0.0, 1.0 / math.sqrt(fan_in))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.shape[-1] != self.d_model:
-            raise InputError(f"x must have shape [..., {self.d_model}], got {list(x.shape)}")
-        lead = x.shape[:-1]
-        z = (x.reshape(-1, self.d_model) @ self.w_in).view(-1, self.heads, self.head_dim)  # [T, H, d_h]
-        from tilewise.kernels import custom_ops  # torch.ops.tilewise.flash_ffn when torch.compile traces
-
-        ffn = custom_ops.flash_ffn if self.fused else mhffn_unfused
-        y = ffn(z, self.w_gate, self.w_up, self.w_down)  # [T, H, d_h]
-        return (y.reshape(-1, self.heads * self.head_dim) @ self.w_out).view(*lead, self.d_model)
-
-    def extra_repr(self) -> str:
-        return (
-            f"d_model={self.d_model}, heads={self.heads}, head_dim={self.head_dim}, "
-            f"intermediate={self.intermediate}, fused={self.fused}"
-        )
-
-
-__all__ = ["Config", "FlashFFNFunction", "MultiHeadFFN", "bwd_configs", "flash_ffn", "fwd_config", "mhffn_unfused"]
+__all__ = ["Config", "FlashFFNFunction", "bwd_configs", "flash_ffn", "fwd_config", "mhffn_unfused"]
 
 check_flash_ffn = _check  # public: tilewise.kernels.custom_ops runs it in the fake impls

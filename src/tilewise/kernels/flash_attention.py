@@ -2,7 +2,7 @@
 
     out, lse = attention(q, k, v, causal=True)     # q [B, H, S, D], k/v [B, Hkv, Sk, D]
 
-The tips document derives the tile sizes; this file follows it:
+The tile sizes follow from three bounds, and this file follows them:
 
 * S = Q K^T of one (BLOCK_M, BLOCK_N) tile lives in registers, is exponentiated there (P)
   and multiplied into the output accumulator O (BLOCK_M x D, fp32) without a round trip
@@ -169,7 +169,7 @@ def _forward_config_cached(
     head_dim: int, causal: bool, dtype: torch.dtype, interpreting: bool, batch: int, heads: int, kv_heads: int,
     seq_q: int, seq_k: int, gpu: str,
 ) -> ForwardConfig:  # fmt: skip
-    """Tile sizes for the forward kernel, with the reason in numbers (the tips document's derivation).
+    """Tile sizes for the forward kernel, with the reason in numbers (shared-memory feed, registers, HBM).
 
     * BLOCK_N >= 64 keeps wgmma m64 nN k16 fed: per k16 slice the Tensor Cores take 0.5 N cycles
       while shared memory feeds A (64 x 16 x 2 B = 2 KB, 16 cycles at 128 B/cycle) and B

@@ -1,16 +1,16 @@
 """GEMM: C[M, N] = A[M, K] @ B[K, N] (+ bias, activation), output-stationary tiles in Triton.
 
-The GEMM article (../shared/seeds/003) builds the kernel this file grows from: each program
+The kernel this file grows from is the textbook output-stationary GEMM: each program
 owns one BLOCK_M x BLOCK_N tile of C, walks K in BLOCK_K steps with its fp32 accumulator in
-registers and writes C once. The tips document (../shared/seeds/000) names the rungs on top
+registers and writes C once (one write of C instead of K / BLOCK_K). The rungs on top
 of it, and each one is here for a measured reason (tests/data/tuning/gemm.md has the rows):
 
 * grouped tile order (GROUP_M row tiles walk the same B columns while they sit in L2);
-* software pipelining (`num_stages` shared-memory buffers: the ring buffer of the tips);
+* software pipelining (`num_stages` shared-memory buffers: a ring buffer the loads run ahead into);
 * TMA descriptors, a persistent grid (one program per SM looping over tiles) and warp
-  specialization (producer warps feeding consumer warps, the tips' 1 producer + consumers)
+  specialization (producer warps feeding consumer warps: 1 producer + consumer warpgroups)
   for the compute-bound shapes;
-* for the skinny, memory-bound shapes (the article's M = 64: 192 tiles of 64 x 128 on 132 SMs
+* for the skinny, memory-bound shapes (the decode GEMM's M = 64: 192 tiles of 64 x 128 on 132 SMs
   is 1.45 waves) wide 64 x 256 tiles that keep enough bytes in flight and re-read A few times,
   and split-K with an in-kernel serial fix-up only where a grid has too few programs;
 * wide loads and stores whatever the shape: strides, wrap points and the sizes the masks compare
@@ -36,7 +36,9 @@ import triton
 import triton.language as tl
 
 from tilewise import gpus as _gpus
+from tilewise.advise.space import gemm_gluon_space
 from tilewise.errors import InputError
+from tilewise.kernels import gemm_gluon
 from tilewise.kernels.utils import Launcher, PlanCache, capability, counters, gpu_key, interpreting, sm_count
 from tilewise.model import predict, traffic, waves
 from tilewise.model.occupancy import occupancy
@@ -87,10 +89,10 @@ def _tiles(m: int, n: int, bm: int, bn: int) -> int:
 def choose_split_k(m: int, n: int, k: int, bm: int, bn: int, bk: int, sms: int, blocks_per_sm: int) -> int:
     """The smallest split of K that fills the machine (a last wave at least 3/4 full).
 
-    With too few tiles the grid leaves SMs idle: the article's 64 x 24576 with 64 x 128
+    With too few tiles the grid leaves SMs idle: the decode GEMM 64 x 24576 with 64 x 128
     tiles is 192 blocks on 132 SMs, 1.45 waves (`model.waves.grid_waves`). Splitting K
     multiplies the blocks; each split keeps at least 8 BLOCK_K steps so the pipeline's
-    prologue stays small next to its main loop (the tips document's short-main-loop warning).
+    prologue stays small next to its main loop (a short main loop spends its time filling and draining the pipeline).
     """
     tiles = _tiles(m, n, bm, bn)
     k_steps = cdiv(k, bk)
@@ -149,6 +151,70 @@ def choose_config(m: int, n: int, k: int, dtype: str, device: torch.device | Non
     key = gpu_key(device) if device is not None else "h200"
     dt = _gpus.dtype_name(dtype) if dtype != "fp32" else "fp32"
     return _choose_cached(int(m), int(n), int(k), dt, key, layout)
+
+
+@functools.lru_cache(maxsize=4096)
+def _gluon_cached(m: int, n: int, k: int, dtype: str, key: str, layout: str):
+    """(best Gluon config, its predicted ms) of `advise.space.gemm_gluon_space`, or None when none fits."""
+    p = {"m": m, "n": n, "k": k, "dtype": dtype, "layout": layout}
+    ranked = sorted((predict.gemm_gluon(p, c, key).ms, gemm_gluon.config_from_dict(c).tag(), c)
+                    for c in gemm_gluon_space(m, n, k, dtype, key, layout))  # fmt: skip
+    if not ranked:
+        return None
+    ms, _tag, c = ranked[0]
+    return gemm_gluon.config_from_dict(c), ms
+
+
+@functools.lru_cache(maxsize=4096)
+def _triton_ms(cfg: Config, m: int, n: int, k: int, dtype: str, key: str, layout: str) -> float:
+    c = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg) if f.name != "reason"}
+    return predict.predict("gemm", {"m": m, "n": n, "k": k, "dtype": dtype, "layout": layout}, c, key).ms
+
+
+# The Gluon kernel's launch costs the host more than the Triton kernel's (a JIT launch with three host-side
+# TMA descriptors, against the Triton plans' direct launch): in the fixture rows (H200, gemm_vs_cublas.json)
+# eager calls of 4-60 us kernels took 45-135 us (1000^3 fp16 nt: 10.8 us in a CUDA graph, 89.7 eager), and
+# eager matched the graph time from ~190 us on (2048 x 2048 x 28672: 309.9 eager, 308.1 graph). Below this
+# predicted time an eager call runs the Triton config; a CUDA-graph capture still takes the Gluon kernel.
+GLUON_EAGER_MIN_MS = 0.15
+
+
+def _layout(b: torch.Tensor) -> str:
+    return "nn" if b.stride(1) == 1 else "nt"
+
+
+def choose_kernel(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias: torch.Tensor | None = None):
+    """The advisor's top-1 across the Triton and the Gluon kernel for these (checked) tensors.
+
+    Returns (Triton config, Gluon config or None, reason). The Gluon config is returned when the model
+    predicts it faster than the Triton kernel's top-1 and `gemm_gluon.unsupported` has no objection (Hopper,
+    a verified Triton version, TMA-compatible tensors); the reason says which ran and why the other did not.
+    """
+    m, k = a.shape
+    n = b.shape[1]
+    layout = "nn" if b.stride(1) == 1 else "nt"
+    dt = _DTYPES[a.dtype]
+    tcfg = choose_config(m, n, k, dt, a.device, layout)
+    if a.dtype == torch.float32:
+        return tcfg, None, f"triton {tcfg.tag()}: the Gluon kernel takes fp16/bf16"
+    key = gpu_key(a.device)
+    best = _gluon_cached(int(m), int(n), int(k), dt, key, layout)
+    t_ms = _triton_ms(tcfg, int(m), int(n), int(k), dt, key, layout)
+    if best is None:
+        return tcfg, None, f"triton {tcfg.tag()}: no Gluon config fits {m}x{n}x{k} {dt} {layout} on {key}"
+    g, g_ms = best
+    if g_ms >= t_ms:
+        return tcfg, None, (f"triton {tcfg.tag()}: predicted {t_ms * 1e3:.1f} us, the Gluon kernel's best "
+                            f"{g.tag()} {g_ms * 1e3:.1f} us")  # fmt: skip
+    why_not = gemm_gluon.unsupported(a, b, c, bias)
+    if why_not:
+        return tcfg, None, (f"triton {tcfg.tag()}: the model prefers Gluon {g.tag()} ({g_ms * 1e3:.1f} us against "
+                            f"{t_ms * 1e3:.1f}) but {why_not}")  # fmt: skip
+    return (
+        tcfg,
+        g,
+        f"gluon {g.tag()}: predicted {g_ms * 1e3:.1f} us against the Triton kernel's {t_ms * 1e3:.1f} ({tcfg.tag()})",
+    )
 
 
 # --------------------------------------------------------------------------- kernels
@@ -459,7 +525,8 @@ _WS_FAILED: set[str] = set()
 class _Plan:
     """Everything a call with this signature launches: the tiles, the grid, the scalar arguments."""
 
-    __slots__ = ("b_t", "blocks", "cfg", "ints", "launcher", "pad_a", "pad_b", "recheck", "tiles", "ws_numel")
+    __slots__ = ("activation", "b_t", "blocks", "cfg", "gluon", "gluon_eager", "ints", "launcher", "pad_a", "pad_b", "recheck", "tiles",
+                 "why", "ws_numel")  # fmt: skip
 
 
 def _make_plan(a, b, c, bias, activation, cfg: Config) -> _Plan:
@@ -468,6 +535,10 @@ def _make_plan(a, b, c, bias, activation, cfg: Config) -> _Plan:
     n = b.shape[1]
     has_bias = bias is not None
     plan = _Plan()
+    plan.gluon = None
+    plan.gluon_eager = True
+    plan.why = cfg.reason
+    plan.activation = activation
     plan.pad_a = plan.pad_b = False
     plan.recheck = False
     plan.ws_numel = 0
@@ -536,8 +607,22 @@ def _make_plan(a, b, c, bias, activation, cfg: Config) -> _Plan:
     return plan
 
 
+def _use_gluon(plan: _Plan) -> bool:
+    """A Gluon plan launches the Gluon kernel eagerly only where it predicted long enough to hide its launch
+    cost (`GLUON_EAGER_MIN_MS`), and always under CUDA-graph capture (a replay pays no host cost)."""
+    return plan.gluon is not None and (plan.gluon_eager or (_has_cuda() and torch.cuda.is_current_stream_capturing()))
+
+
+@functools.lru_cache(maxsize=1)
+def _has_cuda() -> bool:
+    return torch.cuda.is_available()  # (a CPU-only torch raises on the capture query)
+
+
 def _run(plan: _Plan, a, b, c, bias) -> None:
     """Launch a plan: allocations and descriptors are per call, everything else was derived once."""
+    if _use_gluon(plan):
+        gemm_gluon.gluon_matmul(a, b, plan.gluon, out=c, bias=bias, activation=plan.activation)
+        return
     bias_arg = bias if bias is not None else c
     if plan.cfg.persistent:
         ba, bb, bc = plan.blocks
@@ -558,7 +643,20 @@ def _run(plan: _Plan, a, b, c, bias) -> None:
 
 def _run_first(plan: _Plan, a, b, c, bias, activation) -> _Plan:
     """The first launch of a plan compiles; warp specialization needs triton >= 3.5 on Hopper and compiles
-    only some shapes (128x256x64 w4 st3 hit an internal compiler error on triton 3.6): fall back once."""
+    only some shapes (128x256x64 w4 st3 hit an internal compiler error on triton 3.6): fall back once.
+    A Gluon plan that raises turns the Gluon kernel off (one warning) and runs the Triton config instead."""
+    if plan.gluon is not None:
+        try:
+            if _use_gluon(plan):
+                _run(plan, a, b, c, bias)
+                return plan
+            # eager calls of this signature run the Triton config; the Gluon kernel is built (and run once)
+            # now, so that a CUDA-graph capture later finds it compiled; the Triton launch below writes c last
+            gemm_gluon.gluon_matmul(a, b, plan.gluon, out=c, bias=bias, activation=activation)
+        except Exception as exc:
+            why = gemm_gluon.gluon_failed(exc)
+            plan = _make_plan(a, b, c, bias, activation, plan.cfg)
+            plan.why = f"triton {plan.cfg.tag()}: {why}"
     try:
         _run(plan, a, b, c, bias)
     except Exception:
@@ -599,7 +697,16 @@ def _new_plan(key, a, b, out, bias, activation, config):
     m, k = a.shape
     n = b.shape[1]
     c = out if out is not None else torch.empty((m, n), dtype=a.dtype, device=a.device)
-    cfg = config or choose_config(m, n, k, _DTYPES[a.dtype], a.device, "nn" if b.stride(1) == 1 else "nt")
+    gcfg, why = None, ""
+    if config is None:
+        cfg, gcfg, why = choose_kernel(a, b, c, bias)
+    elif isinstance(config, gemm_gluon.GluonGemmConfig):  # a pinned Gluon config (tests, sweeps)
+        cfg = choose_config(m, n, k, _DTYPES[a.dtype], a.device, "nn" if b.stride(1) == 1 else "nt")
+        why_not = gemm_gluon.unsupported(a, b, c, bias)
+        gcfg = None if why_not else config
+        why = f"triton {cfg.tag()}: {why_not}" if why_not else f"gluon {config.tag()}: pinned"
+    else:
+        cfg = config
     flops = traffic.gemm_flops(m, n, k)
     pad_a = not _row_aligned(a) and predict.pads_operand(flops, a.numel() * a.element_size())
     pad_b = not _row_aligned(b) and predict.pads_operand(flops, b.numel() * b.element_size())
@@ -612,6 +719,15 @@ def _new_plan(key, a, b, out, bias, activation, config):
         cfg = dataclasses.replace(cfg, persistent=False, warp_specialize=False, num_stages=max(cfg.num_stages, st))
     plan = _make_plan(a, b, c, bias, activation, cfg)
     plan.pad_a, plan.pad_b = pad_a, pad_b
+    if gcfg is not None and not (pad_a or pad_b):
+        plan.gluon = gcfg
+        if config is None:  # the dispatch's choice; a pinned config runs as asked
+            best = _gluon_cached(int(m), int(n), int(k), _DTYPES[a.dtype], gpu_key(a.device), _layout(b))
+            plan.gluon_eager = best is not None and best[1] >= GLUON_EAGER_MIN_MS
+            if not plan.gluon_eager:
+                why += f"; eager calls run the Triton config (predicted < {GLUON_EAGER_MIN_MS * 1e3:.0f} us)"
+    if why:
+        plan.why = why if gcfg is None or plan.gluon is not None else f"triton {cfg.tag()}: operands padded"
     plan = _run_first(plan, a, b, c, bias, activation)
     if key is not None and not plan.recheck:
         _PLANS.put(key, plan)
@@ -652,6 +768,33 @@ def matmul(
     return c
 
 
-__all__ = ["ACTIVATIONS", "Config", "choose_config", "choose_split_k", "matmul"]
+def matmul_plan(a, b, *, out=None, bias=None, activation: str = "none", config=None) -> dict:
+    """Which kernel and config `matmul` runs for these arguments, and why (the cached plan; built, and the
+    kernel launched once, on first use): {"kernel": "gluon" | "triton", "config": tag, "eager_kernel": the
+    kernel an eager (not graph-captured) call runs, "reason": ...}."""
+    key = _plan_key(a, b, out, bias, activation, config)
+    plan = _PLANS.get(key) if key is not None else None
+    if plan is None:
+        matmul(a, b, out=out, bias=bias, activation=activation, config=config)
+        plan = _PLANS.get(key) if key is not None else None
+    if plan is None:  # a signature that is re-derived per call (padded rows): derive the decision again
+        c = out if out is not None else torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
+        cfg, g, why = choose_kernel(a, b, c, bias)
+        return {
+            "kernel": "gluon" if g else "triton",
+            "config": (g or cfg).tag(),
+            "eager_kernel": "triton",
+            "reason": why,
+        }
+    g = plan.gluon
+    return {
+        "kernel": "gluon" if g else "triton",
+        "config": (g or plan.cfg).tag(),
+        "eager_kernel": "gluon" if g and plan.gluon_eager else "triton",
+        "reason": plan.why,
+    }
+
+
+__all__ = ["ACTIVATIONS", "Config", "choose_config", "choose_kernel", "choose_split_k", "matmul", "matmul_plan"]
 
 check_matmul = _check  # public: tilewise.kernels.custom_ops runs it in the fake impls

@@ -1,6 +1,6 @@
 """Persistent grouped GEMM: y[rows of expert e] = x[rows of expert e] @ w[e], one launch for all experts.
 
-The tips document: with many experts each gets few tokens, the matrices are small, the main
+With many experts each gets few tokens, the matrices are small, the main
 loop along K is short, and the prologue (filling the load pipeline) and epilogue (writing the
 tile back) of every tile show. The answer is a *persistent* kernel: one program per SM, each
 looping over output tiles it pulls from a scheduler. The experts share K and N but each has its
@@ -18,7 +18,7 @@ kernel's trace output):
 * `persistent_tiles`: program p takes tiles p, p + P, p + 2P, ...
 
 Two ways of finding a tile's expert are built, and measured against each other on the H200
-(tests/data/tuning/grouped.md and docs/kernels.md have the numbers): `"search"` (the seed's binary search over the prefix
+(tests/data/tuning/grouped.md and docs/kernels.md have the numbers): `"search"` (a binary search over the prefix
 sum, ceil(log2 E) dependent loads per tile) and `"map"` (a precomputed tile -> (expert, local)
 map, one load per tile, built by a small kernel in the same stream).
 
@@ -43,6 +43,7 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
+from tilewise.advise import default_config
 from tilewise.errors import InputError
 from tilewise.kernels.utils import Launcher, PlanCache, gpu_key, interpreting, long_kernel, signature, sm_count
 from tilewise.model.waves import grouped_tile
@@ -140,8 +141,6 @@ def choose_config(
 
 @functools.lru_cache(maxsize=4096)
 def _advised(experts: int, rows: int, n: int, k: int, dtype: str, gpu: str) -> GroupedConfig | None:
-    from tilewise.advise import default_config
-
     try:
         c = default_config(
             "grouped", {"experts": experts, "rows_per_expert": rows, "n": n, "k": k, "dtype": dtype}, gpu

@@ -1,6 +1,6 @@
 """MH-MoE: the FlashFFN idea carried to Mixture-of-Experts, routing per (token, head).
 
-The tips document ends here: split the model dimension into heads, give every head its own
+The idea: split the model dimension into heads, give every head its own
 experts, and route each (token, head) pair on its own, so each head's experts are isolated.
 The layer:
 
@@ -13,7 +13,7 @@ The layer:
 Global expert e = h E_h + local expert, so the T H k (row, expert) slots sort into H E_h groups
 and the expert FFN is two persistent grouped GEMMs (tilewise.kernels.grouped_gemm): gate/up with
 the row gather in its loads and SiLU * mul in its epilogue, then down with the routing weight and
-the scatter back to slot order in its epilogue. The kernel-side cost the seed warns about: the
+the scatter back to slot order in its epilogue. The kernel-side cost: the
 rows an expert receives are the (token, head) slots of one head only, and the GEMMs have
 K = d_h (gate/up) and N = d_h (down), so main loops are short (d_h / BLOCK_K steps) and M per
 expert is T k / E_h; `tilewise explain moe --heads H` prints those numbers.
@@ -22,23 +22,22 @@ Training: with autograd on, the forward keeps the gate/up activation and `expert
 the backward on the same grouped GEMMs (dX = dY W^T per expert) and on the grouped weight-gradient
 kernel of `tilewise.kernels.grouped_dw` (dW_e = X_e^T dY_e, whose reduction runs over the expert's
 own rows); SiLU * mul and its backward (with the routing weight's gradient) are one Triton pass
-each way (`glu`, `glu_backward`). The expert FFN is the custom op `torch.ops.tilewise.moe_experts`, so the layer traces
-under `torch.compile(fullgraph=True)`. The float64 loop that specifies it lives beside the tests
+each way (`glu`, `glu_backward`). The expert FFN is the custom op `torch.ops.tilewise.moe_experts`, so the layer
+(`tilewise.kernels.layers.MultiHeadMoE`, above the op registry) traces under `torch.compile(fullgraph=True)`. The float64 loop that specifies it lives beside the tests
 (tests/mhmoe_reference.py); the torch._grouped_mm peer beside the benchmarks (tilewise.bench.mhmoe_peer).
 """
 
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import dataclass
 
 import torch
 import triton
 import triton.language as tl
 
-from tilewise.errors import InputError, positive_int
-from tilewise.kernels import custom_ops
+from tilewise.errors import InputError
+from tilewise.kernels.grouped_dw import grouped_matmul_dw
 from tilewise.kernels.grouped_gemm import choose_config, launch, launch_plan, launch_planned
 from tilewise.kernels.moe_layer import default_configs, permute
 from tilewise.kernels.utils import PlanCache, gpu_key, interpreting, signature
@@ -82,7 +81,7 @@ def route_heads(logits: torch.Tensor, top_k: int) -> tuple[torch.Tensor, torch.T
     Softmax over the head's own E_h experts, keep the top k, renormalise over them; that equals a
     softmax over the k kept logits (the E_h-wide normaliser cancels), and the softmax is monotonic,
     so the top k of the logits are picked and only they are normalised: top-k, softmax, add the
-    head's first expert, three launches where the E_h-wide form took eight (issue 16: each CUDA
+    head's first expert, three launches where the E_h-wide form took eight (each CUDA
     launch costs the H200's host ~10 us).
     """
     T, H, Eh = logits.shape
@@ -399,7 +398,6 @@ def experts_backward(
     grouped GEMMs; nothing syncs with the host. `gu` may be empty ([0, 2 f]: the forward did not keep
     it), then the gate/up GEMM is recomputed.
     """
-    from tilewise.kernels.grouped_dw import grouped_matmul_dw
 
     R, d = z.shape
     k = slot_weights.shape[1]
@@ -430,138 +428,12 @@ def experts_backward(
     return dz, dweights.view(R, k), dw_gate_up, dw_down
 
 
-def experts_forward_public(z: torch.Tensor, p: Plan, w_gate_up: torch.Tensor, w_down: torch.Tensor) -> torch.Tensor:
-    """The same on the public `grouped_matmul` only: gather, GLU, scale and scatter in torch
-    (differentiable through grouped_matmul's own autograd formula)."""
-    from tilewise.kernels import grouped_matmul
-
-    R, d = z.shape
-    f = w_down.shape[1]
-    xs = z[p.token_of.long()]  # [R k, d_h] expert order
-    gu = grouped_matmul(xs, w_gate_up, p.offsets, check_offsets=False)
-    a = torch.nn.functional.silu(gu[:, :f]) * gu[:, f:]
-    ys = grouped_matmul(a.contiguous(), w_down, p.offsets, check_offsets=False) * p.scale[:, None].to(z.dtype)
-    y = torch.zeros((R * p.top_k, d), dtype=z.dtype, device=z.device).index_copy(0, p.slot_of.long(), ys)
-    return y.view(R, p.top_k, d).sum(dim=1)
-
-
-# ------------------------------------------------------------------------------ the layer
-
-
-class MultiHeadMoE(torch.nn.Module):
-    """x [..., d_model] -> W_in -> per-(token, head) top-k over the head's experts -> W_out.
-
-    Parameters: w_in [d_model, H d_h], w_router [H, d_h, E_h], w_gate_up [H E_h, d_h, 2 f]
-    (gate columns first), w_down [H E_h, f, d_h], w_out [H d_h, d_model]; E_h = experts_per_head,
-    f = expert_width. `impl`: "fused" (grouped GEMMs with fused gather/GLU/scatter; the backward
-    runs on the grouped GEMM and the grouped dW kernel, see `experts_backward`) or "public"
-    (grouped_matmul + torch glue, differentiable through grouped_matmul's autograd formula).
-    """
-
-    IMPLS = ("fused", "public")
-
-    def __init__(
-        self,
-        d_model: int,
-        heads: int,
-        head_dim: int,
-        experts_per_head: int,
-        expert_width: int,
-        top_k: int,
-        *,
-        impl: str = "fused",
-        device: torch.device | str | None = None,
-        dtype: torch.dtype | None = None,
-    ) -> None:
-        super().__init__()
-        self.d_model = positive_int("d_model", d_model)
-        self.heads = positive_int("heads", heads)
-        self.head_dim = positive_int("head_dim", head_dim)
-        self.experts_per_head = positive_int("experts_per_head", experts_per_head)
-        self.expert_width = positive_int("expert_width", expert_width)
-        self.top_k = positive_int("top_k", top_k, maximum=self.experts_per_head)
-        if impl not in self.IMPLS:
-            raise InputError(f"impl must be one of {list(self.IMPLS)}, got {impl!r}")
-        self.impl = impl
-        kw = dict(device=device, dtype=dtype)
-        H, d, Eh, f = self.heads, self.head_dim, self.experts_per_head, self.expert_width
-        self.w_in = torch.nn.Parameter(torch.empty(self.d_model, H * d, **kw))
-        self.w_router = torch.nn.Parameter(torch.empty(H, d, Eh, **kw))
-        self.w_gate_up = torch.nn.Parameter(torch.empty(H * Eh, d, 2 * f, **kw))
-        self.w_down = torch.nn.Parameter(torch.empty(H * Eh, f, d, **kw))
-        self.w_out = torch.nn.Parameter(torch.empty(H * d, self.d_model, **kw))
-        self.reset_parameters()
-
-    def reset_parameters(self) -> None:
-        with torch.no_grad():
-            for w, fan_in in (
-                (self.w_in, self.d_model),
-                (self.w_router, self.head_dim),
-                (self.w_gate_up, self.head_dim),
-                (self.w_down, self.expert_width),
-                (self.w_out, self.heads * self.head_dim),
-            ):
-                w.normal_(0.0, 1.0 / math.sqrt(fan_in))
-
-    @property
-    def num_experts(self) -> int:
-        return self.heads * self.experts_per_head
-
-    def route(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """x [T, d_model] -> (z [T H, d_h], weights fp32 [T H, k], global experts int64 [T H, k])."""
-        if x.dim() != 2 or x.shape[-1] != self.d_model:
-            raise InputError(f"x must have shape [tokens, {self.d_model}], got {list(x.shape)}")
-        T = x.shape[0]
-        z = x @ self.w_in  # [T, H d_h]
-        zh = z.view(T, self.heads, self.head_dim).transpose(0, 1)  # [H, T, d_h]
-        logits = torch.bmm(zh, self.w_router).transpose(0, 1)  # [T, H, E_h]
-        weights, experts = route_heads(logits, self.top_k)
-        return z.reshape(T * self.heads, self.head_dim), weights, experts
-
-    def experts_forward(self, z: torch.Tensor, p: Plan) -> torch.Tensor:
-        """The expert FFN of the routed rows z [T H, d_h] -> [T H, d_h] (differentiable either way)."""
-        if self.impl == "public":
-            return experts_forward_public(z, p, self.w_gate_up, self.w_down)
-        return custom_ops.moe_experts(
-            z, p.slot_weights.view(p.rows, p.top_k), p.slot_of, p.offsets, self.w_gate_up, self.w_down
-        )
-
-    def experts(self, z: torch.Tensor, weights: torch.Tensor, experts: torch.Tensor) -> torch.Tensor:
-        """The expert stage of `forward`: z [T H, d_h] and the routing decisions -> [T H, d_h].
-
-        The fused path sorts the slots (3 launches) and hands the order itself to the grouped GEMMs;
-        the rest of a `Plan` (token_of, scale: 2 more launches) is made only for the public path."""
-        if self.impl == "public":
-            return self.experts_forward(z, plan(weights, experts, self.num_experts))
-        slot_of, offsets = permute(experts, self.num_experts)
-        return custom_ops.moe_experts(z, weights, slot_of, offsets, self.w_gate_up, self.w_down)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.shape[-1] != self.d_model:
-            raise InputError(f"x must have shape [..., {self.d_model}], got {list(x.shape)}")
-        lead = x.shape[:-1]
-        x2 = x.reshape(-1, self.d_model)
-        T = x2.shape[0]
-        z, weights, experts = self.route(x2)
-        y = self.experts(z.contiguous(), weights, experts)
-        out = y.reshape(T, self.heads * self.head_dim) @ self.w_out
-        return out.view(*lead, self.d_model)
-
-    def extra_repr(self) -> str:
-        return (
-            f"d_model={self.d_model}, heads={self.heads}, head_dim={self.head_dim}, experts_per_head="
-            f"{self.experts_per_head}, expert_width={self.expert_width}, top_k={self.top_k}, impl={self.impl}"
-        )
-
-
 __all__ = [
-    "MultiHeadMoE",
     "Plan",
     "check_experts",
     "experts_backward",
     "experts_forward",
     "experts_forward_fused",
-    "experts_forward_public",
     "experts_forward_train",
     "glu",
     "glu_backward",

@@ -1,8 +1,8 @@
-"""Sum: the tips document's block reduction (../shared/seeds/000) done properly for a GPU.
+"""Sum: the textbook shared-memory block reduction, done properly for a GPU.
 
-The seed's `block_sum` gives each 256-thread block 256 numbers, adds them pairwise in shared
-memory and writes one partial sum per block; "the total takes either a second pass or an
-atomic". On an H200 that kernel moves one 4-byte element per thread and launches a block per
+The textbook CUDA `block_sum` gives each 256-thread block 256 numbers, adds them pairwise in shared
+memory and writes one partial sum per block (blocks meet only through global memory, so the
+total takes either a second pass or an atomic). On an H200 that kernel moves one 4-byte element per thread and launches a block per
 256 elements. Here:
 
 * each program owns many elements: it strides over the input in BLOCK-element chunks (wide,
@@ -10,7 +10,7 @@ atomic". On an H200 that kernel moves one 4-byte element per thread and launches
   fp32 accumulators in registers (fp32 for 16-bit inputs; fp64 for fp64);
 * the grid is a fixed number of programs per SM (enough bytes in flight to cover HBM latency),
   not one block per 256 elements;
-* the in-block tree and the warp shuffles of the seed are `tl.sum`;
+* the in-block tree and the warp shuffles of `block_sum` are `tl.sum`;
 * the second pass happens inside the same kernel: every program writes its partial, bumps a
   counter, and the last one to arrive sums the partials in program order (deterministic) and
   writes the result - one launch, no atomics on the data, no memset. The partials and counters
@@ -195,7 +195,7 @@ def _plan_3d(plan, n_outer, r, n_inner, x_strides, out_strides, sms, dtype) -> N
 
     Too few (outer, column-block) programs to keep the SMs streaming - summing the 32768 rows
     of a [32768, 8192] matrix gives 64 column blocks; the last dim of [64, 2^20] gives 2 - split R:
-    each split writes an fp32 partial and the last split of each column block adds them (the seed's
+    each split writes an fp32 partial and the last split of each column block adds them (the
     second pass, inside the same launch: a second launch cost the host ~10 us per call on the H200).
     """
     so, sr, si = x_strides

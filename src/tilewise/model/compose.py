@@ -22,20 +22,24 @@ a sum of parts run one after another on the stream; every part is either a famil
   one memory latency (the first loads and the last program's meet) and one launch.
 
 A GEMM part takes the config the kernel ran where the caller gives it (moe: {"up": ..., "down": ...},
-`GroupedConfig` fields), else the fastest predicted config of the grouped space (the advisor's top-1).
+`GroupedConfig` fields), else the fastest predicted of `model.tiles.grouped_space` (the list the advisor ranks:
+its top-1).
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from tilewise.model.predict import Prediction
+from collections.abc import Callable
+from typing import Any
 
 from tilewise import gpus as _gpus
 from tilewise.errors import InputError
+from tilewise.model.prediction import Prediction
+from tilewise.model.tiles import grouped_space
+
+# `tilewise.model.predict.predict`, which calls the composites here and is passed down to them for their parts
+Predictor = Callable[..., Prediction]
 
 # The routing of `kernels.moe_layer.route` + `permute`, per call: torch.topk, softmax (sigmoid: sigmoid and a
 # division), the cast of the expert ids to int16, torch.sort (a radix sort of 16-bit keys: 2 passes) and
@@ -69,14 +73,11 @@ def _dtype(p: dict[str, Any], allowed: tuple[str, ...] = ("bf16", "fp16", "fp32"
 
 
 @functools.lru_cache(maxsize=1024)
-def _best_grouped(frozen: str, gpu: str) -> tuple[Any, ...]:
+def _best_grouped(frozen: str, gpu: str, predict: Predictor) -> tuple[Any, ...]:
     """The grouped space's fastest predicted config for a problem (what `tilewise.advise` ranks first)."""
-    from tilewise.advise import space
-    from tilewise.model.predict import predict
-
     p = json.loads(frozen)
     best = None
-    for c in space.grouped_space(p["rows_per_expert"], p["n"], p["k"], p["dtype"], gpu):
+    for c in grouped_space(p["rows_per_expert"], p["n"], p["k"], p["dtype"], gpu):
         pr = predict("grouped", p, c, gpu)
         if best is None or pr.ms < best[0].ms:
             best = (pr, c)
@@ -85,11 +86,11 @@ def _best_grouped(frozen: str, gpu: str) -> tuple[Any, ...]:
     return best
 
 
-def _gemm_part(name: str, p: dict[str, Any], cfg: dict[str, Any] | None, gpu: str) -> tuple[str, Any, dict[str, Any]]:
-    from tilewise.model.predict import predict
-
+def _gemm_part(
+    name: str, p: dict[str, Any], cfg: dict[str, Any] | None, gpu: str, predict: Predictor
+) -> tuple[str, Any, dict[str, Any]]:
     if cfg is None:
-        pred, cfg = _best_grouped(json.dumps(p, sort_keys=True), gpu)
+        pred, cfg = _best_grouped(json.dumps(p, sort_keys=True), gpu, predict)
         return name, pred, dict(cfg)
     cfg = {"schedule": "map", **cfg}
     return name, predict("grouped", p, cfg, gpu), cfg
@@ -102,8 +103,6 @@ def _stream_part(mach: Any, nbytes: float, launches: int) -> float:
 
 def _compose(kernel: str, mach: Any, gemms: list[Any], streams: dict[str, float], detail: dict[str, Any]) -> Prediction:
     """Parts in sequence: ms is their sum; the binding term is the largest part's ("down_gemm.tensor_core")."""
-    from tilewise.model.predict import Prediction
-
     terms = {name: pr.ms for name, pr, _ in gemms}
     terms.update({k: v * 1e3 for k, v in streams.items()})
     total = sum(terms.values())
@@ -119,7 +118,7 @@ def _compose(kernel: str, mach: Any, gemms: list[Any], streams: dict[str, float]
 # ------------------------------------------------------------------------------------------ MoE layer
 
 
-def moe(p: dict[str, Any], c: dict[str, Any], mach: Any, eff: Any = None) -> Prediction:
+def moe(p: dict[str, Any], c: dict[str, Any], mach: Any, eff: Any, predict: Predictor) -> Prediction:
     T, d, f = _num("tokens", p), _num("d_model", p), _num("d_ff", p)
     E, k = _num("experts", p), _num("top_k", p)
     if k > E:
@@ -133,9 +132,9 @@ def moe(p: dict[str, Any], c: dict[str, Any], mach: Any, eff: Any = None) -> Pre
         up_cfg["block_n"] = 2 * up_cfg["block_n"]
     gemms = [
         _gemm_part("gate_up_gemm", {"experts": E, "rows_per_expert": rows, "n": 2 * f, "k": d, "dtype": dt},
-                   up_cfg, mach.key),
+                   up_cfg, mach.key, predict),
         _gemm_part("down_gemm", {"experts": E, "rows_per_expert": rows, "n": d, "k": f, "dtype": dt},
-                   dict(c["down"]) if c.get("down") else None, mach.key),
+                   dict(c["down"]) if c.get("down") else None, mach.key, predict),
     ]  # fmt: skip
     streams = {}
     if routing:
@@ -169,7 +168,7 @@ def _ffn_gemms(T: int, H: int, d: int, inter: int, backward: str | None) -> list
     raise InputError(f"backward must be 'split', 'atomic' or None, got {backward!r}")
 
 
-def ffn(p: dict[str, Any], c: dict[str, Any], mach: Any, eff: Any = None) -> Prediction:
+def ffn(p: dict[str, Any], c: dict[str, Any], mach: Any, eff: Any, predict: Predictor) -> Prediction:
     T, H, d, inter = _num("tokens", p), _num("heads", p), _num("head_dim", p), _num("intermediate", p)
     dt = _dtype(p, ("bf16", "fp16"))
     backward = p.get("backward")
@@ -177,7 +176,7 @@ def ffn(p: dict[str, Any], c: dict[str, Any], mach: Any, eff: Any = None) -> Pre
     for name, rows, n, k in _ffn_gemms(T, H, d, inter, backward):
         gemms.append(
             _gemm_part(name + "_gemm", {"experts": H, "rows_per_expert": rows, "n": n, "k": k, "dtype": dt}, None,
-                       mach.key)
+                       mach.key, predict)
         )  # fmt: skip
     e = _gpus.element_bytes(dt)
     detail = {"intermediate_bytes_counted": 2 * T * H * inter * e * (3 if backward else 1), "backward": backward}
@@ -187,9 +186,7 @@ def ffn(p: dict[str, Any], c: dict[str, Any], mach: Any, eff: Any = None) -> Pre
 # ------------------------------------------------------------------------------------------ sum
 
 
-def sum_(p: dict[str, Any], c: dict[str, Any], mach: Any, eff: Any = None) -> Prediction:
-    from tilewise.model.predict import Prediction
-
+def sum_(p: dict[str, Any], c: dict[str, Any], mach: Any, eff: Any, predict: Predictor) -> Prediction:
     numel = _num("numel", p)
     outputs = _num("outputs", p, 1)
     dt = _dtype(p)

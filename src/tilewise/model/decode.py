@@ -1,14 +1,14 @@
 """Decode: one new token per sequence, so the GEMM's M is the batch, and MMA fragments pad.
 
-The GEMM article: a Tensor-Core fragment has 16 rows; at batch 1 only 1 of 16 carries
+A Tensor-Core fragment (mma.sync m16) has 16 rows; at batch 1 only 1 of 16 carries
 data (6.25%), at batch 64 all do. wgmma's M is 64, so on Hopper the padding is coarser.
 
-The article's conclusion needs a correction, made here by computation: full fragments are
+The common conclusion (batch 64 fills the Tensor Cores) needs a correction, made here by computation: full fragments are
 not full Tensor Cores. At batch 64 a bf16 GEMM [64, K] x [K, N] does 2 x 64 x K x N FLOPs
 for about 2 x K x N bytes of weights: ~64 FLOP/B, still far below the H100's balance of
 ~295 FLOP/B (and the H200's ~206), so it stays memory-bound (`decode_gemm_roofline`).
 
-Decode attention is memory-bound no matter what (the tips document): each cached K/V byte
+Decode attention is memory-bound no matter what: each cached K/V byte
 serves only the query heads of one GQA group, so the intensity is about the group size.
 The goal becomes saturating HBM, e.g. by splitting the KV sequence over more SMs
 (`choose_num_splits`).
@@ -212,7 +212,7 @@ def decode_gemm_roofline(
 ) -> list[DecodeGemmPoint]:
     """The decode GEMM's roofline at each batch: intensity grows about linearly with batch.
 
-    Default: the GEMM article's [batch, 8192] x [8192, 24576]. At batch 64 in bf16 the
+    Default: an LLM projection, [batch, 8192] x [8192, 24576]. At batch 64 in bf16 the
     intensity is ~63 FLOP/B against a balance of ~295 on an H100 SXM: memory-bound.
     """
     return [decode_gemm_point(b, k, n, dtype, gpu) for b in batches]

@@ -1,6 +1,6 @@
 """Latency hiding: Little's law, capped by what occupancy lets an SM hold.
 
-The tips document: an SM keeps up to 64 warps resident but only about 4 issue per cycle
+An SM on Hopper keeps up to 64 warps resident but only about 4 issue per cycle
 (one per partition's scheduler); a stalled warp is simply skipped, so enough resident warps
 hide latency, and past that point more occupancy does nothing.
 

@@ -1,6 +1,6 @@
 """The Tensor-Core instruction of each architecture, and who issues and feeds it.
 
-The tips document contrasts Hopper with Blackwell and the GEMM article works with Ampere-style
+Hopper issues wgmma from a warpgroup, Blackwell tcgen05 from one thread, and Ampere mma.sync works on
 warp fragments; the reports need one place that says, per registry GPU, which MMA instruction
 the section is about (`path`):
 
@@ -10,7 +10,7 @@ the section is about (`path`):
   setmaxnreg (which, like wgmma, needs sm_90a).
 * Hopper (sm_90a): `wgmma.mma_async` m64nNk16, issued by a warpgroup (4 warps, 128 threads);
   B (and A, or A from registers) from shared memory; accumulators in registers; TMA copies
-  issued by one thread (`tilewise.model.tensorcore` holds the seed's derivations).
+  issued by one thread (`tilewise.model.tensorcore` holds the feed and register derivations).
 * Blackwell (sm_100a): `tcgen05.mma`, issued by one thread; the accumulator lives in Tensor
   Memory (TMEM, 128 lanes x 512 columns of 32-bit cells per SM), A comes from shared memory or
   TMEM, B from shared memory; `tcgen05.ld` brings results back to registers.
@@ -156,7 +156,7 @@ def warp_feed(
     Q stays in registers. With Q in registers the ratio is rows per warp x k x 2 x 128 /
     (FLOPs per cycle per SM x 32 B): on an A100 in bf16, rows per warp / 16 -- one 16-row slab per
     warp just keeps up, which is why the rows, not N, carry this bound on Ampere. The 128 B/cycle
-    bank model is an order of magnitude, as in the seed.
+    bank model is an order of magnitude: NVIDIA does not publish the operand path's bandwidth.
     """
     g = _gpus.get(gpu)
     dt = _gpus.dtype_name(dtype)
@@ -195,7 +195,7 @@ class InstructionFeed:
 def instruction_feed(
     m: int, n: int, dtype: str = "bf16", gpu: str | _gpus.GPU = "b200", a_from_smem: bool = True
 ) -> InstructionFeed:
-    """The seed's feed arithmetic for an MMA of M rows on any GPU (wgmma: M = 64; tcgen05: 64 or 128).
+    """The shared-memory feed arithmetic (0.5 N >= 16 + 0.25 N at M = 64) for an MMA of M rows on any GPU (wgmma: M = 64; tcgen05: 64 or 128).
 
     B200, bf16, M = 128: compute 2 x 128 x N x 16 / 8192 = 0.5 N cycles; A [128, 16] = 4 KB = 32 cycles,
     B 0.25 N: N >= 128 to keep up. At M = 64 compute is 0.25 N, never more than the feed: the Tensor

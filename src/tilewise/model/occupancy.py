@@ -1,7 +1,7 @@
 """Occupancy: how many blocks of a kernel fit on one SM at once, and which limit binds.
 
-The tips document: occupancy "is decided by four limits, and the tightest one wins:
-shared memory, registers (65,536 per SM), warps (64), and blocks (32)". The exact
+Occupancy is decided by four limits, and the tightest one wins: shared memory, registers
+(65,536 per SM), warps (64) and blocks (32) on Hopper. The exact
 answer is the CUDA runtime's `cudaOccupancyMaxActiveBlocksPerMultiprocessor`, and this
 module reproduces it rule for rule (tests/test_occupancy.py checks every row of a
 fixture recorded from the runtime on an H200):
@@ -26,8 +26,6 @@ from typing import Any
 from tilewise import gpus as _gpus
 from tilewise.errors import InputError, positive_int
 from tilewise.util import cdiv
-
-LIMIT_NAMES = ("warps", "registers", "shared_memory", "blocks", "barriers")
 
 
 def _round_up(x: int, unit: int) -> int:

@@ -1,4 +1,4 @@
-"""Pipeline designs on one SM: a small discrete-event simulation (the tips document's "compare three designs").
+"""Pipeline designs on one SM: a small discrete-event simulation (serial, ring buffer, ping-pong).
 
 The Tensor Cores go idle for three reasons: waiting for data, the consumer busy with something
 else (softmax), and prologue/epilogue. Three designs, each processing the same work: a CTA owns
@@ -30,7 +30,8 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from tilewise import gpus as _gpus
-from tilewise.errors import InputError, positive_int
+from tilewise.errors import InputError, fraction, positive_int
+from tilewise.model import traffic
 from tilewise.model.latency import hbm_bytes_per_cycle_per_sm
 
 DESIGNS = ("serial", "ring", "pingpong")
@@ -115,7 +116,7 @@ def simulate(
     Returns the timeline (events, makespan) and the Tensor Cores' utilisation.
 
     The keyword options describe how a real kernel runs a design (`KERNEL_STRUCTURE` has the ones
-    of tilewise.kernels.attention_gluon; the defaults are the tips document's idealised designs):
+    of tilewise.kernels.attention_gluon; the defaults are the idealised designs, no host or barrier costs):
 
     * lockstep (serial, ring): the single consumer is two warpgroups of one instruction stream (M = 128
       over 8 warps): Q K^T of both row blocks, then both softmaxes at once (one per warpgroup), then
@@ -131,7 +132,6 @@ def simulate(
     stages = positive_int("stages", stages, maximum=64)
     _check_times(load, mma, softmax, epilogue)
     load, mma, softmax, epilogue = float(load), float(mma), float(softmax), float(epilogue)
-    from tilewise.errors import fraction
 
     f_first = fraction("load_first", load_first)
     if lockstep and design == "pingpong":
@@ -329,15 +329,12 @@ def attention_tile_times(
     exponentials 64 x 128 / 16 = 512 (half the GEMM time: the FA3 paper's point), and the
     64 KB K/V tile from HBM ~4,700 cycles unless L2 serves most of it.
     """
-    from tilewise.errors import fraction
-
     d = positive_int("head_dim", head_dim, maximum=512)
     n = positive_int("block_n", block_n, maximum=1024)
     m = positive_int("block_m", block_m, maximum=512)
     h = fraction("hit_rate", hit_rate)
     g = _gpus.get(gpu)
     dt = _gpus.dtype_name(dtype)
-    from tilewise.model import traffic
 
     mma = traffic.attention_tile_flops(m, n, d) / _gpus.tensor_flops_per_cycle_per_sm(g, dt)
     soft = m * n / g.sfu_ops_per_cycle_per_sm
@@ -388,14 +385,12 @@ def kernel_tile_times(
 ) -> AttentionTileTimes:
     """Per-(row block, K/V tile) cycles as the Gluon kernels measure, for `simulate` with KERNEL_STRUCTURE.
 
-    Two terms differ from `attention_tile_times` (the idealised inputs the tips document derives):
+    Two terms differ from `attention_tile_times` (the idealised inputs from the feed and roofline arithmetic):
     * load: every byte of the K/V tile crosses L2 -> SM at this SM's share of the L2 bandwidth (the
       H200's measured 7.7 TB/s, gpus.py), plus the misses at its HBM share. The idealised term counts
       the HBM misses only: 103 cycles at D 128, N 128, 97% hits, where design (a) exposes ~1,000.
     * softmax: SOFTMAX_CYCLES_MEASURED (scaled by the tile's elements), not the exponentials alone.
     """
-    from tilewise.errors import fraction
-
     base = attention_tile_times(head_dim, block_n, block_m, dtype, hit_rate, gpu)
     g = _gpus.get(gpu)
     h = fraction("hit_rate", hit_rate)

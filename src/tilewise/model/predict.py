@@ -39,13 +39,15 @@ import json
 import math
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from tilewise import gpus as _gpus
 from tilewise.errors import InputError
-from tilewise.model import traffic, waves
+from tilewise.model import compose, traffic, waves
+from tilewise.model import tiles as _tiles
 from tilewise.model.occupancy import occupancy
+from tilewise.model.prediction import Prediction
 from tilewise.util import cdiv
 
 # terms reported as the part of a main term they account for (never added on top)
@@ -58,7 +60,7 @@ PAD_MIN_FLOPS_PER_BYTE = 64
 # ... and only operands of at least this many bytes: a smaller copy costs more (a launch and a dependent
 # kernel, ~1.7 us each in a CUDA graph) than its unaligned reads: 100^3 bf16 ran 6.2 us padded, 2.8 us
 # unpadded (cuBLAS 3.0); 333 x 7777 x 2049 fp16 (A 1.4 MB, w 32 MB) 151.5 padded, 276.5 unpadded
-# (benchmarks/sweeps/gemm_ab_h200.jsonl; edit by the gemm helper, session 4).
+# (H200, benchmarks/sweeps/gemm_ab_h200.jsonl, padded and unpadded alternating in one run).
 PAD_MIN_BYTES = 1 << 20
 
 
@@ -86,37 +88,13 @@ DEFAULTS: dict[str, Any] = {
     # every tile row then straddles one more line. The load path pays for it, more than the extra sectors
     # (5 of 32 B for a 128-byte row instead of 4) say: the TMA kernel on 5000 x 5000 x 5000 ran 484 us on
     # the contiguous operands and 388 us on the same values in 128-byte aligned rows, 2000 x 3000 x 4000
-    # 99.7 against 75.9 (benchmarks/sweeps/gemm_align_h200.jsonl, the gemm helper's A/B). The Tensor-Core
+    # 99.7 against 75.9 (H200, benchmarks/sweeps/gemm_align_h200.jsonl, both layouts in one run). The Tensor-Core
     # and latency terms grow by misaligned_cost x the share of the loaded bytes in such rows (calibrated).
     "misaligned_cost": 0.0,
     "hot_line_tbps": 1.5,  # requests to one L2 line (rows that wrap onto the same A row), per distinct row
     "step_latency_us": None,  # None: latency_us. One K step's load round trip (mostly L2 hits) in a program's ring
     "l2_resident_fraction": 0.5,  # operands up to this share of L2 are read from HBM once
-    "mma_eff": 0.75,
-    "stream_eff": 0.85,
 }
-
-
-@dataclass(frozen=True)
-class Prediction:
-    kernel: str
-    ms: float
-    terms: dict[str, float]  # name -> ms
-    binding: str
-    gpu: str
-    calibrated: bool
-    detail: dict[str, Any] = field(default_factory=dict)  # waves, programs, bytes, efficiencies
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kernel": self.kernel,
-            "ms": self.ms,
-            "terms": dict(self.terms),
-            "binding": self.binding,
-            "gpu": self.gpu,
-            "calibrated": self.calibrated,
-            "detail": dict(self.detail),
-        }
 
 
 # ------------------------------------------------------------------------------------------ calibration
@@ -200,14 +178,22 @@ def machine(gpu: str, overrides: tuple[tuple[str, Any], ...] = ()) -> _Machine:
     )
 
 
-def _eff(mach: _Machine, kernel: str, kind: str, tag: str, default: float, forced: dict[str, Any] | None) -> float:
-    """Per-config efficiency measured on the calibration shape (kind "mma" or "stream")."""
+def _eff(mach: _Machine, kernel: str, kind: str, tag: str, forced: dict[str, Any] | None) -> float:
+    """A config's rate of `kind` ("mma", "stream" or "fixed"), as benchmarks/sweeps/calibrate.py fitted it on the
+    calibration split: the config's own (`configs[kernel][kind][tag]`), else the median over the family's
+    configs (`constants["<kernel>_<kind>_eff_median"]`, which calibrate.py writes for every family and kind).
+    No rate is guessed here: a calibration file without the median is an InputError naming the key."""
     if forced is not None and kind in forced:
         return float(forced[kind])
-    table = mach.cal.get("configs", {}).get(kernel, {}).get(kind, {})
-    v = table.get(tag)
+    v = mach.cal.get("configs", {}).get(kernel, {}).get(kind, {}).get(tag)
     if v is None:
-        v = mach.cal.get("constants", {}).get(f"{kernel}_{kind}_eff_median", default)
+        name = f"{kernel}_{kind}_eff_median"
+        v = mach.cal.get("constants", {}).get(name)
+        if v is None:
+            raise InputError(
+                f"the calibration of {mach.key} must give {name} (benchmarks/sweeps/calibrate.py writes it), "
+                "got no such constant"
+            )
     return float(v)
 
 
@@ -274,158 +260,8 @@ def _blocks_per_sm(gpu: str, warps: int, acc_regs: float, smem: int) -> int:
 
 
 # ------------------------------------------------------------------------------------------ GEMM
-
-
-def _gemm(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str, Any] | None = None) -> Prediction:
-    from tilewise.advise import space
-
-    m, n, k = p["m"], p["n"], p["k"]
-    dtype = p.get("dtype", "bf16")
-    e = _gpus.element_bytes(dtype)
-    bm, bn, bk = c["block_m"], c["block_n"], c["block_k"]
-    persistent = bool(c.get("persistent", False))
-    split = 1 if persistent else max(1, int(c.get("split_k", 1)))
-    warps = c.get("num_warps", 4)
-    stages = c.get("num_stages", 3)
-    tag = space.gemm_tag({**_GEMM_DEFAULTS, **c})
-    tiles_m, tiles_n = cdiv(m, bm), cdiv(n, bn)
-    tiles = tiles_m * tiles_n
-    k_steps = cdiv(k, bk)
-    k_per = cdiv(k_steps, split) * bk
-    split = cdiv(k, k_per)  # the launcher drops empty splits
-    smem = space.gemm_smem_bytes({**_GEMM_DEFAULTS, **c}, e)
-    b = 1 if persistent else _blocks_per_sm(mach.key, warps, bm * bn / (32 * warps), smem)
-    sms = mach.sms
-    peak = mach.peak_flops_tf32 if e == 4 else mach.peak_flops
-    mma_eff = _eff(mach, "gemm", "mma", tag, 0.75, eff)
-    stream_eff = _eff(mach, "gemm", "stream", tag, 0.85, eff)
-    per_sm = peak / sms * mma_eff
-
-    if persistent:
-        programs = min(sms, tiles)
-        per_prog = cdiv(tiles, programs)
-        busiest = per_prog  # tiles on the busiest program
-        active = programs
-    else:
-        programs = tiles * split
-        grid = waves.grid_waves(programs, sms, b)
-        busiest = cdiv(programs, sms)  # programs on the busiest SM
-        active = min(programs, sms * b)
-        per_prog = None
-    tile_flops = 2 * bm * bn * k_per
-    t_tc = busiest * tile_flops / per_sm
-    # wave tail: the busiest SM's work over the average SM's
-    avg = tiles * split / sms
-    t_even = avg * tile_flops / per_sm
-    useful = traffic.gemm_flops(m, n, k)
-    t_pad = t_even * (1 - useful / (tiles * split * tile_flops))
-
-    # bytes: compulsory, plus re-reads when the operands do not stay in L2
-    a_bytes, b_bytes, c_bytes = m * k * e, k * n * e, m * n * e
-    if a_bytes + b_bytes <= mach.l2_res * mach.l2_bytes:
-        hbm_bytes = a_bytes + b_bytes + c_bytes
-    else:
-        # the programs that run at once cover `rows` row tiles x `cols` column tiles (grouped order); each
-        # such wave reads its A rows and B columns from HBM: tiles / (rows x cols) waves (not rounded up, so
-        # more concurrency never reads more)
-        group = min(int(c.get("group_m", 8)), tiles_m)
-        conc = max(1, min(tiles, active))
-        rows = min(tiles_m, max(group, cdiv(conc, tiles_n)))
-        cols = min(tiles_n, max(1, conc / rows))
-        reread = tiles * k * e * (bm / cols + bn / rows)
-        hbm_bytes = max(a_bytes + b_bytes, reread) + c_bytes
-    req_bytes = tiles * split * (bm + bn) * k_per * e
-    # loads in flight: `stages - 1` K steps ahead of the MMA for every tile. Below 64 rows triton 3.6 keeps
-    # one shared-memory buffer fewer (space.gemm_smem_bytes) but still issues the loads stages - 1 steps ahead
-    # (the last lands in registers): counting stages - 2 there over-predicted the 3-stage skinny tiles by
-    # +0.33 in log on 3 x 4096 x 4096 (16 x 128 x 128: 34 us predicted, 20.5 measured).
-    ring = stages
-    inflight = active * max(1, ring - 1) * (bm + bn) * bk * e
-    bw = _stream_bw(mach, inflight, stream_eff)
-    t_hbm = hbm_bytes / bw
-    t_l2 = req_bytes / mach.l2_bps
-    # Little's law per program: a program keeps `ring - 1` K steps of loads in flight, so it cannot
-    # take a step faster than one load round trip / (ring - 1), whatever the bandwidth left over.
-    # It binds where few programs share an SM: 256 x 6144 x 4096 with 128 x 128 x 64 tiles (96 tiles,
-    # one per SM, 64 steps) took 35.6 us at 3 stages and 28.0 us at 4: 64 x 1.1 us / 2 = 35 us and
-    # 64 x 1.1 / 3 = 23 us (then the Tensor Cores bind).
-    gens_lat = busiest if persistent else cdiv(busiest, b)
-    t_lat = gens_lat * cdiv(k_per, bk) * mach.step_latency_s / max(1, ring - 1)
-
-    # per program: the fill (latency + one stage) and the epilogue (C tile), at the program's share of
-    # the bandwidth among the programs resident at once
-    sm_bw = mach.read_bps / _gpus.get(mach.key).sms  # an SM's share of the bandwidth (the registry's SM count)
-    fill = mach.latency_s + mach.fill_s + (bm + bn) * bk * e / sm_bw
-    epi = bm * bn * e / sm_bw
-    if persistent:
-        t_fixed = fill + busiest * epi * 0.5  # the next tile's loads overlap the store
-    else:
-        gens = cdiv(busiest, b)  # program generations on the busiest SM
-        t_fixed = gens * (fill + epi)
-    t_fix = 0.0
-    if split > 1:
-        part = bm * bn * 4
-        # partials written and read back through L2, and per program generation one round trip of the
-        # counter before the last split sums (serial, deterministic)
-        gens_fix = cdiv(busiest, b) if not persistent else 1
-        t_fix = (3 * tiles * split * part) / mach.l2_bps + gens_fix * mach.latency_s
-    t_launch = mach.launch_s
-    if p.get("layout", "nn") not in ("nn", "nt"):
-        raise InputError(f"gemm layout must be 'nn' or 'nt', got {p.get('layout')!r}")
-    # operands the launcher copies to 16-byte aligned rows first: a read and a write, and a launch each
-    t_copy = 0.0
-    nt = p.get("layout", "nn") == "nt"
-    for nbytes, aligned in (
-        (a_bytes, (k * e) % 16 == 0 or m == 1 or k == 1),
-        (b_bytes, (k * e) % 16 == 0 if nt else ((n * e) % 16 == 0 or n == 1 or k == 1)),
-    ):
-        if not aligned and pads_operand(useful, nbytes):
-            t_copy += 2 * nbytes / mach.read_bps + mach.launch_s
-    terms = {
-        "wave_tail": max(0.0, t_tc - t_even),
-        "padding": max(0.0, t_pad),
-        "operand_copy": t_copy,
-        "prologue_epilogue": t_fixed,
-        "split_k_fixup": t_fix,
-        "launch": t_launch,
-    }
-    detail = {
-        "tiles": tiles,
-        "programs": programs,
-        "split_k": split,
-        "blocks_per_sm": b,
-        "waves": grid.waves if not persistent else tiles / programs,
-        "hbm_bytes": hbm_bytes,
-        "l2_bytes": req_bytes,
-        "mma_eff": mma_eff,
-        "stream_eff": stream_eff,
-        "bytes_in_flight": inflight,
-        "flops": useful,
-    }
-    fixed = _eff(mach, "gemm", "fixed", tag, 1.0, eff)
-    # Rows past M wrap onto row (r % M) (the loads need no mask), so below BLOCK_M rows every program
-    # requests BLOCK_M rows of A per K step that are only M distinct rows, all programs the same ones
-    # (there is one row tile). The 64+ row tiles load through cp.async, which bypasses L1: every copy
-    # reaches the L2 slice that holds the line, and the same few lines serialize there. At M = 1,
-    # 1 x 28672 x 4096: 256 x 128 tiles took 308 us (224 programs x 256 rows x 8 KB = 470 MB of A
-    # requests: 1.5 TB/s on one line per K step), 128 x 128 181 us (235 MB); 16-row tiles (mma.sync,
-    # loads through L1, which merges the copies) stream B at the HBM rate. More distinct rows spread
-    # the requests over as many lines (M = 4: residual -0.09 in log before this term, M = 1: -0.5).
-    t_hot = 0.0
-    if m < bm and bm >= 64 and not persistent:
-        t_hot = tiles * split * bm * k_per * e / (mach.hot_line_bps * m)
-    # the queue at the hot lines lengthens every K step's round trip: it adds to the latency term (a step needs
-    # both operands; the ring slot waiting on A holds B's next loads back too). As a term of its own
-    # (overlapping B's stream) the 1-16 row problems stayed under-predicted by 0.3-0.6 in log.
-    terms["l2_hot_rows"] = t_hot
-    rows_a = k * e  # A [M, K] row-major; B [K, N] (nn) or w [N, K] (nt)
-    rows_b = k * e if nt else n * e
-    mis = (bm * (rows_a % 128 != 0) + bn * (rows_b % 128 != 0)) / (bm + bn)
-    slow = 1.0 + mach.misaligned_cost * mis
-    terms["misaligned_rows"] = (t_tc + t_lat + t_hot) * (slow - 1.0)
-    main = {"tensor_core": t_tc * slow, "hbm": t_hbm, "l2": t_l2, "latency": (t_lat + t_hot) * slow}
-    return _finish("gemm", mach, terms, main, detail, fixed)
-
+#
+# One function per term; `_gemm` adds them up. Every term reads the launch's geometry (`_GemmLaunch`).
 
 _GEMM_DEFAULTS: dict[str, Any] = {
     "group_m": 8,
@@ -438,22 +274,290 @@ _GEMM_DEFAULTS: dict[str, Any] = {
 }
 
 
+@dataclass(frozen=True)
+class _GemmLaunch:
+    """What one GEMM launch looks like on the GPU: its tiles, K split, residency and the busiest SM's share."""
+
+    m: int
+    n: int
+    k: int
+    e: int  # operand bytes
+    nt: bool  # B given as w [N, K] (a @ w.T)
+    bm: int
+    bn: int
+    bk: int
+    stages: int
+    persistent: bool
+    group_m: int
+    split: int  # K splits after the launcher drops the empty ones
+    k_per: int  # K of one split (a multiple of bk)
+    tiles_m: int
+    tiles_n: int
+    tiles: int
+    blocks_per_sm: int
+    programs: int
+    busiest: int  # persistent: tiles of the busiest program; else programs of the busiest SM
+    active: int  # programs resident at once
+    waves: float
+
+
+def _gemm_launch(p: dict[str, Any], c: dict[str, Any], mach: _Machine) -> _GemmLaunch:
+    m, n, k = p["m"], p["n"], p["k"]
+    layout = p.get("layout", "nn")
+    if layout not in ("nn", "nt"):
+        raise InputError(f"gemm layout must be 'nn' or 'nt', got {layout!r}")
+    e = _gpus.element_bytes(p.get("dtype", "bf16"))
+    cfg = {**_GEMM_DEFAULTS, **c}
+    bm, bn, bk = c["block_m"], c["block_n"], c["block_k"]
+    persistent = bool(c.get("persistent", False))
+    split = 1 if persistent else max(1, int(c.get("split_k", 1)))
+    tiles_m, tiles_n = cdiv(m, bm), cdiv(n, bn)
+    tiles = tiles_m * tiles_n
+    k_per = cdiv(cdiv(k, bk), split) * bk
+    split = cdiv(k, k_per)  # the launcher drops empty splits
+    sms = mach.sms
+    if persistent:
+        b = 1
+        programs = min(sms, tiles)
+        busiest = cdiv(tiles, programs)
+        active = programs
+        wave_count = tiles / programs
+    else:
+        b = _blocks_per_sm(mach.key, cfg["num_warps"], _tiles.gemm_acc_regs(cfg), _tiles.gemm_smem_bytes(cfg, e))
+        programs = tiles * split
+        busiest = cdiv(programs, sms)
+        active = min(programs, sms * b)
+        wave_count = waves.grid_waves(programs, sms, b).waves
+    return _GemmLaunch(
+        m=m, n=n, k=k, e=e, nt=layout == "nt", bm=bm, bn=bn, bk=bk, stages=cfg["num_stages"],
+        persistent=persistent, group_m=int(c.get("group_m", 8)), split=split, k_per=k_per, tiles_m=tiles_m,
+        tiles_n=tiles_n, tiles=tiles, blocks_per_sm=b, programs=programs, busiest=busiest, active=active,
+        waves=wave_count,
+    )  # fmt: skip
+
+
+def _gemm_compute(g: _GemmLaunch, mach: _Machine, mma_eff: float, useful: float) -> tuple[float, float, float]:
+    """(tensor_core, even, padding) in seconds: the busiest SM's tile FLOPs at its share of the Tensor-Core peak
+    times the config's MMA efficiency; `even` is the same work spread over every SM (tensor_core - even is the
+    wave tail), padding the part of `even` spent on the tiles' rows and columns past M, N and K."""
+    peak = mach.peak_flops_tf32 if g.e == 4 else mach.peak_flops
+    per_sm = peak / mach.sms * mma_eff
+    tile_flops = 2 * g.bm * g.bn * g.k_per
+    t_tc = g.busiest * tile_flops / per_sm
+    t_even = g.tiles * g.split / mach.sms * tile_flops / per_sm
+    t_pad = t_even * (1 - useful / (g.tiles * g.split * tile_flops))
+    return t_tc, t_even, t_pad
+
+
+def _gemm_hbm_bytes(g: _GemmLaunch, mach: _Machine) -> int | float:
+    """Bytes that miss L2: compulsory A, B and C, plus the re-reads when the operands do not stay in L2."""
+    a_bytes, b_bytes, c_bytes = g.m * g.k * g.e, g.k * g.n * g.e, g.m * g.n * g.e
+    if a_bytes + b_bytes <= mach.l2_res * mach.l2_bytes:
+        return a_bytes + b_bytes + c_bytes
+    # the programs that run at once cover `rows` row tiles x `cols` column tiles (grouped order); each
+    # such wave reads its A rows and B columns from HBM: tiles / (rows x cols) waves (not rounded up, so
+    # more concurrency never reads more)
+    group = min(g.group_m, g.tiles_m)
+    conc = max(1, min(g.tiles, g.active))
+    rows = min(g.tiles_m, max(group, cdiv(conc, g.tiles_n)))
+    cols = min(g.tiles_n, max(1, conc / rows))
+    reread = g.tiles * g.k * g.e * (g.bm / cols + g.bn / rows)
+    return max(a_bytes + b_bytes, reread) + c_bytes
+
+
+def _gemm_inflight(g: _GemmLaunch) -> int:
+    """Load bytes in flight: `stages - 1` K steps ahead of the MMA for every resident program. Below 64 rows
+    triton 3.6 keeps one shared-memory buffer fewer (tiles.gemm_smem_bytes) but still issues the loads
+    stages - 1 steps ahead (the last lands in registers): counting stages - 2 there over-predicted the
+    3-stage skinny tiles by +0.33 in log on 3 x 4096 x 4096 (16 x 128 x 128: 34 us predicted, 20.5 measured)."""
+    return g.active * max(1, g.stages - 1) * (g.bm + g.bn) * g.bk * g.e
+
+
+def _gemm_load(hbm_bytes: float, inflight: float, mach: _Machine, stream_eff: float) -> float:
+    """hbm: the bytes that miss L2 at the bandwidth the resident programs keep in flight (Little's law)."""
+    return hbm_bytes / _stream_bw(mach, inflight, stream_eff)
+
+
+def _gemm_l2_bytes(g: _GemmLaunch) -> int:
+    """Every byte the programs request: each program's A and B tiles over its K split."""
+    return g.tiles * g.split * (g.bm + g.bn) * g.k_per * g.e
+
+
+def _gemm_latency(g: _GemmLaunch, mach: _Machine) -> float:
+    """The stages' bound. Little's law per program: a program keeps `stages - 1` K steps of loads in flight, so
+    it cannot take a step faster than one load round trip / (stages - 1), whatever the bandwidth left over.
+    It binds where few programs share an SM: 256 x 6144 x 4096 with 128 x 128 x 64 tiles (96 tiles, one per
+    SM, 64 steps) took 35.6 us at 3 stages and 28.0 us at 4: 64 x 1.1 us / 2 = 35 us and 64 x 1.1 / 3 = 23 us
+    (then the Tensor Cores bind)."""
+    gens = g.busiest if g.persistent else cdiv(g.busiest, g.blocks_per_sm)
+    return gens * cdiv(g.k_per, g.bk) * mach.step_latency_s / max(1, g.stages - 1)
+
+
+def _gemm_fill_epilogue(g: _GemmLaunch, mach: _Machine) -> float:
+    """prologue_epilogue: per program generation on the busiest SM, the pipeline fill (latency + one stage) and
+    the epilogue (the C tile), at an SM's share of the bandwidth; a persistent program fills once and its
+    next tile's loads overlap half of each store."""
+    sm_bw = mach.read_bps / _gpus.get(mach.key).sms  # an SM's share of the bandwidth (the registry's SM count)
+    fill = mach.latency_s + mach.fill_s + (g.bm + g.bn) * g.bk * g.e / sm_bw
+    epi = g.bm * g.bn * g.e / sm_bw
+    if g.persistent:
+        return fill + g.busiest * epi * 0.5
+    return cdiv(g.busiest, g.blocks_per_sm) * (fill + epi)
+
+
+def _gemm_split_fixup(g: _GemmLaunch, mach: _Machine) -> float:
+    """split_k_fixup: fp32 partials written and read back through L2, and per program generation one round
+    trip of the counter before the last split sums (serial, deterministic). A persistent launch never splits."""
+    if g.split == 1:
+        return 0.0
+    part = g.bm * g.bn * 4
+    return (3 * g.tiles * g.split * part) / mach.l2_bps + cdiv(g.busiest, g.blocks_per_sm) * mach.latency_s
+
+
+def _gemm_operand_copy(g: _GemmLaunch, mach: _Machine, useful: float) -> float:
+    """operand_copy: operands the launcher copies to 16-byte aligned rows first (`pads_operand`): a read and a
+    write, and a launch each."""
+    t = 0.0
+    for nbytes, aligned in (
+        (g.m * g.k * g.e, (g.k * g.e) % 16 == 0 or g.m == 1 or g.k == 1),
+        (g.k * g.n * g.e, (g.k * g.e) % 16 == 0 if g.nt else ((g.n * g.e) % 16 == 0 or g.n == 1 or g.k == 1)),
+    ):
+        if not aligned and pads_operand(useful, nbytes):
+            t += 2 * nbytes / mach.read_bps + mach.launch_s
+    return t
+
+
+def _gemm_hot_rows(g: _GemmLaunch, mach: _Machine) -> float:
+    """l2_hot_rows: rows past M wrap onto row (r % M) (the loads need no mask), so below BLOCK_M rows every program
+    requests BLOCK_M rows of A per K step that are only M distinct rows, all programs the same ones (there is one
+    row tile). The 64+ row tiles load through cp.async, which bypasses L1: every copy reaches the L2 slice that
+    holds the line, and the same few lines serialize there. At M = 1, 1 x 28672 x 4096: 256 x 128 tiles took
+    308 us (224 programs x 256 rows x 8 KB = 470 MB of A requests: 1.5 TB/s on one line per K step), 128 x 128
+    181 us (235 MB); 16-row tiles (mma.sync, loads through L1, which merges the copies) stream B at the HBM rate.
+    More distinct rows spread the requests over as many lines (M = 4: residual -0.09 in log before this term,
+    M = 1: -0.5). The queue at the hot lines lengthens every K step's round trip, so `_gemm` adds it to the
+    latency term (a step needs both operands; the ring slot waiting on A holds B's next loads back too): as a
+    term of its own (overlapping B's stream) the 1-16 row problems stayed under-predicted by 0.3-0.6 in log."""
+    if g.m < g.bm and g.bm >= 64 and not g.persistent:
+        return g.tiles * g.split * g.bm * g.k_per * g.e / (mach.hot_line_bps * g.m)
+    return 0.0
+
+
+def _gemm_misaligned(g: _GemmLaunch, mach: _Machine) -> float:
+    """The slowdown of the load path on rows whose pitch is not a multiple of the 128-byte L2 line (DEFAULTS'
+    misaligned_cost): 1 + misaligned_cost x the share of the loaded tile rows that straddle a line."""
+    rows_a = g.k * g.e  # A [M, K] row-major; B [K, N] (nn) or w [N, K] (nt)
+    rows_b = g.k * g.e if g.nt else g.n * g.e
+    mis = (g.bm * (rows_a % 128 != 0) + g.bn * (rows_b % 128 != 0)) / (g.bm + g.bn)
+    return 1.0 + mach.misaligned_cost * mis
+
+
+def _gemm(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str, Any] | None = None) -> Prediction:
+    g = _gemm_launch(p, c, mach)
+    tag = _tiles.gemm_tag({**_GEMM_DEFAULTS, **c})
+    mma_eff = _eff(mach, "gemm", "mma", tag, eff)
+    stream_eff = _eff(mach, "gemm", "stream", tag, eff)
+    useful = traffic.gemm_flops(g.m, g.n, g.k)
+
+    t_tc, t_even, t_pad = _gemm_compute(g, mach, mma_eff, useful)
+    hbm_bytes = _gemm_hbm_bytes(g, mach)
+    inflight = _gemm_inflight(g)
+    t_hbm = _gemm_load(hbm_bytes, inflight, mach, stream_eff)
+    req_bytes = _gemm_l2_bytes(g)
+    t_l2 = req_bytes / mach.l2_bps
+    t_lat = _gemm_latency(g, mach)
+    t_hot = _gemm_hot_rows(g, mach)
+    slow = _gemm_misaligned(g, mach)
+
+    terms = {
+        "wave_tail": max(0.0, t_tc - t_even),
+        "padding": max(0.0, t_pad),
+        "operand_copy": _gemm_operand_copy(g, mach, useful),
+        "prologue_epilogue": _gemm_fill_epilogue(g, mach),
+        "split_k_fixup": _gemm_split_fixup(g, mach),
+        "launch": mach.launch_s,
+        "l2_hot_rows": t_hot,
+        "misaligned_rows": (t_tc + t_lat + t_hot) * (slow - 1.0),
+    }
+    detail = {
+        "tiles": g.tiles,
+        "programs": g.programs,
+        "split_k": g.split,
+        "blocks_per_sm": g.blocks_per_sm,
+        "waves": g.waves,
+        "hbm_bytes": hbm_bytes,
+        "l2_bytes": req_bytes,
+        "mma_eff": mma_eff,
+        "stream_eff": stream_eff,
+        "bytes_in_flight": inflight,
+        "flops": useful,
+    }
+    main = {"tensor_core": t_tc * slow, "hbm": t_hbm, "l2": t_l2, "latency": (t_lat + t_hot) * slow}
+    return _finish("gemm", mach, terms, main, detail, _eff(mach, "gemm", "fixed", tag, eff))
+
+
+@functools.lru_cache(maxsize=16)
+def gluon_calibration(gpu: str) -> dict[str, Any]:
+    """The Gluon GEMM's per-config rates on `gpu` (`calibration/<gpu>_gemm_gluon.json`), or {}."""
+    path = os.path.join(CAL_DIR, f"{gpu}_gemm_gluon.json")
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        data: dict[str, Any] = json.load(f)
+    return data
+
+
+def gemm_gluon(
+    p: dict[str, Any], c: dict[str, Any], gpu: str = "h200", efficiency: dict[str, Any] | None = None
+) -> Prediction:
+    """Predicted time of the Gluon GEMM (kernels/gemm_gluon.py) with config `c` (an advise.space.gemm_gluon_space
+    entry: schedule, block_m, block_n, block_k, num_stages, group_m).
+
+    The same terms as the persistent Triton kernel (`_gemm` with persistent=True: one CTA per SM walking
+    its tiles, the fill paid once, the epilogue's store half hidden behind the next tile), at the Gluon
+    config's own rates: its MMA efficiency measured on 8192^3 nn, its stream efficiency on 1 x 28672 x 4096
+    nt, its cost of rows that are not 128-byte aligned on 5000^3 nn (benchmarks/sweeps/calibrate_gluon.py
+    from benchmarks/results/h200/gemm_gluon_probe.json). A
+    cooperative CTA tile is 2 consumer warpgroups (8 warps), pingpong and single 1 at a time.
+    """
+    key = _gpus.get(gpu).key
+    cal = gluon_calibration(key) or gluon_calibration("h200")  # dimensionless rates carry over, like machine()'s
+    tag = _tiles.gemm_gluon_tag(c)
+    rates = cal.get("configs", {}).get(tag, {})
+    med = cal.get("medians", {})
+    eff = dict(efficiency or {})
+    for kind in ("mma", "stream", "fixed", "misaligned"):  # the config's own rate, else the median: none guessed
+        if kind not in eff:
+            if kind not in rates and kind not in med:
+                raise InputError(
+                    f"the Gluon GEMM calibration of {key} must give medians.{kind} "
+                    "(benchmarks/sweeps/calibrate_gluon.py writes it), got none"
+                )
+            eff[kind] = rates.get(kind, med.get(kind))
+    # TMA reads rows that are 16- but not 128-byte aligned at each config's own cost, not the pointer kernel's
+    mach = machine(key, (("misaligned_cost", float(eff["misaligned"])),))
+    warps = 8 if c["schedule"] == "cooperative" else 4
+    tc = {"block_m": c["block_m"], "block_n": c["block_n"], "block_k": c["block_k"], "group_m": c.get("group_m", 8),
+          "num_warps": warps, "num_stages": c["num_stages"], "persistent": True}  # fmt: skip
+    pred = _gemm(p, tc, mach, eff)
+    return Prediction("gemm_gluon", pred.ms, pred.terms, pred.binding, pred.gpu, pred.calibrated,
+                      {**pred.detail, "tag": tag})  # fmt: skip
+
+
 # ------------------------------------------------------------------------------------------ attention
 
 
 def _attention(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str, Any] | None = None) -> Prediction:
-    from tilewise.advise import space
-
     B, H, Hk = p["batch"], p["heads"], p["kv_heads"]
     sq, sk, d = p["seq_q"], p["seq_k"], p["head_dim"]
     causal = bool(p.get("causal", False))
     e = _gpus.element_bytes(p.get("dtype", "bf16"))
     bm, bn, w, st = c["block_m"], c["block_n"], c["num_warps"], c["num_stages"]
-    tag = f"d{d}:" + space.attention_tag(c)
+    tag = f"d{d}:" + _tiles.attention_tag(c)
     sms = mach.sms
     q_tiles = cdiv(sq, bm)
     programs = q_tiles * B * H
-    mma_eff = _eff(mach, "attention", "mma", tag, 0.5, eff)
+    mma_eff = _eff(mach, "attention", "mma", tag, eff)
     per_sm = mach.peak_flops / sms * mma_eff
     # each query tile walks the key tiles it sees (causal: up to the diagonal, bottom-right aligned);
     # in closed form so a 4M-token sequence costs no more to predict than a short one
@@ -465,7 +569,7 @@ def _attention(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[s
         keys, longest = q_tiles * full, full
     total = 4 * bm * keys * d * B * H
     longest = 4 * bm * longest * d
-    smem = (bm * d + st * 2 * bn * d) * e
+    smem = _tiles.attention_smem_bytes(bm, bn, d, st, e)
     b = _blocks_per_sm(mach.key, w, bm * d / (32 * w) * 2, smem)
     # longest-first greedy over sms x b slots, programs of one head next to each other
     t_even = total / (sms * per_sm)
@@ -478,14 +582,14 @@ def _attention(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[s
     kv_req = programs * (cdiv(sk, bn) * bn if not causal else sk / 2 + bm) * 2 * d * e
     active = min(programs, sms * b)
     inflight = active * max(1, st - 1) * 2 * bn * d * e
-    t_hbm = hbm / _stream_bw(mach, inflight, _eff(mach, "attention", "stream", tag, 0.85, eff))
+    t_hbm = hbm / _stream_bw(mach, inflight, _eff(mach, "attention", "stream", tag, eff))
     t_l2 = kv_req / mach.l2_bps
     sm_bw = mach.read_bps / _gpus.get(mach.key).sms
     fill = mach.latency_s + mach.fill_s + (bm * d + 2 * bn * d) * e / sm_bw
     t_fixed = cdiv(cdiv(programs, sms), b) * (fill + bm * d * e / sm_bw)
     terms = {"prologue_epilogue": t_fixed, "launch": mach.launch_s, "wave_tail": max(0.0, t_tc - t_even)}
     detail = {"programs": programs, "blocks_per_sm": b, "flops": useful, "hbm_bytes": hbm, "mma_eff": mma_eff}
-    fixed = _eff(mach, "attention", "fixed", tag, 1.0, eff)
+    fixed = _eff(mach, "attention", "fixed", tag, eff)
     return _finish("attention", mach, terms, {"tensor_core": t_tc, "hbm": t_hbm, "l2": t_l2}, detail, fixed)
 
 
@@ -493,24 +597,22 @@ def _attention(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[s
 
 
 def _decode(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str, Any] | None = None) -> Prediction:
-    from tilewise.advise import space
-
     B, Hq, Hk, L, d = p["batch"], p["heads"], p["kv_heads"], p["seq_len"], p["head_dim"]
     e = _gpus.element_bytes(p.get("dtype", "bf16"))
     bn, w, st, s = c["block_n"], c["num_warps"], c["num_stages"], c["num_splits"]
-    tag = space.decode_tag({**c, "num_splits": 1})
+    tag = _tiles.decode_tag({**c, "num_splits": 1})
     chunk = cdiv(cdiv(max(L, 1), s), bn) * bn
     splits = cdiv(max(L, 1), chunk)
     sms = mach.sms
     programs = B * Hk * splits
-    smem = 2 * bn * d * e * st
+    smem = _tiles.decode_smem_bytes(bn, d, st, e)
     b = _blocks_per_sm(mach.key, w, 16 * d / (32 * w) * 2, smem)
     active = min(programs, sms * b)
     kv = 2 * B * Hk * L * d * e
     group = Hq // Hk
     part = splits * B * Hq * (d + 1) * 4 if splits > 1 else 0
     inflight = active * max(1, st - 1) * 2 * bn * d * e
-    stream = _eff(mach, "decode", "stream", tag, 0.8, eff)
+    stream = _eff(mach, "decode", "stream", tag, eff)
     bw = _stream_bw(mach, inflight, stream)
     # the busiest SM streams its programs' chunks one generation after another
     gens = cdiv(programs, sms * b)
@@ -532,7 +634,7 @@ def _decode(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str,
     merges = (c["merge"],) if "merge" in c else DECODE_MERGES
     t_merge = min(decode_merge_s(mach, m, B, Hk, group, splits, d, gens, b) for m in merges)
     flops = 4 * B * Hq * L * d
-    mma_eff = _eff(mach, "decode", "mma", tag, 0.3, eff)
+    mma_eff = _eff(mach, "decode", "mma", tag, eff)
     t_tc = cdiv(programs, sms) * 4 * max(16, group) * chunk * d / (mach.peak_flops / sms * mma_eff)
     # A program's K/V steps are a dependent chain (QK, softmax, PV on one tile, then the next): its load
     # round trip over the `stages - 1` tiles in flight adds to the step's compute instead of hiding under
@@ -543,7 +645,7 @@ def _decode(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str,
     terms = {"prologue_epilogue": t_fixed, "split_merge": t_merge, "launch": mach.launch_s, "step_latency": t_lat}
     detail = {"programs": programs, "splits": splits, "chunk": chunk, "blocks_per_sm": b, "hbm_bytes": kv + part,
               "stream_eff": stream, "bytes_in_flight": inflight, "flops": flops, "tc_extra": t_lat}  # fmt: skip
-    fixed = _eff(mach, "decode", "fixed", tag, 1.0, eff)
+    fixed = _eff(mach, "decode", "fixed", tag, eff)
     main = {"hbm": t_stream, "l2": t_l2, "tensor_core": t_tc + t_lat}  # the chain: compute + round trips
     return _finish("decode", mach, terms, main, detail, fixed)
 
@@ -608,18 +710,16 @@ def decode_merge(problem: dict[str, Any], config: dict[str, Any], gpu: str = "h2
 
 
 def _grouped(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str, Any] | None = None) -> Prediction:
-    from tilewise.advise import space
-
     E, r, n, k = p["experts"], p["rows_per_expert"], p["n"], p["k"]
     e = _gpus.element_bytes(p.get("dtype", "bf16"))
     bm, bn, bk, st = c["block_m"], c["block_n"], c["block_k"], c["num_stages"]
     sched = c.get("schedule", "map")
-    tag = space.grouped_tag(c)
+    tag = _tiles.grouped_tag(c)
     sms = mach.sms
     m_tiles = cdiv(r, bm) if r > 0 else 0
     tiles = E * m_tiles * cdiv(n, bn)
     per_prog = cdiv(tiles, sms)
-    mma_eff = _eff(mach, "grouped", "mma", tag, 0.6, eff)
+    mma_eff = _eff(mach, "grouped", "mma", tag, eff)
     per_sm = mach.peak_flops / sms * mma_eff
     tile_flops = 2 * bm * bn * k
     t_tc = per_prog * tile_flops / per_sm
@@ -629,7 +729,7 @@ def _grouped(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str
     hbm = w_bytes + E * r * (k + n) * e
     active = min(tiles, sms)
     inflight = active * max(1, st - 1) * (bm + bn) * bk * e
-    stream = _eff(mach, "grouped", "stream", tag, 0.8, eff)
+    stream = _eff(mach, "grouped", "stream", tag, eff)
     t_hbm = hbm / _stream_bw(mach, inflight, stream)
     t_l2 = tiles * (bm + bn) * k * e / mach.l2_bps
     sm_bw = mach.read_bps / _gpus.get(mach.key).sms
@@ -646,7 +746,7 @@ def _grouped(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str
         "padding": max(0.0, t_even * (1 - useful / max(1, tiles * tile_flops))),
     }
     detail = {"tiles": tiles, "tiles_per_program": per_prog, "flops": useful, "hbm_bytes": hbm, "mma_eff": mma_eff}
-    fixed = _eff(mach, "grouped", "fixed", tag, 1.0, eff)
+    fixed = _eff(mach, "grouped", "fixed", tag, eff)
     # the persistent program walks its tiles' K loops one after another, `stages - 1` steps of loads in
     # flight (the GEMM's per-program latency term)
     t_lat = per_prog * cdiv(k, bk) * mach.step_latency_s / max(1, st - 1)
@@ -683,13 +783,11 @@ _FAMILIES = {"gemm": _gemm, "attention": _attention, "decode": _decode, "grouped
 
 
 def _composed(name: str) -> Callable[..., Prediction]:
-    """moe, ffn, sum: composed from the families above (tilewise.model.compose)."""
+    """moe, ffn, sum: composed from the families above (tilewise.model.compose), which it predicts through
+    `predict` (passed down: compose sits below this module)."""
 
     def run(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str, Any] | None = None) -> Prediction:
-        from tilewise.model import compose
-
-        pred: Prediction = compose.FAMILIES[name](p, c, mach, eff)
-        return pred
+        return compose.FAMILIES[name](p, c, mach, eff, predict)
 
     return run
 
@@ -703,6 +801,8 @@ __all__ = [
     "calibration",
     "decode_merge",
     "decode_merge_s",
+    "gemm_gluon",
+    "gluon_calibration",
     "machine",
     "overlap",
     "predict",

@@ -12,7 +12,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from tilewise import gpus as _gpus
-from tilewise.errors import InputError
+from tilewise.errors import InputError, fraction, positive_int
+from tilewise.model import traffic
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,7 @@ def time_levels(
 
 # ------------------------------------------------------------------ L2 reuse
 #
-# The tips document: a KV tile is K and V, [N, d] each; a block with M rows of Q does
+# A KV tile is K and V, [N, d] each; a block with M rows of Q does
 # 4 x M x N x d FLOPs on its 2 x N x d x 2 bytes: each byte of KV buys M FLOPs, N cancels.
 # Against a balance of 989.4 / 3.35 = 295, M = 64 is more than 4x short if every byte comes
 # from HBM. But the Q blocks of one head all read the same K/V, so later blocks mostly hit L2:
@@ -145,8 +146,6 @@ def time_levels(
 
 
 def _hit(hit_rate: float) -> float:
-    from tilewise.errors import fraction
-
     return fraction("hit_rate", hit_rate)
 
 
@@ -166,8 +165,6 @@ def hit_rate_for_compute_roof(intensity: float, gpu: str | _gpus.GPU = "h100-sxm
 
 def ideal_hit_rate(readers: int) -> float:
     """Hit rate when `readers` blocks read the same bytes and only the first read misses: 1 - 1/readers."""
-    from tilewise.errors import positive_int
-
     return 1.0 - 1.0 / positive_int("readers", readers)
 
 
@@ -191,7 +188,7 @@ def l2_reuse(
 ) -> L2Reuse:
     """Where a kernel that re-reads a shared operand stands at a given L2 hit rate.
 
-    Only the misses go to HBM. The seed's model stops there (the default). With `include_l2`,
+    Only the misses go to HBM. The default stops there (M = 64 needs ~78% hits on an H100 SXM). With `include_l2`,
     every requested byte also counts against L2's bandwidth, an order-of-magnitude figure
     (NVIDIA publishes none), which can bind first.
     """
@@ -235,10 +232,7 @@ class KVIntensity:
 
 def kv_tile_intensity(block_m: int = 64, block_n: int = 128, head_dim: int = 128, dtype: str = "bf16") -> KVIntensity:
     """FLOPs per byte of one K/V tile for a block owning block_m query rows: N and d cancel, M remains."""
-    from tilewise.errors import positive_int
-
     m, n, d = positive_int("block_m", block_m), positive_int("block_n", block_n), positive_int("head_dim", head_dim)
-    from tilewise.model import traffic
 
     flops = traffic.attention_tile_flops(m, n, d)
     kv = traffic.kv_tile_bytes(n, d, dtype)

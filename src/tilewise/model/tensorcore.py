@@ -1,6 +1,6 @@
 """Tensor Cores on Hopper: wgmma shapes, how fast shared memory can feed them, and budgets.
 
-The tips document derives FlashAttention-3's tile sizes in three steps, each a function here:
+FlashAttention-3's tile sizes follow from three steps of arithmetic, each a function here:
 
 1. One wgmma is m64 nN k16 (16-bit types): 2 x 64 x N x 16 FLOPs. An SM does 4096 dense
    bf16 FLOPs per cycle (4 Tensor Cores x 512 multiply-adds x 2), so the instruction takes
@@ -50,7 +50,7 @@ PUBLISHED = {
     "32 banks x 4 bytes = 128 B/cycle for ordinary shared-memory loads": "CUDA C++ Programming Guide",
 }
 MODELLED = {
-    "128 B/cycle for the path wgmma reads its operands through": "not published (the tips document says so)",
+    "128 B/cycle for the path wgmma reads its operands through": "not published by NVIDIA (an order-of-magnitude figure)",
     "registers for addresses and bookkeeping": f"order of magnitude ({ADDRESS_REGISTERS} per thread assumed)",
     "accumulator layout: fp32 spread evenly over the warpgroup's 128 threads": "exact for wgmma's layout",
 }
@@ -192,7 +192,7 @@ def smem_feed(n: int = 64, dtype: str = "bf16", form: str = "SS", gpu: str = "h1
 def feed_table(
     ns: Sequence[int] = (64, 128, 256), dtype: str = "bf16", form: str = "SS", gpu: str = "h100-sxm"
 ) -> list[Feed]:
-    """`smem_feed` at each N (the seed's 'drag N')."""
+    """`smem_feed` at each N (N = 64, 128, 256: compute / feed 1.00, 1.33, 1.60)."""
     return [smem_feed(n, dtype, form, gpu) for n in ns]
 
 
@@ -209,7 +209,7 @@ class RegisterBudget:
     o: float  # O [block_m, d] fp32
     stats: float  # row max and row sum for the thread's rows
     addresses: float  # model figure
-    accumulators: float  # s + o: the seed's "192" at N = 256, d = 128
+    accumulators: float  # s + o: 128 + 64 = 192 of 255 at N = 256, d = 128
     total: float
     limit: int  # 255 per thread
     fits: bool

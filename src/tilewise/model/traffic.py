@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tilewise.errors import InputError, positive_int
+from tilewise.errors import InputError
 from tilewise.gpus import element_bytes
 from tilewise.util import cdiv
 
@@ -32,7 +32,7 @@ def gemm_bytes(m: int, n: int, k: int, dtype: str = "bf16", out_dtype: str | Non
 def gemm_naive_hbm_elements(m: int, n: int, k: int) -> int:
     """One thread per C[i][j], no reuse: each thread reads a row of A and a column of B.
 
-    The tips document: each element of A is read N times and each of B M times.
+    Without tiles each element of A is read N times and each of B M times.
     """
     return (m * n * k) * 2 + m * n
 
@@ -243,11 +243,6 @@ def mhffn_unfused_saved_bytes(tokens: int, heads: int, intermediate: int, dtype:
 def dense_swiglu_flops(tokens: int, d_model: int, intermediate: int) -> int:
     """Dense SwiGLU x [T, d] -> [T, I] gate and up -> [T, d]: 3 GEMMs of 2 T d I."""
     return 3 * gemm_flops(tokens, intermediate, d_model)
-
-
-def check_dims(**dims: int) -> dict[str, int]:
-    """Validate named sizes as positive integers (one message per bad size)."""
-    return {name: positive_int(name, v) for name, v in dims.items()}
 
 
 def gemm_tile_flops(block_m: int, block_n: int, k: int) -> int:

@@ -1,6 +1,6 @@
 """Waves: how a grid of blocks is laid over the SMs, and what the last, partial wave costs.
 
-The GEMM article: 192 blocks on 132 SMs is 1.45 waves; the second wave runs 60 blocks
+C[64, 24576] in 64 x 128 tiles is 192 blocks; on 132 SMs that is 1.45 waves: the second wave runs 60 blocks
 while 72 SMs sit idle, so the grid as a whole uses 192 / (2 x 132) = 73% of the machine.
 """
 
@@ -10,7 +10,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from tilewise.errors import positive_int
+from tilewise import gpus as _gpus
+from tilewise.errors import InputError, fraction, positive_int
+from tilewise.model import latency, traffic
 from tilewise.util import cdiv
 
 
@@ -49,9 +51,9 @@ def grid_waves(blocks: int, sms: int, blocks_per_sm: int = 1) -> Waves:
 
 # ----------------------------------------------------------------- grouped GEMM schedule
 #
-# The tips document: "The experts share K and N, but each has its own M. Take a prefix sum
-# over their tile counts; whichever range a global tile index falls into names its expert,
-# found with a binary search." The persistent grouped GEMM kernel
+# The experts share K and N, but each has its own M. A prefix sum over their tile counts
+# splits the global tile index into ranges; the range an index falls into names its expert,
+# found with a binary search. The persistent grouped GEMM kernel
 # (tilewise.kernels.grouped_gemm) walks tiles in exactly this order; tests check the kernel's
 # schedule against these functions.
 
@@ -118,9 +120,9 @@ def persistent_tiles(total_tiles: int, programs: int, program: int) -> list[int]
 
 # ----------------------------------------------------------------- persistent schedules
 #
-# The tips document: "Write the grouped GEMM as a persistent kernel: launch as many blocks as
-# SMs, keep each block resident, and let it loop, pulling tiles from a scheduler. That saves
-# the repeated launches and pipeline setups." And: prologue and epilogue are negligible when
+# A persistent grouped GEMM launches as many blocks as SMs, keeps each block resident and lets
+# it loop, pulling tiles from a scheduler: that saves the repeated launches and pipeline setups.
+# And: prologue and epilogue are negligible when
 # the K loop is long and show when it is short; MoE is the classic case.
 
 
@@ -189,8 +191,6 @@ def tile_cost(
     taken to hit in L2; `b_hit_rate` of B hits too). Prologue: setup + load latency + the first step's load. Epilogue: the
     C tile written at the same share. Latency and setup are order-of-magnitude model figures.
     """
-    from tilewise import gpus as _gpus
-
     bm, bn = positive_int("block_m", block_m), positive_int("block_n", block_n)
     k, bk = positive_int("k", k), positive_int("block_k", block_k)
     g = _gpus.get(gpu)
@@ -199,7 +199,6 @@ def tile_cost(
     bw = g.hbm_bytes_per_s / g.sms / (g.tensor_clock_mhz * 1e6)
     steps = cdiv(k, bk)
     mma = 2 * bm * bn * bk / per_cycle
-    from tilewise.errors import fraction
 
     hit = fraction("b_hit_rate", b_hit_rate)
     # B (weights) streams from HBM, less what L2 serves; A, re-read by every N tile, is taken to hit L2.
@@ -258,13 +257,9 @@ def grouped_gemm_cost(
     The longest program sets the time: persistent = prologue + max tiles per program x (main
     loop + epilogue); one block per tile = rounds x (prologue + main loop + epilogue).
     """
-    from tilewise import gpus as _gpus
-
     g = _gpus.get(gpu)
     sched = grouped_schedule(rows_per_expert, block_m, n, block_n)
     if sched.total_tiles == 0:
-        from tilewise.errors import InputError
-
         raise InputError(f"rows_per_expert must route at least one row, got {list(rows_per_expert)[:8]}")
     used = sum(1 for t in sched.m_tiles if t)
     # The schedule walks an expert's M tiles first (local_tile_coords), so each [K, block_n] slice of
@@ -317,9 +312,6 @@ def persistent_prologue_share(
     2.6% at 8 rows/expert and 4.7% at 128 (E 128, K 2048, N 1536), against 2.4% and 5.0% measured
     by fusing the tile loop into the K loop (docs/kernels.md).
     """
-    from tilewise import gpus as _gpus
-    from tilewise.model import latency, traffic
-
     g = _gpus.get(gpu)
     sched = grouped_schedule(rows_per_expert, block_m, n, block_n)
     if sched.total_tiles == 0:

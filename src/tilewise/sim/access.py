@@ -1,8 +1,8 @@
 """What the memory system does with the 32 addresses of one warp instruction.
 
-The tips document: "32 threads read 128 consecutive bytes ... merge into one transfer" (global memory,
-counted in 32-byte sectors) and "32 banks, each 4 bytes wide; the n-th 4-byte word lives in bank n % 32 ...
-if they all read the same address, that is a broadcast" (shared memory, counted in wavefronts).
+Global memory: 32 threads reading 128 consecutive bytes merge into one transfer; scattered addresses split
+into up to 32 (counted in 32-byte sectors). Shared memory: 32 banks, each 4 bytes wide, the n-th 4-byte word
+in bank n % 32; threads on one address get a broadcast (counted in wavefronts).
 
 `analyze_access` returns Nsight Compute's own counters for one instruction of one warp, as measured on an
 H200 (tests/data/ncu/, made by make_fixture.py there: 2766 patterns in four rounds, every one reproduced

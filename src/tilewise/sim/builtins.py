@@ -8,7 +8,6 @@ import sys
 
 import numpy as np
 
-from tilewise.errors import InputError
 from tilewise.sim.memory import MemArray, Vec
 from tilewise.sim.runtime import current
 
@@ -167,9 +166,3 @@ def expf(x):
 def as_int(x):
     """(int)x: truncation toward zero, per thread."""
     return np.trunc(x).astype(np.int64) if isinstance(x, np.ndarray) else int(x)
-
-
-def require_array(a, name="array"):
-    if not isinstance(a, MemArray):
-        raise InputError(f"{name} must be a global or shared array, got {type(a).__name__}")
-    return a

@@ -12,6 +12,9 @@ import sys
 import numpy as np
 
 from tilewise.errors import InputError, fraction, positive_int
+from tilewise.sim.lazy import LazyArray
+from tilewise.sim.report import render_text, report
+from tilewise.sim.runtime import MAX_STEPS, Device, Kernel, launch, launch_shape
 
 EPILOG = """examples:
   tilewise trace examples/sim/gemm_tiled.py --grid 4,4 --block 32,32
@@ -92,8 +95,6 @@ def load_module(path: str):
 
 
 def pick_kernel(mod, name: str | None):
-    from tilewise.sim.runtime import Device, Kernel
-
     ks = {k: v for k, v in vars(mod).items() if isinstance(v, Kernel) and not isinstance(v, Device)}
     if name:
         if name not in ks:
@@ -155,10 +156,6 @@ def run_file(
     Errors in the file (syntax, setup(), the kernel, check()) come back as one InputError line naming the
     file and line; `max_steps` / `time_limit` stop an endless kernel (defaults: runtime.MAX_STEPS, none).
     """
-    from tilewise.sim.lazy import LazyArray
-    from tilewise.sim.report import report
-    from tilewise.sim.runtime import MAX_STEPS, launch, launch_shape
-
     seed = positive_int("--seed", seed, minimum=0, maximum=2**63 - 1)
     mod = load_module(path)
     k = pick_kernel(mod, kernel)
@@ -212,8 +209,6 @@ def run_file(
 
 
 def _cmd_trace(a: argparse.Namespace) -> int:
-    from tilewise.sim.report import render_text
-
     if a.sample is not None and a.sample < 1:
         raise InputError(f"--sample must be a positive number of blocks, got {a.sample}")
     if a.max_steps is not None:

@@ -15,7 +15,7 @@ from tilewise.sim.memory import MemArray, Vec
 from tilewise.sim.recording import atomic_how
 from tilewise.util import cdiv
 
-STATIC_SMEM_LIMIT = 48 * 1024  # static __shared__ arrays: at most 48 KB (the tips document)
+STATIC_SMEM_LIMIT = 48 * 1024  # static __shared__ arrays: at most 48 KB (CUDA guide; more needs dynamic, opt-in)
 SMEM_OPTIN_LIMIT = 227 * 1024  # one block's shared memory on Hopper, opt-in
 SMEM_ALIGN = 128
 
@@ -115,7 +115,7 @@ class Intrinsics:
         self.static_cursor = end
         self.max_shared = max(self.max_shared, end)
         data = self.smem[off:end].view(dt)
-        return MemArray("shared", data, off, name, shape)
+        return MemArray("shared", data, off, name, shape, owner=self)
 
     def dynamic_shared(self, dtype, name):
         dt = np.dtype(dtype)
@@ -123,7 +123,7 @@ class Intrinsics:
         if n == 0:
             raise InputError("dynamic_shared() needs launch(..., shared_bytes=N) with N > 0")
         self.max_shared = max(self.max_shared, self.shared_dyn)
-        return MemArray("shared", self.smem[: n * dt.itemsize].view(dt), 0, name, (n,))
+        return MemArray("shared", self.smem[: n * dt.itemsize].view(dt), 0, name, (n,), owner=self)
 
     # ---------------------------------------------------------------- warp-level
     def shfl(self, var, kind, arg, width):

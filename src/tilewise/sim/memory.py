@@ -2,9 +2,22 @@
 
 from __future__ import annotations
 
+from typing import Any, Protocol
+
 import numpy as np
 
 from tilewise.errors import InputError
+
+
+class Accessor(Protocol):
+    """What an array needs of the executor that runs its launch (`runtime.Executor`)."""
+
+    running: bool  # True while its launch runs
+
+    def load(self, obj: MemArray, idx: Any, site: Any) -> Any: ...
+
+    def store(self, obj: MemArray, idx: Any, value: Any, site: Any) -> None: ...
+
 
 GLOBAL_BASE = 0x7F00_0000_0000  # first global allocation; every allocation is 256-byte aligned like cudaMalloc's
 
@@ -15,11 +28,15 @@ class MemArray:
     data: the whole allocation as a 1-D numpy array of access units (a (n, vec) view for vector types).
     offset: the view's first unit, an int or a per-thread vector.
     shape / strides: in units; the last index moves by one unit.
+    owner: the executor of the launch the array belongs to (runtime.launch sets it for the arguments,
+    the executor for the shared arrays it allocates): `A[i]` outside the kernel's rewritten code is
+    its `load` / `store`. Handed down here, so the memory model never imports the runtime.
     """
 
-    __slots__ = ("base", "data", "name", "offset", "shape", "space", "strides", "unit_bytes", "vec")
+    __slots__ = ("base", "data", "name", "offset", "owner", "shape", "space", "strides", "unit_bytes", "vec")
 
-    def __init__(self, space, data, base, name, shape=None, offset=0, vec=1):
+    def __init__(self, space, data, base, name, shape=None, offset=0, vec=1, owner: Accessor | None = None):
+        self.owner = owner
         self.space = space
         self.data = data
         self.base = base
@@ -44,8 +61,7 @@ class MemArray:
         return len(self.data)
 
     def view(self, offset, shape) -> MemArray:
-        v = MemArray(self.space, self.data, self.base, self.name, shape, offset, self.vec)
-        return v
+        return MemArray(self.space, self.data, self.base, self.name, shape, offset, self.vec, self.owner)
 
     def __add__(self, k):
         """Pointer arithmetic: `A + row * K` is the array starting `row * K` elements further."""
@@ -58,15 +74,16 @@ class MemArray:
     def __len__(self):
         return self.shape[0]
 
-    def __getitem__(self, idx):
-        from tilewise.sim import runtime
+    def _running_owner(self) -> Accessor:
+        if self.owner is None or not self.owner.running:
+            raise InputError("this is a kernel builtin: call it inside a @kernel function run by launch()")
+        return self.owner
 
-        return runtime.current().load(self, idx, None)
+    def __getitem__(self, idx):
+        return self._running_owner().load(self, idx, None)
 
     def __setitem__(self, idx, value):
-        from tilewise.sim import runtime
-
-        runtime.current().store(self, idx, value, None)
+        self._running_owner().store(self, idx, value, None)
 
     def __repr__(self):
         return f"<{self.space} {self.name} {self.data.dtype}{'x' + str(self.vec) if self.vec > 1 else ''} {self.shape}>"
@@ -93,7 +110,7 @@ def vec(arr: MemArray, n: int) -> MemArray:
     m = len(arr.data) // n
     data = arr.data[: m * n].reshape(m, n)
     total = int(np.prod(arr.shape)) // n
-    return MemArray(arr.space, data, arr.base, arr.name, (total,), int(arr.offset) // n, n)
+    return MemArray(arr.space, data, arr.base, arr.name, (total,), int(arr.offset) // n, n, arr.owner)
 
 
 class Vec:

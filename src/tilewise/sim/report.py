@@ -1,6 +1,6 @@
 """The per-line report of a simulated launch: what each memory line costs, and what it should cost.
 
-Follows the tips document's order: global memory (sectors per request, coalesced or not), shared memory
+Ordered from the outside in: global memory (sectors per request, coalesced or not), shared memory
 (wavefronts, bank conflicts, broadcasts), divergence (active lanes per warp instruction), then hazards.
 """
 

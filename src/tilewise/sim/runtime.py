@@ -193,6 +193,7 @@ class Executor(ControlFlow, AccessRecorder, HazardTracker, Intrinsics):
         self.deadline = None if time_limit is None else time.perf_counter() + time_limit
         self.steps = 0
         self.next_check = self._next_check()
+        self.running = False  # True while launch() runs it: its arrays' A[i] are its load / store then
 
     # ---------------------------------------------------------------- block setup
     def start_block(self, bidx: tuple):
@@ -427,14 +428,19 @@ def launch(
         time_limit = fraction("time_limit", time_limit, low=1e-3, high=1e9)
     ex = Executor(kern, grid, block, int(shared_bytes), hazards, trace, max_steps, time_limit)
     blocks = sample_blocks(grid, sample)
+    for g in gargs:
+        if isinstance(g, MemArray):
+            g.owner = ex
     kern._globals[RT] = ex
     _CURRENT.append(ex)
+    ex.running = True
     t0 = time.perf_counter()
     try:
         for b in blocks:
             ex.start_block(b)
             fn(*gargs)
     finally:
+        ex.running = False
         _CURRENT.pop()
     secs = time.perf_counter() - t0
     uniq = touched_bytes(ex.touched)

@@ -1,4 +1,4 @@
-"""`tilewise explore`: the seeds' interactive widgets in a browser, every number from the model.
+"""`tilewise explore`: interactive panels in a browser (warps to tile sizes), every number from the model.
 
 Starlette and uvicorn (the `web` extra) are imported only when the command runs.
 """
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
 def register(sub) -> None:
     p = sub.add_parser(
         "explore",
-        help="open the explorer: the seeds' interactive widgets, live, in a browser",
+        help="open the explorer: interactive panels from warps to tile sizes, live, in a browser",
         description=(
             "Start a local web server on 127.0.0.1 and open the explorer: the grid over the SMs, occupancy's "
             "limits, the GEMM tiling animation, decode padding, the MoE tile scheduler and the Hopper panels, "

@@ -1,4 +1,4 @@
-"""Exercises in the spirit of the tips document: a problem, the reader's answer, then the model's answer and why.
+"""Exercises: a problem, the reader's answer, then the model's answer and why.
 
 One source of truth: every answer is what a panel's endpoint returns for the problem's inputs
 (`registry.call`, so the same model function the panel draws), never a number written here.

@@ -16,7 +16,7 @@ from tilewise.errors import InputError
 MAX_CHARS = 120
 MAX_NODES = 60
 MAX_VALUE = 1 << 40  # indices and intermediates stay below 2^40 elements
-LANE_NAMES = ("lane", "tid", "i", "threadIdx.x", "threadIdx_x")
+LANE_NAMES = ("lane", "tid", "i", "threadIdx_x")  # threadIdx.x is read as threadIdx_x
 
 _BINOPS = {
     ast.Add: operator.add,
@@ -76,7 +76,7 @@ def parse(text: str) -> ast.expr:
             if abs(node.value) >= MAX_VALUE:
                 raise InputError(f"expr constants must be below 2^40, got {node.value}")
             continue
-        if isinstance(node, ast.Name) and node.id in ("lane", "tid", "i", "threadIdx_x"):
+        if isinstance(node, ast.Name) and node.id in LANE_NAMES:
             continue
         what = node.id if isinstance(node, ast.Name) else type(node).__name__
         raise InputError(f"expr may use only the name `lane`, integers and + - * // % << >> & | ^, got {what!r}")

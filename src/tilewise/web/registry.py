@@ -26,7 +26,8 @@ class Panel:
 
 PANELS: dict[str, Panel] = {}
 
-# Page order: the tips document's order, then the GEMM article's, then MoE, then the advisor.
+# Page order: from the warp up (memory, divergence, occupancy, Tensor Cores, pipelines), then the GEMM
+# from grid to Tensor Core, then MoE, then the advisor.
 ORDER = (
     "hierarchy",
     "access",

@@ -19,6 +19,10 @@ from __future__ import annotations
 
 import json
 import mimetypes
+import socket
+import threading
+import time
+import webbrowser
 from importlib import resources
 from pathlib import Path
 
@@ -229,9 +233,6 @@ def create_app(static: dict[str, tuple[bytes, str]] | None = None, allowed_hosts
 
 def serve(port: int = 8765, open_browser: bool = True, host: str = "127.0.0.1") -> None:
     """Run the explorer with uvicorn on the loopback interface until interrupted."""
-    import threading
-    import webbrowser
-
     import uvicorn
 
     app = create_app()
@@ -262,8 +263,6 @@ class BackgroundServer:
     """
 
     def __init__(self, port: int = 0, host: str = "127.0.0.1", log_level: str = "error"):
-        import socket
-
         if port == 0:
             with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
                 s.bind((host, 0))
@@ -274,9 +273,6 @@ class BackgroundServer:
         self._thread = None
 
     def __enter__(self) -> str:
-        import threading
-        import time
-
         import uvicorn
 
         config = uvicorn.Config(

@@ -1,8 +1,8 @@
 """The divergence panel's kernels, written in the simulator's language and run by `tilewise.sim.launch`.
 
-The tips document: "The warp runs both sides: first the if, with the other threads masked off and
-idle, then the else. You pay for both branches." and "Write short branches as cond ? a : b ...
-sort or group the data so the threads of one warp take the same path." Each kernel writes which
+A divergent warp runs both sides: first the if, with the other threads masked off and idle, then
+the else, so it pays for both branches. The cures: short branches as cond ? a : b (a select every
+thread executes), long ones by sorting or grouping the data so one warp's threads take one path. Each kernel writes which
 side each thread took into `side` (1 = if, 2 = else, 3 = both computed, then selected), so the page
 draws the simulator's own result; the per-line warp instructions and active lanes come from its trace.
 The panel launches each warp on its own (one 32-thread block, `warp` = its index in the pair) so that the

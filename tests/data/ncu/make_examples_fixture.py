@@ -1,6 +1,6 @@
 """End-to-end check of the simulator: the examples' kernels in CUDA, their launch totals under Nsight Compute.
 
-The CUDA twins below are the seeds' kernels as the files in examples/sim/ write them, launched with the
+The CUDA twins below are the kernels as the files in examples/sim/ write them, launched with the
 same sizes as `tilewise trace` uses by default. Shared arrays are `volatile` so that every source-level
 access is one instruction, as the simulator counts them (without it nvcc turns the four sA[ty][k]
 of an unrolled k loop into one 16-byte LDS.128; the `gemm_tiled_nv` launch shows that).

@@ -6,7 +6,8 @@ onto its flash backend (FlashAttention-2) is timed in the same run as `sdpa_flas
 
 FLOPs and bytes come from `tilewise.model.traffic` (`attention_flops` with SDPA's causal
 convention, half of Sq x Sk pairs, so TFLOP/s compare with the published peers; and
-`attention_bytes`). The headline shapes are the issue's; the sweep adds shapes across batch,
+`attention_bytes`). The five headline shapes (`HEADLINE`: B4 H32 S4096 D 128 with and without a causal mask, ...) are
+the ones the README quotes; the sweep adds shapes across batch,
 heads, sequence length, head dim, causal and GQA.
 """
 
@@ -16,7 +17,8 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from tilewise.bench import shapes
+from tilewise.bench import harness, shapes
+from tilewise.model import traffic
 
 DEVICE = "cuda"  # the suites run on the GPU (a CPU smoke test may change it)
 NAME = "attention"
@@ -99,10 +101,8 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    from tilewise.bench import harness
     from tilewise.kernels.attention_gluon import use_gluon
     from tilewise.kernels.flash_attention import attention, forward_config
-    from tilewise.model import traffic
 
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype]
     problems = parse_shapes(args.shapes)

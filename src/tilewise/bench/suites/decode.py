@@ -2,7 +2,7 @@
 
 Bytes from `tilewise.model.traffic.decode_bytes` (each sequence's K/V read once, plus q and o);
 the copy bandwidth is measured in the same run (1 GiB device-to-device copy, read + write) and
-every row carries `copy_fraction` = our TB/s over it (the issue's 90% target). The variable-length
+every row carries `copy_fraction` = our TB/s over it (the target: 90% of the copy). The variable-length
 batch gives SDPA the cache padded to the longest sequence with a boolean mask, which is what a
 user of SDPA does; ours reads each sequence's own keys only.
 """
@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import argparse
 
-from tilewise.bench import shapes
+from tilewise.bench import harness, shapes
+from tilewise.model import traffic
+from tilewise.util import cdiv
 
 DEVICE = "cuda"  # the suites run on the GPU (a CPU smoke test may change it)
 NAME = "decode"
@@ -71,7 +73,6 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
     import torch.nn.functional as F
     from triton.testing import do_bench
 
-    from tilewise.bench import harness
     from tilewise.kernels.decode import (
         MAX_CHUNK,
         USE_DESC,
@@ -80,8 +81,6 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
         decode_attention,
         default_tile,
     )
-    from tilewise.model import traffic
-    from tilewise.util import cdiv
 
     problems = parse_shapes(args.shapes)
     d = args.head_dim

@@ -17,9 +17,13 @@ FLOPs and bytes: tilewise.model.traffic (mhffn_*), backward counts from tilewise
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from typing import Any
 
-from tilewise.bench import shapes
+from tilewise.bench import harness, shapes
+from tilewise.errors import InputError
+from tilewise.explain import ffn as xffn
+from tilewise.model import traffic
 
 NAME = "ffn"
 DEVICE = "cuda"  # the benchmark runs on the GPU; a dry run on the CPU may set it to "cpu"
@@ -40,8 +44,6 @@ def _moe_problems(args: argparse.Namespace) -> list[tuple[int, int, int, int, in
     width = shapes.count("--moe-width", "the expert width", args.moe_width)
     top_k = shapes.count("--moe-topk", "top-k", args.moe_topk)
     if top_k > experts:
-        from tilewise.errors import InputError
-
         raise InputError(f"--moe-topk must be at most --moe-experts, got {top_k} > {experts}")
     return [(t, args.heads, 128, experts, width, top_k) for t in shapes.int_list("--moe-tokens", args.moe_tokens)]
 
@@ -52,8 +54,6 @@ def check(args: argparse.Namespace) -> None:
         shapes.int_list("--" + option.replace("_", "-"), getattr(args, option))
     shapes.count("--heads", "heads", args.heads)
     if args.dtype not in ("bf16", "fp16"):
-        from tilewise.errors import InputError
-
         raise InputError(f"--dtype must be bf16 or fp16, got {args.dtype!r}")
     _moe_problems(args)
 
@@ -152,8 +152,6 @@ def ffn_model_spec(T: int, H: int, d: int, inter: int, dtype: str, backward: str
 def mhmoe_model_spec(T: int, heads: int, head_dim: int, experts: int, width: int, top_k: int, dtype, on_gpu: bool):
     """The composed "moe" without routing for MH-MoE's expert forward: T x heads rows of d_h over heads x experts
     experts, with the tiles `kernels.mhmoe` takes (`moe_layer.moe_configs`)."""
-    import dataclasses
-
     from tilewise.kernels.moe_layer import moe_configs
 
     up, down = moe_configs(T * heads, top_k, heads * experts, head_dim, width, dtype, on_gpu)
@@ -167,8 +165,6 @@ def ffn_rows(
     tokens, inters, head_dims, heads, dtype_name, rounds, rep_ms, dense=True, progress=None, tags=None, log=None
 ) -> list[dict[str, Any]]:
     """Rows for every (T, I, d_h): forward and forward + backward, each with the dense SwiGLU beside it."""
-    from tilewise.bench import harness
-
     tags = tags or harness.env_tags()
     cases = [(t, n, d) for d in head_dims for n in inters for t in tokens]
     it = progress(cases, total=len(cases), desc="ffn") if progress else cases
@@ -181,10 +177,7 @@ def ffn_rows(
 def _ffn_case(T, H, d, inter, dtype_name, rounds, rep_ms, dense, tags, log) -> list[dict[str, Any]]:
     import torch
 
-    from tilewise.bench import harness
-    from tilewise.explain import ffn as xffn
     from tilewise.kernels.ffn import MODE, flash_ffn
-    from tilewise.model import traffic
 
     dt = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
     dev = DEVICE
@@ -295,8 +288,6 @@ def _ffn_case(T, H, d, inter, dtype_name, rounds, rep_ms, dense, tags, log) -> l
 
 def moe_rows(tokens, heads, head_dim, experts, width, top_k, dtype_name, rounds, rep_ms, tags=None, log=None):
     """MH-MoE expert FFN (routing done, plan built) on our grouped GEMM vs torch._grouped_mm, same plan."""
-    from tilewise.bench import harness
-
     tags = tags or harness.env_tags()
     rows = []
     for t in tokens:
@@ -309,13 +300,11 @@ def moe_rows(tokens, heads, head_dim, experts, width, top_k, dtype_name, rounds,
 def _moe_case(T, heads, head_dim, experts, width, top_k, dtype_name, rounds, rep_ms, tags) -> dict[str, Any]:
     import torch
 
-    from tilewise.bench import harness
     from tilewise.bench.mhmoe_peer import experts_forward_torch
-    from tilewise.kernels import mhmoe
-    from tilewise.model import traffic
+    from tilewise.kernels import layers, mhmoe
 
     dt = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
-    layer = mhmoe.MultiHeadMoE(heads * head_dim, heads, head_dim, experts, width, top_k, device=DEVICE, dtype=dt)
+    layer = layers.MultiHeadMoE(heads * head_dim, heads, head_dim, experts, width, top_k, device=DEVICE, dtype=dt)
     x = torch.randn(T, heads * head_dim, device=DEVICE, dtype=dt)
     with torch.no_grad():
         z, weights, experts_idx = layer.route(x)

@@ -8,15 +8,18 @@ copies that a repetition never finds its inputs in L2.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
-from tilewise.bench import shapes
+from tilewise import gpus as _gpus
+from tilewise.bench import harness, shapes
 from tilewise.bench.shapes import rotation
+from tilewise.model import traffic
 
 DEVICE = "cuda"  # the suites run on the GPU (a CPU smoke test may change it)
 NAME = "gemm"
-HELP = "matmul (bf16/fp16/tf32) vs torch.matmul (cuBLAS): the GEMM article's shapes, a sweep of odd ones, or your own"
+HELP = "matmul (bf16/fp16/tf32) vs torch.matmul (cuBLAS): the 64 x 24576 x 8192 decode GEMM and its batches, a sweep of odd ones, or your own"
 
-# The issue's targets: the square case, the article's skinny M = 64 and the decode-to-prefill family.
+# The targets: the square case, the skinny M = 64 decode GEMM and the decode-to-prefill family.
 TARGETS = [
     (8192, 8192, 8192),
     (64, 24576, 8192),
@@ -90,10 +93,7 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
 
     import torch
 
-    from tilewise import gpus as _gpus
-    from tilewise.bench import harness
     from tilewise.kernels.gemm import Config, choose_config, matmul
-    from tilewise.model import traffic
 
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[args.dtype]
     prev_tf32 = torch.backends.cuda.matmul.allow_tf32
@@ -155,6 +155,4 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
 
 def _config_dict(cfg) -> dict:
     """A kernels.gemm.Config as the time model's config dict (every knob, no reason)."""
-    import dataclasses
-
     return {k: v for k, v in dataclasses.asdict(cfg).items() if k != "reason"}

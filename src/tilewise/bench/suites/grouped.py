@@ -11,9 +11,11 @@ epilogue take (`prologue_share`).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
-from tilewise.bench import shapes
+from tilewise.bench import harness, shapes
+from tilewise.model import traffic
 
 DEVICE = "cuda"  # the suites run on the GPU (a CPU smoke test may change it)
 NAME = "grouped"
@@ -112,9 +114,7 @@ def bench_shape(
     """Rows for one shape: ours vs torch._grouped_mm and (if `loop`) ours vs a loop of matmuls."""
     import torch
 
-    from tilewise.bench import harness
     from tilewise.kernels.grouped_gemm import choose_config, grouped_matmul
-    from tilewise.model import traffic
 
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
     E = len(counts)
@@ -128,7 +128,6 @@ def bench_shape(
     flops = traffic.grouped_gemm_flops(counts, K, N)
     nbytes = traffic.grouped_gemm_bytes(counts, K, N, dtype_name)
     extra = model_columns(counts, K, N, cfg, torch.cuda.get_device_properties(0).multi_processor_count)
-    import dataclasses
 
     extra.update(
         harness.model_columns(
@@ -172,8 +171,6 @@ def bench_shape(
 
 
 def run(args, progress) -> list[dict]:
-    from tilewise.bench import harness
-
     problems = parse_shapes(args.shapes)
     tags = harness.env_tags()
     rows: list[dict] = []

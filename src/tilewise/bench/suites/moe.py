@@ -9,7 +9,10 @@ scatter back to token-slot order into the down GEMM's epilogue.
 
 from __future__ import annotations
 
-from tilewise.bench import shapes
+import dataclasses
+
+from tilewise.bench import harness, shapes
+from tilewise.model import traffic
 
 DEVICE = "cuda"  # the suites run on the GPU (a CPU smoke test may change it)
 NAME = "moe"
@@ -90,8 +93,6 @@ def add_arguments(p) -> None:
 def model_spec(problem: tuple[int, int, int, int, int, str], dtype: str, cfg_up, cfg_down, routing: bool = True):
     """(kernel, problem, config) of `tilewise.model.predict` for a row: the composed "moe" (routing, the two
     grouped GEMMs with the tiles that ran, the top-k sum; `tilewise.model.compose`)."""
-    import dataclasses
-
     T, d, f, E, k, gate = problem
     p = {"tokens": T, "d_model": d, "d_ff": f, "experts": E, "top_k": k, "gate": gate, "dtype": dtype,
          "routing": routing}  # fmt: skip
@@ -103,9 +104,7 @@ def bench_config(
 ) -> dict:
     import torch
 
-    from tilewise.bench import harness
     from tilewise.kernels.moe_layer import moe, moe_configs, route
-    from tilewise.model import traffic
 
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
     x, logits, wgu, wd, k, gate = make_inputs(problem, dtype)
@@ -145,8 +144,6 @@ def bench_config(
 
 
 def run(args, progress) -> list[dict]:
-    from tilewise.bench import harness
-
     problems = parse_configs(args.configs)
     tags = harness.env_tags()
     return [

@@ -3,12 +3,12 @@
 Each op runs on a tiny problem, so the GPU's work (a few microseconds) hides behind the host's: N calls
 back to back with one synchronisation at the end, divided by N, is the host's cost per call. Ours and the
 peer alternate round by round on the same inputs; a row keeps the median over rounds (and the spread).
-The target (issue 16): ours within 10 us of the peer. Two reference rows time an empty Triton kernel
+The target: ours within 10 us of the peer (a launch costs the H200's host ~10 us). Two reference rows time an empty Triton kernel
 launched through the JIT (`kernel[grid](...)`) and through its compiled kernel's runner, and a third
 launches it through tilewise's `Launcher` (Triton's C entry point after the first call) beside that
 runner, so the rows show how much of a call is the launch.
 
-`--eager-targets` adds the issue's eager targets (GEMM 1000^3, 2x4096x4096, 8x14336x4096 against cuBLAS;
+`--eager-targets` adds the eager targets (GEMM 1000^3, 2x4096x4096, 8x14336x4096 against cuBLAS;
 decode B1-B8 GQA at 8k-128k keys against SDPA; the sum over the last dim of [64, 2^20] fp16 against
 torch.sum), each timed two ways: `triton.testing.do_bench` (median of per-call CUDA-event times with an
 L2 flush between calls, which hides up to ~70 us of host time) and back-to-back calls (host included).
@@ -19,15 +19,19 @@ Every row names the host CPU: host cost differs between device hosts.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import time
 
+from tilewise import kernels as K
+from tilewise.bench import harness
 from tilewise.errors import InputError
+from tilewise.model import traffic
 
 NAME = "overhead"
-HELP = "host cost per call (us) of every op and its torch peer on tiny problems; --eager-targets: issue 16 targets"
+HELP = "host cost per call (us) of every op and its torch peer on tiny problems; --eager-targets: eager GEMM/decode/sum targets"
 
-TARGET_US = 10.0  # issue 16: within 10 us of the peer
+TARGET_US = 10.0  # within 10 us of the peer: one extra launch's worth of host time
 DEVICE = "cuda"  # the eager targets' inputs (a CPU test of the rows changes it)
 OPS = (
     "empty",
@@ -54,9 +58,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ops", default="all", help=f"all or a comma list of {', '.join(OPS)} (default: all)")
     p.add_argument("--calls", type=int, default=2000, help="calls per timing, one sync at the end (default 2000)")
     p.add_argument("--rounds", type=int, default=5, help="alternating rounds of ours / peer (default 5)")
-    p.add_argument(
-        "--eager-targets", action="store_true", help="also time the issue 16 eager targets (GEMM, decode, sum)"
-    )
+    p.add_argument("--eager-targets", action="store_true", help="also time the eager targets (GEMM, decode, sum)")
     p.add_argument("--rep-ms", type=float, default=50, help="do_bench repetition time per round (eager targets)")
     p.add_argument(
         "--rows-out", metavar="FILE", help="also append each row to FILE as one JSON line the moment it is measured"
@@ -67,8 +69,6 @@ def _emit(args, row: dict) -> dict:
     """Append a finished row to --rows-out (a run that is cut short keeps what it measured)."""
     path = getattr(args, "rows_out", None)
     if path:
-        import json
-
         with open(path, "a") as f:
             f.write(json.dumps(row) + "\n")
     return row
@@ -111,8 +111,7 @@ def alternate(ours, peer, calls: int, rounds: int, sync=_cuda_sync, warmup: int 
 
 
 def _cases(torch, F, dev: str = "cuda", dtype=None):
-    """name -> (shape label, dtype label, ours, peer name, peer): the tiny problems of issue 16's table."""
-    from tilewise import kernels as K
+    """name -> (shape label, dtype label, ours, peer name, peer): the tiny problems of the host-cost table (docs/bench.md)."""
     from tilewise.bench.mhmoe_peer import experts_forward_torch
     from tilewise.kernels import ffn as ffn_mod
     from tilewise.kernels import mhmoe as mh
@@ -271,10 +270,8 @@ GEMM_TARGETS = [(1000, 1000, 1000), (2, 4096, 4096), (8, 14336, 4096)]
 
 
 def _eager_rows(args, torch, F, tags, progress) -> list[dict]:
-    from tilewise.bench import harness
     from tilewise.kernels import decode_attention, matmul
     from tilewise.kernels import sum as tw_sum
-    from tilewise.model import traffic
 
     gpu_key = harness.registry_key_for(tags["gpu"])
     rows = []
@@ -339,8 +336,6 @@ def _eager_one(kind, spec, row, torch, F, bf, matmul, decode_attention, tw_sum, 
 def run(args: argparse.Namespace, progress) -> list[dict]:
     import torch
     import torch.nn.functional as F
-
-    from tilewise.bench import harness
 
     if args.calls < 1 or args.rounds < 1:
         raise InputError(f"--calls and --rounds must be >= 1, got {args.calls} and {args.rounds}")

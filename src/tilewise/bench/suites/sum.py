@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import argparse
 
+from tilewise import gpus as _gpus
+from tilewise.bench import harness
 from tilewise.bench.shapes import count, rotation
 from tilewise.errors import InputError, parse_size
+from tilewise.model import traffic
 
 DEVICE = "cuda"  # the suites run on the GPU (a CPU smoke test may change it)
 NAME = "sum"
 HELP = "sum (fp32 / fp16 / bf16) vs torch.sum: 1 GiB and smaller inputs, full and per-dimension"
 
-# (bytes, dim): the issue's 1 GiB fp32 target, sizes below and around the 60 MB L2, and
+# (bytes, dim): the 1 GiB fp32 target, sizes below and around the 60 MB L2, and
 # per-dimension reductions of a [rows, cols] matrix.
 DEFAULT = "1G,256M,64M,16M,1M,1G:rows,1G:cols"
 EXAMPLES = """examples:
@@ -71,10 +74,7 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
 
     import torch
 
-    from tilewise import gpus as _gpus
-    from tilewise.bench import harness
     from tilewise.kernels.reduce import sum as tw_sum
-    from tilewise.model import traffic
 
     dtype = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[args.dtype]
     esize = torch.empty((), dtype=dtype).element_size()

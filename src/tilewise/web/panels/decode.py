@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tilewise.advise import advise
 from tilewise.model import decode, roofline
 from tilewise.web import measured
 from tilewise.web.params import Params
@@ -40,8 +41,6 @@ def decode_panel(p: Params) -> dict:
     # The time model beside the roofline point: tilewise's GEMM at its default (the advisor's top-1).
     predicted = None
     if dtype in ("bf16", "fp16"):
-        from tilewise.advise import advise
-
         a = advise("gemm", {"m": batch, "n": n, "k": k, "dtype": dtype}, g.key, top_k=1)[0]
         predicted = {"model_ms": a.prediction.ms, "model_binding": a.prediction.binding, "config": a.tag,
                      "calibrated": a.prediction.calibrated, "tflops": a.tflops, "floor_ms": cur["time_s"] * 1e3}  # fmt: skip

@@ -1,4 +1,4 @@
-"""The GEMM article's grid laid over the SMs, wave by wave, and one block cut into warps."""
+"""The decode GEMM's grid (C[64, 24576], 64 x 128 tiles) laid over the SMs, wave by wave, and one block cut into warps."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ MAX_DRAWN_BLOCKS = 4096
     ("gpu", "m", "n", "k", "tile_m", "tile_n", "threads"),
 )
 def hierarchy(p: Params) -> dict:
-    """The GEMM article's grid laid over the SMs, wave by wave, and one block cut into warps.
+    """A GEMM's grid laid over the SMs, wave by wave, and one block cut into warps.
 
     Counts come from `explain.gemm.explain` (grid, warps, tiles, K steps) and
     `model.waves.grid_waves`; which SM runs which block comes from

@@ -1,4 +1,4 @@
-"""The GEMM article's output-stationary tiling, one step at a time."""
+"""Output-stationary GEMM tiling, one step at a time."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ MAX_TILING_STEPS = 4096
     ("m", "n", "k", "block_m", "block_n", "block_k"),
 )
 def tiling(p: Params) -> dict:
-    """The GEMM article's animation: the Triton kernel's loops played one step at a time.
+    """Output-stationary tiling: the Triton kernel's loops played one step at a time.
 
     Program (pid_m, pid_n) walks K in BLOCK_K steps, loading one A tile and one B tile per
     step into registers and accumulating; only after the K loop does it store its C tile.

@@ -17,7 +17,7 @@ TW.register({
     const { el, s, fmt } = TW;
     const batch = TW.slider({ key: "dec-batch", label: "batch (M)", min: 1, max: 512, step: 1, value: 1, onInput: () => update() });
     const shapeSel = TW.select({ key: "dec-shape", label: "weight [K × N]", value: "8192,24576",
-      options: [["8192,24576", "8192 × 24576 (the article)"], ["4096,14336", "4096 × 14336"], ["8192,8192", "8192 × 8192"]],
+      options: [["8192,24576", "8192 × 24576 (decode GEMM)"], ["4096,14336", "4096 × 14336"], ["8192,8192", "8192 × 8192"]],
       onChange: () => update() });
     body.append(el("div", { class: "controls" }, batch.node, shapeSel.node));
     const st = {

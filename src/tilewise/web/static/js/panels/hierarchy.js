@@ -9,7 +9,7 @@ TW.register({
   lede: [
     "A grid is every block one launch starts. Each block owns one output tile of C, stays on one SM from start to " +
       "finish, and the scheduler hands the next block to whichever SM has room. Blocks never talk to each other.",
-    "The GEMM article's C[64, 24576] = A[64, 8192] × B[8192, 24576] with 64 × 128 tiles is 192 blocks on 132 SMs: " +
+    "The decode GEMM C[64, 24576] = A[64, 8192] × B[8192, 24576] with 64 × 128 tiles is 192 blocks on 132 SMs: " +
       "one full wave, then a second wave of 60 blocks while 72 SMs sit idle. Press play.",
   ],
   build(body, ctx) {

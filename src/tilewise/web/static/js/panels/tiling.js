@@ -1,4 +1,4 @@
-/* GEMM tiling: the GEMM article's animation, 8x8 = 8x8 x 8x8 with 2x2x2 blocks, step by step. */
+/* GEMM tiling: output-stationary tiles, 8x8 = 8x8 x 8x8 with 2x2x2 blocks, step by step. */
 "use strict";
 
 TW.register({
@@ -10,7 +10,7 @@ TW.register({
     "The big matrices fit in no on-chip memory, so C is cut into tiles and each program (thread block) owns one. " +
       "It walks along K, loading one tile of A and one of B per step and accumulating into `acc`, which stays in " +
       "registers for the whole K loop. Only after the loop does it store its C tile: one write per element, not one per K step.",
-    "The article's small case: C[8×8] = A[8×8] × B[8×8] with BLOCK 2×2×2. The numbers on A and B count how often " +
+    "A small case: C[8×8] = A[8×8] × B[8×8] with BLOCK 2×2×2. The numbers on A and B count how often " +
       "each element has been read so far: every column of tiles re-reads A, every row of tiles re-reads B.",
   ],
   build(body, ctx) {

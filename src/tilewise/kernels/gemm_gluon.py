@@ -1,0 +1,492 @@
+"""GEMM for Hopper (sm_90a) in Gluon: a TMA producer warp, an mbarrier ring, wgmma consumer warpgroups, persistent.
+
+    c = gluon_matmul(a, b)            # a [M, K], b [K, N] or b = w.T (w [N, K] row-major); fp16/bf16; H200 only
+
+The layout of a warp-specialized Hopper GEMM (CUTLASS's sm90 "warpspecialized" kernels name the same
+pieces: mainloop, epilogue, tile scheduler), one `gl.warp_specialize` partition per role:
+
+* tile scheduler (`_tile_mn`): one CTA per SM walks the output tiles t = pid, pid + grid, ...; the
+  tiles are numbered in groups of GROUP_M row tiles so that the CTAs of one wave share the same B
+  columns while they are in L2 (the grouped raster of `tilewise.kernels.gemm`).
+* producer (1 warp, few registers): for every tile and K step, waits until ring stage s is empty,
+  tells the stage's "full" barrier how many bytes to expect and issues the TMA copies of the A and B
+  tiles into it; the copy engine completes the barrier. Past the matrix edges TMA reads zeros, so
+  M, N and K need no masks (K = 16 with BLOCK_K = 64 reads one real and three zero quarter-steps).
+* consumers (one warpgroup each, 4 warps): per K step wait for "full", issue an asynchronous wgmma
+  (both operands from shared memory), wait until at most one wgmma group is in flight and release
+  the previous step's stage (arrive on its "empty" barrier): the Tensor Cores always have the next
+  MMA queued while the warps wait on the barrier.
+  - "cooperative": both consumers work on one CTA tile, each on its own SUB_M rows (two 64-row
+    halves of a 128 x 256 tile): a stage is released when both have arrived.
+  - "pingpong": the consumers alternate whole tiles (each SUB_M x BLOCK_N), so one warpgroup's
+    epilogue runs while the other's main loop keeps the Tensor Cores busy.
+  - "single": one consumer (small problems: 64-row tiles give 4x the CTAs of 128 x 256).
+* epilogue: bias and activation in fp32 registers, the tile cast and written to the consumer's own
+  shared-memory buffer, then one TMA store; the store runs while the consumer starts its next tile
+  (it waits for the store only before it writes the buffer again).
+
+The operand layouts: B row-major [K, N] (tiles [BLOCK_K, BLOCK_N]) or a row-major weight w [N, K]
+(`a @ w.T`: tiles [BLOCK_N, BLOCK_K], handed to wgmma as a transposed view, no data movement).
+
+This module imports without a GPU; `gluon_available()` says whether the installed Triton has the
+Gluon names used here, and `GLUON_VERIFIED` lists the Triton versions on which the GPU tests
+passed; `tilewise.kernels.gemm.matmul` dispatches here only for those (see `unsupported`).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import warnings
+from dataclasses import dataclass
+
+from tilewise.model.tiles import gemm_gluon_smem_bytes, gemm_gluon_tag
+from tilewise.util import cdiv
+
+try:
+    import triton
+    from triton.experimental import gluon
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.language.nvidia.hopper import (
+        fence_async_shared,
+        mbarrier,
+        tma,
+        warpgroup_mma,
+        warpgroup_mma_wait,
+    )
+
+    _IMPORT_ERROR: Exception | None = None
+except Exception as exc:  # pragma: no cover - depends on the installed triton
+    _IMPORT_ERROR = exc
+
+# Triton versions on which tests/gpu/test_gpu_gemm_gluon.py passed on an H200: the dispatch takes the
+# Gluon kernel only for these (a version it never ran on keeps the Triton kernel).
+GLUON_VERIFIED: tuple[str, ...] = ("3.6.0",)  # H200, 2026-12-01: 62 of 62 GPU tests (commit 7f830cd)
+
+SCHEDULES = ("cooperative", "pingpong", "single")
+ACTIVATIONS = ("none", "relu", "gelu", "silu")
+CONSUMER_WARPS = 4  # one warpgroup: the unit a wgmma is issued by
+
+
+def gluon_available() -> bool:
+    """True when the installed Triton has every Gluon name this kernel uses."""
+    if _IMPORT_ERROR is not None:
+        return False
+    need = (
+        (gl, "warp_specialize"),
+        (gl, "NVMMADistributedLayout"),
+        (gl, "NVMMASharedLayout"),
+        (gl, "allocate_shared_memory"),
+        (mbarrier, "MBarrierLayout"),
+        (mbarrier, "expect"),
+        (tma, "async_copy_global_to_shared"),
+        (tma, "async_copy_shared_to_global"),
+        (tma, "store_wait"),
+    )
+    return all(hasattr(mod, name) for mod, name in need)
+
+
+# ------------------------------------------------------------------------ config
+
+
+@dataclass(frozen=True)
+class GluonGemmConfig:
+    """One launch of the Gluon GEMM.
+
+    block_m x block_n is what one consumer computes per tile times the consumers sharing it:
+    cooperative block_m = 2 x sub_m (two warpgroups on one tile), pingpong and single block_m = sub_m.
+    """
+
+    block_m: int
+    block_n: int
+    block_k: int = 64
+    stages: int = 3
+    schedule: str = "cooperative"
+    group_m: int = 8
+    reason: str = ""
+
+    @property
+    def consumers(self) -> int:
+        return 1 if self.schedule == "single" else 2
+
+    @property
+    def sub_m(self) -> int:
+        """Rows of one consumer's accumulator."""
+        return self.block_m // 2 if self.schedule == "cooperative" else self.block_m
+
+    def as_dict(self) -> dict:
+        """The advisor's spelling (`tilewise.advise.space.gemm_gluon_space` entries)."""
+        return {"schedule": self.schedule, "block_m": self.block_m, "block_n": self.block_n,
+                "block_k": self.block_k, "num_stages": self.stages, "group_m": self.group_m}  # fmt: skip
+
+    def tag(self) -> str:
+        return gemm_gluon_tag(self.as_dict())
+
+
+def config_from_dict(c: dict) -> GluonGemmConfig:
+    return GluonGemmConfig(
+        block_m=int(c["block_m"]),
+        block_n=int(c["block_n"]),
+        block_k=int(c["block_k"]),
+        stages=int(c["num_stages"]),
+        schedule=str(c["schedule"]),
+        group_m=int(c.get("group_m", 8)),
+    )
+
+
+# Registers: setmaxnreg moves them per warpgroup; the producer's single warp counts as one. 65,536 per SM
+# less 128 x 40 for the producer over the 2 consumer warpgroups' 256 threads = 236 -> 232 (a multiple of 8).
+PRODUCER_REGS = 40
+CONSUMER_REGS = 232
+
+
+# ------------------------------------------------------------------------ kernel
+
+if _IMPORT_ERROR is None:
+
+    @gluon.jit
+    def _tile_mn(t, tiles_m, tiles_n, GROUP_M: gl.constexpr):
+        """Tile t of the grouped raster: GROUP_M row tiles walk the same column of B tiles."""
+        per_group = GROUP_M * tiles_n
+        g = t // per_group
+        first_m = g * GROUP_M
+        rows = gl.minimum(tiles_m - first_m, GROUP_M)
+        pid_m = first_m + (t % per_group) % rows
+        pid_n = (t % per_group) // rows
+        return pid_m, pid_n
+
+    @gluon.jit
+    def _producer(a_desc, b_desc, a_smem, b_smem, full, empty, tiles_m, tiles_n, k_steps,
+                  SUB_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, A_PARTS: gl.constexpr,
+                  STAGES: gl.constexpr, GROUP_M: gl.constexpr, B_T: gl.constexpr):  # fmt: skip
+        pid = gl.program_id(0)
+        nprog = gl.num_programs(0)
+        total = tiles_m * tiles_n
+        nbytes: gl.constexpr = A_PARTS * a_desc.block_type.nbytes + b_desc.block_type.nbytes
+        count = 0
+        for t in range(pid, total, nprog):
+            pid_m, pid_n = _tile_mn(t, tiles_m, tiles_n, GROUP_M)
+            om = pid_m * (SUB_M * A_PARTS)
+            on = pid_n * BLOCK_N
+            for kk in range(k_steps):
+                s = count % STAGES
+                mbarrier.wait(empty.index(s), ((count // STAGES) & 1) ^ 1)  # a fresh barrier passes phase 1
+                bar = full.index(s)
+                mbarrier.expect(bar, nbytes)
+                k0 = kk * BLOCK_K
+                for p in gl.static_range(A_PARTS):
+                    tma.async_copy_global_to_shared(a_desc, [om + p * SUB_M, k0], bar, a_smem.index(s * A_PARTS + p))
+                if B_T:
+                    tma.async_copy_global_to_shared(b_desc, [on, k0], bar, b_smem.index(s))
+                else:
+                    tma.async_copy_global_to_shared(b_desc, [k0, on], bar, b_smem.index(s))
+                count += 1
+
+    @gluon.jit
+    def _epilogue_math(acc, bias_ptr, on, N, ACC_LAYOUT: gl.constexpr, BLOCK_N: gl.constexpr,
+                       HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr):  # fmt: skip
+        """bias + activation in fp32, the same formulas as `tilewise.kernels.gemm` (gelu: tanh form)."""
+        if HAS_BIAS:
+            offs_n = on + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, ACC_LAYOUT))
+            bias = gl.load(bias_ptr + offs_n, mask=offs_n < N, other=0.0).to(gl.float32)
+            acc = acc + gl.expand_dims(bias, 0)
+        if ACTIVATION == "relu":
+            acc = gl.maximum(acc, 0.0)
+        elif ACTIVATION == "gelu":
+            inner = 0.7978845608028654 * (acc + 0.044715 * acc * acc * acc)
+            acc = 0.5 * acc * (1.0 + (2.0 / (1.0 + gl.exp(-2.0 * inner)) - 1.0))
+        elif ACTIVATION == "silu":
+            acc = acc / (1.0 + gl.exp(-acc))
+        return acc
+
+    @gluon.jit
+    def _consumer(a_smem, b_smem, c_smem, full, empty, turn, c_desc, bias_ptr, N, tiles_m, tiles_n, k_steps,
+                  C: gl.constexpr, SUB_M: gl.constexpr, BLOCK_N: gl.constexpr, A_PARTS: gl.constexpr,
+                  STAGES: gl.constexpr, GROUP_M: gl.constexpr, PINGPONG: gl.constexpr, B_T: gl.constexpr,
+                  HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr):  # fmt: skip
+        dtype: gl.constexpr = c_desc.dtype
+        acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
+            version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_N, 16]
+        )
+        pid = gl.program_id(0)
+        nprog = gl.num_programs(0)
+        total = tiles_m * tiles_n
+        c_buf = c_smem.index(C)
+        count = 0
+        local = 0
+        for t in range(pid, total, nprog):
+            mine = True
+            if PINGPONG:
+                mine = (local % 2) == C
+            if mine:
+                if PINGPONG:
+                    # the consumers' main loops take turns (c0 tile 0, c1 tile 1, c0 tile 2, ...): the stages
+                    # of a tile are waited for only after the other consumer waited for the previous tile's,
+                    # so no consumer waits on a stage barrier more than one phase ahead of its fills (a parity
+                    # wait two phases ahead would pass on an old phase)
+                    mbarrier.wait(turn.index(C), ((local // 2) & 1) ^ (1 - C))
+                pid_m, pid_n = _tile_mn(t, tiles_m, tiles_n, GROUP_M)
+                on = pid_n * BLOCK_N
+                om = pid_m * (SUB_M * A_PARTS) + (C * SUB_M if A_PARTS > 1 else 0)
+                acc = gl.zeros([SUB_M, BLOCK_N], gl.float32, layout=acc_layout)
+                prev = 0
+                for kk in range(k_steps):
+                    s = count % STAGES
+                    mbarrier.wait(full.index(s), (count // STAGES) & 1)
+                    a = a_smem.index(s * A_PARTS + (C if A_PARTS > 1 else 0))
+                    if B_T:
+                        b = b_smem.index(s).permute((1, 0))
+                    else:
+                        b = b_smem.index(s)
+                    acc = warpgroup_mma(a, b, acc, is_async=True)
+                    # one wgmma group stays in flight: the one of step kk - 1 has retired, its stage is free
+                    acc = warpgroup_mma_wait(1, deps=(acc,))
+                    if kk > 0:
+                        mbarrier.arrive(empty.index(prev))
+                    prev = s
+                    count += 1
+                acc = warpgroup_mma_wait(0, deps=(acc,))
+                if k_steps > 0:
+                    mbarrier.arrive(empty.index(prev))
+                if PINGPONG:
+                    mbarrier.arrive(turn.index(1 - C))  # this epilogue now overlaps the other's main loop
+                acc = _epilogue_math(acc, bias_ptr, on, N, acc_layout, BLOCK_N, HAS_BIAS, ACTIVATION)
+                tma.store_wait(0)  # the previous tile's store has left c_buf
+                c_buf.store(acc.to(dtype))
+                fence_async_shared()
+                tma.async_copy_shared_to_global(c_desc, [om, on], c_buf)
+            else:
+                count += k_steps  # the other consumer's tile: its stages pass by in the ring
+            local += 1
+        tma.store_wait(0)
+
+    @gluon.jit(do_not_specialize=["N", "tiles_m", "tiles_n", "k_steps"])
+    def _gemm_gluon_kernel(a_desc, b_desc, c_desc, bias_ptr, N, tiles_m, tiles_n, k_steps,
+                           SUB_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr,
+                           STAGES: gl.constexpr, GROUP_M: gl.constexpr, CONSUMERS: gl.constexpr,
+                           PINGPONG: gl.constexpr, B_T: gl.constexpr, HAS_BIAS: gl.constexpr,
+                           ACTIVATION: gl.constexpr, PRODUCER_REGS: gl.constexpr,
+                           CONSUMER_REGS: gl.constexpr):  # fmt: skip
+        gl.static_assert(CONSUMERS == 1 or CONSUMERS == 2)
+        gl.static_assert(STAGES >= 2)
+        dtype: gl.constexpr = a_desc.dtype
+        # cooperative: the CTA tile is CONSUMERS x SUB_M rows, loaded as that many SUB_M-row parts
+        A_PARTS: gl.constexpr = CONSUMERS if (CONSUMERS == 2 and not PINGPONG) else 1
+        a_smem = gl.allocate_shared_memory(dtype, [STAGES * A_PARTS] + a_desc.block_type.shape, a_desc.layout)  # noqa: RUF005
+        b_smem = gl.allocate_shared_memory(dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)  # noqa: RUF005
+        c_smem = gl.allocate_shared_memory(dtype, [CONSUMERS] + c_desc.block_type.shape, c_desc.layout)  # noqa: RUF005
+        bar_layout: gl.constexpr = mbarrier.MBarrierLayout()
+        full = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
+        empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
+        turn = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)
+        mbarrier.init(turn.index(0), count=1)
+        mbarrier.init(turn.index(1), count=1)
+        for s in gl.static_range(STAGES):
+            mbarrier.init(full.index(s), count=1)
+            # cooperative: both consumers read every stage; pingpong / single: one consumer does
+            mbarrier.init(empty.index(s), count=A_PARTS)
+        fence_async_shared()
+
+        # (tuples are written out: Gluon 3.6 keeps constexprs only in literal argument tuples)
+        zero: gl.constexpr = 0
+        one: gl.constexpr = 1
+        if CONSUMERS == 2:
+            gl.warp_specialize(
+                [
+                    (_consumer, (a_smem, b_smem, c_smem, full, empty, turn, c_desc, bias_ptr, N, tiles_m, tiles_n, k_steps,
+                                 zero, SUB_M, BLOCK_N, A_PARTS, STAGES, GROUP_M, PINGPONG, B_T, HAS_BIAS, ACTIVATION)),
+                    (_consumer, (a_smem, b_smem, c_smem, full, empty, turn, c_desc, bias_ptr, N, tiles_m, tiles_n, k_steps,
+                                 one, SUB_M, BLOCK_N, A_PARTS, STAGES, GROUP_M, PINGPONG, B_T, HAS_BIAS, ACTIVATION)),
+                    (_producer, (a_desc, b_desc, a_smem, b_smem, full, empty, tiles_m, tiles_n, k_steps,
+                                 SUB_M, BLOCK_N, BLOCK_K, A_PARTS, STAGES, GROUP_M, B_T)),
+                ],
+                [4, 1],
+                [CONSUMER_REGS, PRODUCER_REGS],
+            )  # fmt: skip
+        else:
+            gl.warp_specialize(
+                [
+                    (_consumer, (a_smem, b_smem, c_smem, full, empty, turn, c_desc, bias_ptr, N, tiles_m, tiles_n, k_steps,
+                                 zero, SUB_M, BLOCK_N, A_PARTS, STAGES, GROUP_M, PINGPONG, B_T, HAS_BIAS, ACTIVATION)),
+                    (_producer, (a_desc, b_desc, a_smem, b_smem, full, empty, tiles_m, tiles_n, k_steps,
+                                 SUB_M, BLOCK_N, BLOCK_K, A_PARTS, STAGES, GROUP_M, B_T)),
+                ],
+                [1],
+                [PRODUCER_REGS],
+            )  # fmt: skip
+
+
+# ---------------------------------------------------------------------------- checks and dispatch
+
+
+def smem_bytes(cfg: GluonGemmConfig, elem_bytes: int = 2) -> int:
+    """Shared memory of one CTA (`tilewise.model.tiles.gemm_gluon_smem_bytes`, the fit rule's count)."""
+    return gemm_gluon_smem_bytes(cfg.as_dict(), elem_bytes)
+
+
+def _tma_rows(t) -> bool:
+    """A 2-D TMA descriptor: unit last stride, 16-byte aligned base and row stride."""
+    return t.stride(1) == 1 and (t.stride(0) * t.element_size()) % 16 == 0 and t.data_ptr() % 16 == 0
+
+
+def _b_transposed(b) -> bool:
+    return b.stride(1) != 1 and b.stride(0) == 1
+
+
+@functools.lru_cache(maxsize=16)
+def _device_ok(index: int) -> bool:
+    import torch
+
+    return torch.cuda.get_device_capability(index) == (9, 0)
+
+
+@functools.lru_cache(maxsize=16)
+def _sm_count(index: int) -> int:
+    import torch
+
+    return torch.cuda.get_device_properties(index).multi_processor_count
+
+
+_FAILED: list[str] = []  # the first failure; the Gluon path is off afterwards
+
+
+def gluon_failed(exc: BaseException) -> str:
+    """Called by the dispatch when the Gluon kernel raised (compile error, out of resources): turn it off,
+    warn once. Returns the reason the plan records."""
+    if not _FAILED:
+        _FAILED.append(f"{type(exc).__name__}: {str(exc)[:500]}")
+        warnings.warn(
+            f"tilewise: the Gluon GEMM kernel failed ({_FAILED[0][:200]}); using the Triton kernel",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    return f"the Gluon kernel failed earlier ({_FAILED[0][:120]})"
+
+
+def unsupported(a, b, c, bias) -> str:
+    """'' when the Gluon kernel can run on these (already checked) tensors, else why not (the plan records it).
+
+    Hopper (sm 9.0), a Triton version the GPU tests passed on (`GLUON_VERIFIED`) with the Gluon names this
+    file uses, fp16/bf16, TMA-compatible A, B (or w for `a @ w.T`) and C; TILEWISE_GLUON=0 turns it off.
+    """
+    import torch
+
+    if os.environ.get("TILEWISE_GLUON", "1") == "0":
+        return "TILEWISE_GLUON=0"
+    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+        return "the Triton interpreter does not run Gluon"
+    if _FAILED:
+        return f"the Gluon kernel failed earlier ({_FAILED[0][:120]})"
+    if _IMPORT_ERROR is not None or not gluon_available():
+        return "this Triton has no Gluon Hopper API"
+    if triton.__version__ not in GLUON_VERIFIED:
+        return f"triton {triton.__version__} is not one the Gluon GEMM was verified on ({', '.join(GLUON_VERIFIED)})"
+    if not a.is_cuda or not _device_ok(a.device.index if a.device.index is not None else torch.cuda.current_device()):
+        return "not a Hopper (sm 9.0) GPU"
+    if a.dtype not in (torch.float16, torch.bfloat16):
+        return f"{a.dtype} (the Gluon kernel takes fp16/bf16)"
+    bb = b.t() if _b_transposed(b) else b
+    for name, t in (("a", a), ("b" if bb is b else "w = b.T", bb), ("out", c)):
+        if not _tma_rows(t):
+            return f"{name} is not TMA-compatible (unit last stride, 16-byte aligned base and rows)"
+    if bias is not None and not bias.is_contiguous():
+        return "bias is not contiguous"
+    return ""
+
+
+# ---------------------------------------------------------------------------- launcher
+
+
+def _layout(block, torch_dtype):
+    import torch
+
+    gdt = gl.bfloat16 if torch_dtype == torch.bfloat16 else gl.float16
+    return gl.NVMMASharedLayout.get_default_for(block, gdt)
+
+
+def kernel_constexprs(cfg: GluonGemmConfig, b_t: bool, has_bias: bool, activation: str) -> dict:
+    return dict(
+        SUB_M=cfg.sub_m,
+        BLOCK_N=cfg.block_n,
+        BLOCK_K=cfg.block_k,
+        STAGES=cfg.stages,
+        GROUP_M=cfg.group_m,
+        CONSUMERS=cfg.consumers,
+        PINGPONG=cfg.schedule == "pingpong",
+        B_T=bool(b_t),
+        HAS_BIAS=bool(has_bias),
+        ACTIVATION=activation,
+        PRODUCER_REGS=PRODUCER_REGS,
+        CONSUMER_REGS=CONSUMER_REGS,
+    )
+
+
+def blocks(cfg: GluonGemmConfig, b_t: bool) -> tuple[list[int], list[int], list[int]]:
+    """TMA boxes of A, B (or w) and C."""
+    bb = [cfg.block_n, cfg.block_k] if b_t else [cfg.block_k, cfg.block_n]
+    return [cfg.sub_m, cfg.block_k], bb, [cfg.sub_m, cfg.block_n]
+
+
+def gluon_matmul(a, b, cfg: GluonGemmConfig, *, out=None, bias=None, activation: str = "none", num_sms=None):
+    """C = activation(A @ B + bias) with the Gluon kernel. Inputs as `tilewise.kernels.gemm.matmul`, already
+    checked there and accepted by `unsupported`: a [M, K], b [K, N] (or w.T), fp16/bf16, TMA-compatible."""
+    import torch
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    m, k = a.shape
+    n = b.shape[1]
+    c = out if out is not None else torch.empty((m, n), dtype=a.dtype, device=a.device)
+    b_t = _b_transposed(b)
+    ba, bb, bc = blocks(cfg, b_t)
+    a_desc = TensorDescriptor.from_tensor(a, ba, _layout(ba, a.dtype))
+    bsrc = b.t() if b_t else b
+    b_desc = TensorDescriptor.from_tensor(bsrc, bb, _layout(bb, a.dtype))
+    c_desc = TensorDescriptor.from_tensor(c, bc, _layout(bc, a.dtype))
+    tiles_m, tiles_n = cdiv(m, cfg.block_m), cdiv(n, cfg.block_n)
+    if num_sms is None:
+        num_sms = _sm_count(a.device.index if a.device.index is not None else torch.cuda.current_device())
+    grid = (min(num_sms, tiles_m * tiles_n),)
+    _gemm_gluon_kernel[grid](
+        a_desc, b_desc, c_desc, bias if bias is not None else c, n, tiles_m, tiles_n, cdiv(k, cfg.block_k),
+        num_warps=CONSUMER_WARPS, **kernel_constexprs(cfg, b_t, bias is not None, activation),
+    )  # fmt: skip
+    return c
+
+
+def compile_sm90(cfg: GluonGemmConfig, dtype: str = "bf16", b_t: bool = False, has_bias: bool = False,
+                 activation: str = "none") -> dict:  # fmt: skip
+    """Build the kernel for sm_90a without a GPU (only Triton; its wheel carries ptxas): shared memory per CTA
+    and the compiled object (tests and the config check use it; a config that does not build is caught here)."""
+    from triton.backends.compiler import GPUTarget
+    from triton.experimental.gluon._runtime import GluonASTSource
+
+    tname = {"bf16": "bf16", "fp16": "fp16"}[dtype]
+    gdt = gl.bfloat16 if dtype == "bf16" else gl.float16
+    consts = kernel_constexprs(cfg, b_t, has_bias, activation)
+
+    def dsig(block):
+        return f"tensordesc<{tname}[{','.join(map(str, block))}],{gl.NVMMASharedLayout.get_default_for(block, gdt)!r}>"
+
+    ba, bb, bc = blocks(cfg, b_t)
+    sig = {"a_desc": dsig(ba), "b_desc": dsig(bb), "c_desc": dsig(bc), "bias_ptr": f"*{tname}"}
+    for name in ("N", "tiles_m", "tiles_n", "k_steps"):
+        sig[name] = "i32"
+    for name in consts:
+        sig[name] = "constexpr"
+    src = GluonASTSource(_gemm_gluon_kernel, sig, consts)
+    kern = triton.compile(src, target=GPUTarget("cuda", 90, 128), options={"num_warps": CONSUMER_WARPS})
+    return {"tag": cfg.tag(), "shared_bytes": kern.metadata.shared, "asm": kern.asm}
+
+
+__all__ = [
+    "GLUON_VERIFIED",
+    "SCHEDULES",
+    "GluonGemmConfig",
+    "compile_sm90",
+    "config_from_dict",
+    "gluon_available",
+    "gluon_failed",
+    "gluon_matmul",
+    "smem_bytes",
+    "unsupported",
+]

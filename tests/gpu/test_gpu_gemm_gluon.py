@@ -1,0 +1,162 @@
+"""The Gluon GEMM (tilewise.kernels.gemm_gluon) on the H200: every element against float64, every schedule.
+
+Awkward sizes (1, 7, 127, 1000, 4097 rows; K from 16 to 28672), both B layouts, bias and each activation,
+rows that are 16- but not 128-byte aligned, a non-contiguous (sliced) A, CUDA-graph capture, and `matmul`'s
+dispatch (the plan names the kernel it ran). Skipped where the Gluon kernel does not run (not Hopper, a
+Triton version it was not verified on).
+"""
+
+from __future__ import annotations
+
+import pytest
+from helpers import assert_close, poisoned
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+from tilewise.kernels import gemm_gluon  # noqa: E402
+from tilewise.kernels.gemm import matmul, matmul_plan  # noqa: E402
+from tilewise.kernels.gemm_gluon import GluonGemmConfig, gluon_matmul  # noqa: E402
+
+pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("no_tf32")]
+BF, FP16 = torch.bfloat16, torch.float16
+RTOL = {BF: 2.0**-7, FP16: 2.0**-10}  # the output's rounding (2 u)
+
+CONFIGS = [
+    GluonGemmConfig(128, 256, 64, 3, "cooperative"),
+    GluonGemmConfig(128, 128, 64, 4, "pingpong"),
+    GluonGemmConfig(64, 128, 64, 6, "single"),
+]
+
+
+def _skip_unless_gluon():
+    a = torch.empty(16, 16, device="cuda", dtype=BF)
+    why = gemm_gluon.unsupported(a, a, a, None)
+    if why:
+        pytest.skip(why)
+
+
+def _ref(a, b, bias, act):
+    ref = a.double() @ b.double()
+    if bias is not None:
+        ref = ref + bias.double()
+    if act == "relu":
+        ref = ref.relu()
+    elif act == "gelu":
+        ref = torch.nn.functional.gelu(ref, approximate="tanh")
+    elif act == "silu":
+        ref = torch.nn.functional.silu(ref)
+    return ref
+
+
+def _check(m, n, k, dtype, cfg, layout="nn", bias=False, act="none", pitch=None):
+    """pitch: row pitch in elements of A and B (w) when not the packed one (misaligned-rows cases)."""
+    _skip_unless_gluon()
+
+    def mat(rows, cols):
+        if pitch is None:
+            return torch.randn(rows, cols, device="cuda", dtype=dtype)
+        return torch.randn(rows, pitch, device="cuda", dtype=dtype)[:, :cols]
+
+    a = mat(m, k)
+    b = mat(n, k).t() if layout == "nt" else mat(k, n)
+    bb = torch.randn(n, device="cuda", dtype=dtype) if bias else None
+    c = poisoned((m, n), dtype, "cuda")
+    gluon_matmul(a, b, cfg, out=c, bias=bb, activation=act)
+    # inputs are exact in fp32; the fp32 sum differs from float64 by the order of K additions (16 K 2^-24)
+    assert_close(c, _ref(a, b, bb, act), atol=16 * k * 2.0**-24 + 1e-6, rtol=RTOL[dtype],
+                 what=f"{cfg.tag()} {m}x{n}x{k} {layout}")  # fmt: skip
+
+
+@pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: c.tag())
+@pytest.mark.parametrize("m", [1, 7, 127, 1000, 4097])
+@pytest.mark.parametrize("layout", ["nn", "nt"])
+def test_rows(cfg, m, layout):
+    _check(m, 1032, 520, BF, cfg, layout)
+
+
+@pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: c.tag())
+@pytest.mark.parametrize("k", [16, 72, 4096, 28672])
+def test_k(cfg, k):
+    _check(300, 264, k, FP16, cfg, "nt")
+
+
+@pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: c.tag())
+@pytest.mark.parametrize("act", ["none", "relu", "gelu", "silu"])
+def test_bias_activation(cfg, act):
+    _check(777, 1000, 328, BF, cfg, "nt", bias=True, act=act)
+
+
+@pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: c.tag())
+def test_many_tiles_per_cta(cfg):
+    """More tiles than CTAs and more K steps than twice the ring: the barriers' phases wrap many times."""
+    _check(3000, 2048, 1024, BF, cfg, "nn")
+
+
+@pytest.mark.parametrize("cfg", CONFIGS[:1], ids=lambda c: c.tag())
+@pytest.mark.parametrize("layout", ["nn", "nt"])
+def test_rows_16_not_128_byte_aligned(cfg, layout):
+    _check(1000, 1000, 1000, BF, cfg, layout, pitch=1000 + 8)  # 2016-byte rows: 16- but not 128-byte aligned
+
+
+def test_cuda_graph_capture():
+    _skip_unless_gluon()
+    cfg = CONFIGS[0]
+    a = torch.randn(1000, 2048, device="cuda", dtype=BF)
+    w = torch.randn(3000, 2048, device="cuda", dtype=BF)
+    out = poisoned((1000, 3000), BF, "cuda")
+    gluon_matmul(a, w.t(), cfg, out=out)  # compile outside the capture
+    out.fill_(float("nan"))
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        gluon_matmul(a, w.t(), cfg, out=out)
+    a.copy_(torch.randn_like(a))  # the replay reads the new values
+    g.replay()
+    torch.cuda.synchronize()
+    assert_close(out, a.double() @ w.double().t(), atol=16 * 2048 * 2.0**-24, rtol=RTOL[BF], what="graph replay")
+
+
+def test_matmul_dispatches_to_gluon_where_the_model_says():
+    _skip_unless_gluon()
+    a = torch.randn(8192, 8192, device="cuda", dtype=BF)
+    b = torch.randn(8192, 8192, device="cuda", dtype=BF)
+    plan = matmul_plan(a, b)
+    assert plan["kernel"] == "gluon", plan
+    c = matmul(a, b)
+    ref = a[:256].float() @ b.float()  # a slab: 8192^3 in float64 would take minutes
+    assert_close(c[:256], ref, atol=16 * 8192 * 2.0**-24, rtol=RTOL[BF], what="dispatched 8192^3 rows 0..255")
+
+
+def test_matmul_non_contiguous_a_falls_back_with_reason():
+    _skip_unless_gluon()
+    a = torch.randn(4096, 4096, device="cuda", dtype=BF).t()  # column-major: no TMA descriptor on its rows
+    b = torch.randn(4096, 4096, device="cuda", dtype=BF)
+    plan = matmul_plan(a, b)
+    assert plan["kernel"] == "triton", plan
+    c = matmul(a, b)
+    assert_close(c[:128], a[:128].double() @ b.double(), atol=16 * 4096 * 2.0**-24, rtol=RTOL[BF], what="fallback")
+
+
+def test_short_problem_runs_triton_eagerly_and_gluon_in_a_graph():
+    """1000^3 is predicted well under GLUON_EAGER_MIN_MS: eager calls run the Triton config, a captured call the
+    Gluon kernel the model picked; both answers checked against float64."""
+    _skip_unless_gluon()
+    a = torch.randn(1000, 1000, device="cuda", dtype=BF)
+    b = torch.randn(1000, 1000, device="cuda", dtype=BF)
+    out = poisoned((1000, 1000), BF, "cuda")
+    plan = matmul_plan(a, b, out=out)
+    if plan["kernel"] != "gluon":
+        pytest.skip(f"the model keeps 1000^3 on the Triton kernel: {plan['reason']}")
+    assert plan["eager_kernel"] == "triton", plan
+    ref = a.double() @ b.double()
+    bound = dict(atol=16 * 1000 * 2.0**-24 + 1e-6, rtol=RTOL[BF])
+    out.fill_(float("nan"))
+    matmul(a, b, out=out)
+    assert_close(out, ref, **bound, what="eager (Triton)")
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        matmul(a, b, out=out)
+    out.fill_(float("nan"))
+    g.replay()
+    torch.cuda.synchronize()
+    assert_close(out, ref, **bound, what="graph replay (Gluon)")
