@@ -723,20 +723,35 @@ def round_robin_tiles(pid: int, nprog: int, total: int, snake: bool) -> list[int
 LPT_MIN_GAIN = 0.02
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=512)
+def busiest_cta(batch_heads: int, num_m: int, group: int, seq_q: int, seq_k: int, block_n: int, causal: bool,
+                nprog: int, lpt: bool, snake: bool) -> tuple[int, int]:  # fmt: skip
+    """(key tiles, CTA tiles) of the CTA with the most work (key tiles + TILE_OVERHEAD per tile, the host's
+    estimate) under the arithmetic order or (`lpt`) the table: what `tilewise.model.pipeline.persistent_forward_ms`
+    takes. Python over every tile (~0.2 us each), once per shape."""
+    total = batch_heads * num_m
+    if lpt:
+        sched = lpt_schedule(batch_heads, num_m, group, seq_q, seq_k, block_n, causal, nprog)
+        lists = [sched[nprog + 1 + sched[p] : nprog + 1 + sched[p + 1]] for p in range(nprog)]
+    else:
+        lists = [round_robin_tiles(p, nprog, total, snake) for p in range(nprog)]
+    best = (-1.0, 0, 0)
+    for lst in lists:
+        keys = sum(tile_key_tiles(t, batch_heads, num_m, group, seq_q, seq_k, block_n, causal)[1] for t in lst)
+        best = max(best, (keys + TILE_OVERHEAD * len(lst), keys, len(lst)))
+    return best[1], best[2]
+
+
 def use_lpt(batch_heads: int, num_m: int, group: int, seq_q: int, seq_k: int, block_n: int, nprog: int,
             snake: bool) -> bool:  # fmt: skip
     """Whether the causal tiles should follow `lpt_schedule`: the busiest CTA's estimated work under the
     arithmetic order exceeds the table's by more than LPT_MIN_GAIN."""
-    total = batch_heads * num_m
 
-    def work(t: int) -> float:
-        return tile_key_tiles(t, batch_heads, num_m, group, seq_q, seq_k, block_n, True)[1] + TILE_OVERHEAD
+    def work(kt: tuple[int, int]) -> float:
+        return kt[0] + TILE_OVERHEAD * kt[1]
 
-    rr = max(sum(work(t) for t in round_robin_tiles(p, nprog, total, snake)) for p in range(nprog))
-    sched = lpt_schedule(batch_heads, num_m, group, seq_q, seq_k, block_n, True, nprog)
-    lpt = max(sum(work(t) for t in sched[nprog + 1 + sched[p] : nprog + 1 + sched[p + 1]]) for p in range(nprog))
-    return rr > lpt * (1 + LPT_MIN_GAIN)
+    args = (batch_heads, num_m, group, seq_q, seq_k, block_n, True, nprog)
+    return work(busiest_cta(*args, False, snake)) > work(busiest_cta(*args, True, snake)) * (1 + LPT_MIN_GAIN)
 
 
 # Non-causal attention over at least this many keys runs the two consumers without the turn order
@@ -906,6 +921,7 @@ __all__ = [
     "DESIGNS",
     "GLUON_VERIFIED",
     "GluonConfig",
+    "busiest_cta",
     "gluon_attention",
     "gluon_available",
     "gluon_config",
