@@ -728,7 +728,8 @@ def busiest_cta(batch_heads: int, num_m: int, group: int, seq_q: int, seq_k: int
                 nprog: int, lpt: bool, snake: bool) -> tuple[int, int]:  # fmt: skip
     """(key tiles, CTA tiles) of the CTA with the most work (key tiles + TILE_OVERHEAD per tile, the host's
     estimate) under the arithmetic order or (`lpt`) the table: what `tilewise.model.pipeline.persistent_forward_ms`
-    takes. Python over every tile (~0.2 us each), once per shape."""
+    takes. Python over every tile, once per shape (`use_lpt` on B1 H32 S131072, 32,768 tiles: 75 ms, 2.3 us a
+    tile for both orders)."""
     total = batch_heads * num_m
     if lpt:
         sched = lpt_schedule(batch_heads, num_m, group, seq_q, seq_k, block_n, causal, nprog)
