@@ -195,3 +195,26 @@ def test_gluon_non_causal_without_turn_order(d, shape):
     poison(B * H * Sq * d)
     out, lse = ag.gluon_attention(q, k, v, causal=False, config=cfg)
     check(out, lse, *reference64(q, k, v, False), torch.float16)
+
+
+def test_causal_table_is_built_without_a_synchronizing_call():
+    """The first causal call of a shape builds its table on the device; the bench harness warms up under torch's
+    sync debug mode "error", so that build must not synchronize (pinned memory, non-blocking copy)."""
+    import warnings
+
+    from tilewise.kernels import attention_gluon as ag
+
+    q, k, v = make(1, 16, 16, 8192 + 64, 8192 + 64, 128, torch.bfloat16, seed=21)
+    bh, num_m = 16, -(-(8192 + 64) // ag.ROWS_PER_CTA)
+    group = ag.head_group(bh, 8192 + 64, 128, 2)
+    assert ag.use_lpt(bh, num_m, group, 8192 + 64, 8192 + 64, 128, min(132, bh * num_m), True)
+    ag.gluon_attention(q[:, :, :64], k, v, causal=True)  # compile first (compiling may synchronize)
+    prev = torch.cuda.get_sync_debug_mode()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        torch.cuda.set_sync_debug_mode("error")
+    try:
+        out, lse = ag.gluon_attention(q, k, v, causal=True)
+    finally:
+        torch.cuda.set_sync_debug_mode(prev)
+    check(out, lse, *reference64(q, k, v, True), torch.bfloat16)
