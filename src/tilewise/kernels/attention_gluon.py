@@ -21,7 +21,9 @@ FA3's design, one partition per role (`gl.warp_specialize`):
   Tensor Cores do not idle during softmax).
 * persistent grid: one CTA per SM walks the tiles t = pid, pid + grid, ...; tiles are ordered in
   groups of heads whose K/V fit in L2 together, and inside a group the longest query tiles
-  (most keys under a causal mask) first, so the short tiles fill the tail.
+  (most keys under a causal mask) first, so the short tiles fill the tail. Causal problems that
+  order leaves unbalanced follow a host-built table instead (`lpt_schedule`: each tile, in the same
+  order, to the CTA with the least work so far; `shape_config` decides per problem).
 
 The same code builds the two simpler designs (`DESIGNS`):
   (a) "serial": one consumer (8 warps, 128 rows in one instruction stream), a ring of 1 stage:
