@@ -5,27 +5,26 @@
     python3 benchmarks/attention_fa3.py --ncu-design pingpong   # one launch, for ncu
 
 Rows go to $OUT (or --out): check.jsonl, attention_fa3.json, attention_fa3_designs.json.
-Timing: each op is captured in a CUDA graph as [L2 flush, op] x reps; the same graph with the flush
-alone is subtracted; rounds alternate ours / SDPA / the Triton kernel on the same inputs, medians.
+Timing (`tilewise.bench.timing`): each op is captured in a CUDA graph and its replays timed with CUDA
+events, the L2 flushed before each replay outside the events; rounds alternate ours / SDPA on the same
+inputs; medians with p20/p80.
 The sustained Tensor-Core peak is a bf16 cuBLAS 8192^3 GEMM measured in the same run.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import math
 import os
-import platform
 import sys
 import threading
 import time
 
 import torch
 import torch.nn.functional as F
-import triton
 
+from tilewise.bench import harness, timing
 from tilewise.bench.suites.attention import SWEEP  # (B, H, Hkv, S, D, causal): the suite's 12 problems
 from tilewise.kernels import attention_gluon as ag
 from tilewise.kernels import flash_attention as fa
@@ -35,22 +34,9 @@ HEADLINE = [(4, 32, 32, 4096, 128, False), (4, 32, 32, 4096, 128, True)]
 
 
 def env() -> dict:
-    cpu = platform.processor()
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {
-        "gpu": torch.cuda.get_device_name(),
-        "date": datetime.date.today().isoformat(),
-        "torch": torch.__version__,
-        "triton": triton.__version__,
-        "host_cpu": cpu,
-        "command": "python3 " + " ".join(sys.argv),
-    }
+    """The row tags every results file carries (`tilewise.bench.harness.env_tags`: GPU, date, versions,
+    host CPU, command, version / commit / dirty)."""
+    return harness.env_tags("python3 " + " ".join(sys.argv))
 
 
 def shape_name(b, h, hk, s, d, causal, sk=None):
@@ -174,45 +160,13 @@ def run_check(out_dir, quick_full: bool, designs=("pingpong", "ring", "serial"))
 
 # --------------------------------------------------------------------------- timing
 
-_FLUSH = None
-
 
 def graph_ms(fn, reps=10, rounds=5):
-    """Median ms per call: CUDA graph of [L2 flush, fn] x reps minus the graph of the flush alone."""
-    global _FLUSH
-    if _FLUSH is None:
-        _FLUSH = torch.empty(256 * 2**20 // 4, device="cuda", dtype=torch.float32)
-
-    def capture(with_fn):
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            for _ in range(2):
-                _FLUSH.zero_()
-                if with_fn:
-                    fn()
-        torch.cuda.current_stream().wait_stream(s)
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            for _ in range(reps):
-                _FLUSH.zero_()
-                if with_fn:
-                    fn()
-        return g
-
-    g1, g0 = capture(True), capture(False)
-    t1, t0 = [], []
-    for _ in range(rounds):
-        for g, acc in ((g1, t1), (g0, t0)):
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            g.replay()
-            b.record()
-            b.synchronize()
-            acc.append(a.elapsed_time(b) / reps)
-    t1.sort()
-    t0.sort()
-    return max(t1[len(t1) // 2] - t0[len(t0) // 2], 1e-6), t1, t0
+    """Median ms per call, its samples and no flush-only samples (kept for the callers' unpacking):
+    `tilewise.bench.timing` on a graph of one call, replayed `reps` times per round with the L2 flushed
+    before each replay (outside the timed events)."""
+    t = timing.time_calls({"x": timing.capture(lambda _i: fn())}, rounds=rounds, reps=reps)["x"]
+    return max(t.median_ms, 1e-6), t.samples_ms, []
 
 
 def sustained_peak_tflops():
@@ -388,31 +342,10 @@ def run_interleaved(meta, rounds=9, reps=10):
             "sdpa": lambda q=q, k=k, v=v, c=causal: F.scaled_dot_product_attention(q, k, v, is_causal=c),
         }
         _WATCH["case"] = (time.time(), f"interleaved {B, H, S, D, causal}")
-        times = {n: [] for n in ops}
-        graphs = {}
-        for n, fn in ops.items():
-            fn()
-            torch.cuda.synchronize()
-            st = torch.cuda.Stream()
-            st.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(st):
-                fn()
-            torch.cuda.current_stream().wait_stream(st)
-            gr = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(gr):
-                for _ in range(reps):
-                    fn()
-            graphs[n] = gr
-        for _ in range(rounds):
-            for n, gr in graphs.items():
-                _FLUSH_BUF.zero_()
-                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                a.record()
-                gr.replay()
-                b.record()
-                b.synchronize()
-                times[n].append(a.elapsed_time(b) / reps)
-        med = {n: sorted(t)[len(t) // 2] for n, t in times.items()}
+        graphs = {n: timing.capture(lambda _i, fn=fn: fn(), reps) for n, fn in ops.items()}
+        timed = timing.time_calls(graphs, rounds=rounds)  # L2 flushed before each replay, order alternating
+        times = {n: t.samples_ms for n, t in timed.items()}
+        med = {n: t.median_ms for n, t in timed.items()}
         ratios = sorted(s / o for o, s in zip(times["ours"], times["sdpa"]))
         row = {
             "shape": shape_name(B, H, Hk, S, D, causal), "ours_ms": med["ours"], "sdpa_ms": med["sdpa"],
@@ -427,9 +360,6 @@ def run_interleaved(meta, rounds=9, reps=10):
         print(json.dumps({k: row[k] for k in list(row)[:9]}), flush=True)
     _WATCH["case"] = None
     return rows
-
-
-_FLUSH_BUF = None
 
 
 # --------------------------------------------------------------------------- watchdog
@@ -450,8 +380,8 @@ def _watchdog():
             os._exit(3)
 
 
-def main():
-    p = argparse.ArgumentParser()
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("--check", action="store_true")
     p.add_argument("--full-check", action="store_true", help="add full-size (S 4133) checks")
     p.add_argument("--quick", action="store_true", help="time the two headline shapes, all designs")
@@ -463,7 +393,11 @@ def main():
     p.add_argument("--interleave", action="store_true", help="headline shapes, ours and SDPA alternating")
     p.add_argument("--check-designs", default="pingpong,ring,serial")
     p.add_argument("--out", default=os.environ.get("OUT", "."))
-    a = p.parse_args()
+    return p
+
+
+def main(argv=None):
+    a = build_parser().parse_args(argv)
     os.makedirs(a.out, exist_ok=True)
     _WATCH["out"] = a.out
     threading.Thread(target=_watchdog, daemon=True).start()
@@ -491,8 +425,6 @@ def main():
         peak = sustained_peak_tflops()
         print(f"sustained bf16 GEMM peak {peak:.0f} TFLOP/s", flush=True)
     if a.interleave:
-        global _FLUSH_BUF
-        _FLUSH_BUF = torch.empty(256 * 2**20 // 4, device="cuda", dtype=torch.float32)
         rows = run_interleaved(meta)
         with open(os.path.join(a.out, "attention_fa3_headline.json"), "w") as f:
             json.dump({"meta": meta, "rows": rows}, f, indent=1)

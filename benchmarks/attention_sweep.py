@@ -13,10 +13,13 @@ Decode: batch 1-256, GQA groups 1-8, L 1k-128k, D 64/128/256, equal and ragged l
 (enable_gqa; ragged: padded to the longest with a mask) and ours at one split, at the advisor's split
 count with each merge placement, and at a grid of split counts with each placement.
 
-Timing: per problem every column is captured as a CUDA graph of `calls` calls cycling over input copies
-(enough copies that the K/V of one cycle exceed L2 three times, at most 64), replayed in rounds that
-alternate the columns; the same calls are also timed eagerly (launched back to back, host cost included).
-Medians over rounds; p20/p80 kept. FLOPs: `tilewise.model.traffic.attention_flops` (SDPA's convention,
+Timing (`tilewise.bench.timing`): per problem every column is captured as a CUDA graph of `calls` calls
+cycling over input copies (enough copies that the K/V of one cycle exceed L2 three times, at most 64),
+replayed in rounds that alternate the columns; the same calls are also timed eagerly (launched back to back,
+host cost included). Medians over rounds; p20/p80 kept. The committed rows were made by this script at the
+commits they record, with its own copy of the same method (graphs of the same calls, 5 rounds alternating
+the columns, no flush, medians); the shared timer replaced that copy afterwards, reversing every other
+round's order and adding an untimed warm round. FLOPs: `tilewise.model.traffic.attention_flops` (SDPA's convention,
 causal = half).
 """
 
@@ -27,7 +30,6 @@ import dataclasses
 import json
 import math
 import os
-import statistics
 import sys
 import time
 
@@ -35,6 +37,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from tilewise.bench import timing
 from tilewise.bench.harness import env_tags
 from tilewise.kernels import attention_gluon as ag
 from tilewise.kernels import decode as dec
@@ -106,54 +109,23 @@ DT = {"fp16": torch.float16, "bf16": torch.bfloat16}
 
 
 def time_columns(cols: dict, calls: int, rounds: int = 5, eager: set | None = None) -> dict:
-    """cols: name -> fn(i) (i cycles over the input copies). Graph (and, for names in `eager`, eager)
-    ms per call: median over rounds that alternate the columns; p20/p80 over the rounds."""
+    """cols: name -> fn(i) (i cycles over the input copies). Graph (and, for names in `eager`, eager) ms per
+    call through `tilewise.bench.timing`: each column captured as a graph of `calls` calls, every side timed
+    in alternating rounds, no flush (the copies rotate instead); medians, p20/p80 over the rounds."""
     graphs, errors = {}, {}
     for name, fn in cols.items():
         try:
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):
-                for i in range(2):
-                    fn(i)
-            torch.cuda.current_stream().wait_stream(side)
-            torch.cuda.synchronize()
-            g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g):
-                for i in range(calls):
-                    fn(i)
-            graphs[name] = g
+            graphs[name] = timing.capture(fn, calls)
         except Exception as exc:  # a column that fails is recorded, not fatal
             errors[name] = f"{type(exc).__name__}: {str(exc)[:300]}"
-    samples = {f"{n}_graph": [] for n in graphs}
-    samples.update({f"{n}_eager": [] for n in cols if eager is None or n in eager})
-    for g in graphs.values():
-        g.replay()
-    torch.cuda.synchronize()
-    for _ in range(rounds):
-        for name, fn in cols.items():
-            ev = [torch.cuda.Event(enable_timing=True) for _ in range(4)]
-            if name in graphs:
-                ev[0].record()
-                graphs[name].replay()
-                ev[1].record()
-            if f"{name}_eager" in samples and name not in errors:
-                ev[2].record()
-                for i in range(calls):
-                    fn(i)
-                ev[3].record()
-            torch.cuda.synchronize()
-            if name in graphs:
-                samples[f"{name}_graph"].append(ev[0].elapsed_time(ev[1]) / calls)
-            if f"{name}_eager" in samples and name not in errors:
-                samples[f"{name}_eager"].append(ev[2].elapsed_time(ev[3]) / calls)
-    out = {}
-    for k, xs in samples.items():
-        if xs:
-            s = sorted(xs)
-            out[f"{k}_ms"] = statistics.median(s)
-            out[f"{k}_p20_ms"] = s[int(0.2 * (len(s) - 1))]
-            out[f"{k}_p80_ms"] = s[math.ceil(0.8 * (len(s) - 1))]
+    sides: dict = {f"{n}_graph": g for n, g in graphs.items()}
+    for n, fn in cols.items():
+        if (eager is None or n in eager) and n not in errors:
+            sides[f"{n}_eager"] = lambda fn=fn: [fn(i) for i in range(calls)]
+    out: dict = {}
+    for k, t in timing.time_calls(sides, rounds=rounds, flush=False).items():
+        per = calls if k.endswith("_eager") else 1  # an eager side is one run of `calls` calls
+        out[f"{k}_ms"], out[f"{k}_p20_ms"], out[f"{k}_p80_ms"] = t.median_ms / per, t.p20_ms / per, t.p80_ms / per
     if errors:
         out["errors"] = errors
     graphs.clear()

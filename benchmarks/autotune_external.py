@@ -30,7 +30,6 @@ import math
 import multiprocessing as mp
 import os
 import random
-import statistics
 import sys
 import time
 
@@ -39,6 +38,8 @@ ROOT = os.path.abspath(os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(ROOT, "src"))
 sys.path.insert(0, os.path.join(ROOT, "examples", "autotune"))
 sys.path.insert(0, os.path.join(HERE, "sweeps"))
+
+from tilewise.bench import timing  # noqa: E402  (the one CUDA-graph timer)
 
 SEED = 20261201
 L2_ROTATE_BYTES = 150 * 2**20
@@ -301,37 +302,22 @@ def time_shape(torch, sp: Spec, s: dict, rounds: int = 3) -> list[dict]:
             d = (out.double() - ref).abs().max().item()
             row["rel_err"] = d / max(ref.abs().max().item(), 1e-6)
             row["nan"] = bool(torch.isnan(out).any().item())
-            g = torch.cuda.CUDAGraph()
-            st = torch.cuda.Stream()
-            st.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(st):
-                sp.launch(s, sets[0], cfg)
-            torch.cuda.current_stream().wait_stream(st)
-            with torch.cuda.graph(g):
-                for i in range(calls):
-                    sp.launch(s, sets[i % copies], cfg)
+            g = timing.capture(lambda i, cfg=cfg: sp.launch(s, sets[i % copies], cfg), calls, warmup=1)
             g.replay()
-            entries.append((row, g, []))
+            entries.append((row, g))
         except Exception as e:
             row["error"] = repr(e)[:200]
         rows.append(row)
     torch.cuda.synchronize()
-    for r in range(rounds + 1):
-        seq = entries if r % 2 == 0 else entries[::-1]
-        torch.cuda._sleep(300_000 * len(seq))
-        evs = []
-        for _row, g, ts in seq:
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            g.replay()
-            b.record()
-            evs.append((ts, a, b))
-        torch.cuda.synchronize()
-        if r:
-            for ts, a, b in evs:
-                ts.append(a.elapsed_time(b))
-    for row, _g, ts in entries:
-        row["ms"] = statistics.median(ts) / calls
+    # alternating rounds after a warm one, a GPU-side wait ahead of each (tilewise.bench.timing, as the sweep)
+    timed = timing.time_calls(
+        {str(i): g for i, (_row, g) in enumerate(entries)},
+        rounds=rounds,
+        flush=False,
+        gpu_wait_cycles=300_000 * len(entries),
+    )
+    for i, (row, _g) in enumerate(entries):
+        row["ms"] = timed[str(i)].median_ms
         row["calls"], row["copies"] = calls, copies
     return rows
 

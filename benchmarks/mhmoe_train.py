@@ -11,7 +11,8 @@ Writes benchmarks/results/h200/mhmoe_train.json (or --out). For each shape, two 
   the expert FFN swapped for the peer on the peer side: same parameters, same routing.
 
 Side by side in one process, alternating which side goes first every round, the same inputs, L2
-flushed (a 256 MiB write) before every timed call, CUDA events, medians with p20/p80 over the rounds;
+flushed (a 256 MiB write) before every timed call, CUDA events, medians with p20/p80 over the rounds
+(`tilewise.bench.timing`);
 the same step captured in a CUDA graph and replayed, beside the eager time (and the replay's output
 checked against the eager one). FLOPs: a training step of the expert FFN is 3 x the forward's
 (tilewise.model.traffic.moe_layer_flops): 9 GEMM units.
@@ -36,20 +37,18 @@ import argparse
 import dataclasses
 import json
 import shlex
-import statistics
 import sys
 import time
 
 import torch
 
-from tilewise.bench import harness
+from tilewise.bench import harness, timing
 from tilewise.bench.mhmoe_peer import experts_forward_torch
 from tilewise.kernels import custom_ops, layers, mhmoe
 from tilewise.model import traffic
 
 # (tokens, heads, head_dim, experts per head, expert width, top_k): MH-MoE at d_model 2048,
 # ~1024 rows per expert (A) and ~128 rows per expert (B: 256 experts; torch._grouped_mm takes < 1024 groups)
-_DEVICE = "cuda"  # the L2 flush buffer
 SHAPES = [(4096, 16, 128, 8, 256, 2), (2048, 8, 128, 32, 128, 2)]
 
 
@@ -58,12 +57,6 @@ class PeerMoE(layers.MultiHeadMoE):
 
     def experts(self, z, weights, experts):
         return experts_forward_torch(z, mhmoe.plan(weights, experts, self.num_experts), self.w_gate_up, self.w_down)
-
-
-def _quantiles(xs):
-    s = sorted(xs)
-    q = statistics.quantiles(s, n=5) if len(s) >= 5 else [s[0]] * 4
-    return statistics.median(s), q[0], q[3]
 
 
 def _sync_check(fn):
@@ -81,21 +74,12 @@ def _sync_check(fn):
 
 
 def _graph(fn):
-    """Capture fn() in a CUDA graph after torch.cuda.graphs' warm-up on a side stream.
+    """Capture fn() in a CUDA graph (`tilewise.bench.timing.capture`, 3 warm-up calls on a side stream).
 
     Returns (replay, static outputs, None) or (None, None, why)."""
     try:
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            for _ in range(3):
-                fn()
-        torch.cuda.current_stream().wait_stream(s)
-        torch.cuda.synchronize()
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            out = fn()
-        return g.replay, out, None
+        g = timing.capture(lambda _i: fn(), warmup=3)
+        return g.replay, g.out, None
     except Exception as e:  # a capture failure is a result to record, not a crash of the run
         try:
             torch.cuda.synchronize()
@@ -105,24 +89,12 @@ def _graph(fn):
 
 
 def time_alternating(fns: dict, rounds: int) -> dict:
-    flush = torch.empty(256 << 20, dtype=torch.uint8, device=_DEVICE)
-    names = list(fns)
-    times = {n: [] for n in names}
-    for _ in range(2):
-        for n in names:
-            fns[n]()
-    torch.cuda.synchronize()
-    for r in range(rounds):
-        order = names if r % 2 == 0 else names[::-1]
-        for n in order:
-            flush.zero_()
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            fns[n]()
-            b.record()
-            b.synchronize()
-            times[n].append(a.elapsed_time(b))
-    return {n: _quantiles(t) for n, t in times.items()}
+    """(median, p20, p80) ms per side: `tilewise.bench.timing.time_calls` (alternating rounds after a warm
+    round, the L2 flushed before every timed call, CUDA events)."""
+    for fn in fns.values():
+        fn()
+    t = timing.time_calls(fns, rounds=rounds)
+    return {n: (x.median_ms, x.p20_ms, x.p80_ms) for n, x in t.items()}
 
 
 def _profile(fn, steps=3, top=12):
@@ -282,7 +254,7 @@ def run_shape(
     return rows
 
 
-def main(argv=None):
+def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="benchmarks/results/h200/mhmoe_train.json")
     ap.add_argument("--rounds", type=int, default=25)
@@ -290,6 +262,11 @@ def main(argv=None):
     ap.add_argument("--deadline-s", type=float, default=None, help="start no new measurement after this many seconds")
     ap.add_argument("--shapes", default="all", help="all, or a comma list of indices into SHAPES (default all)")
     ap.add_argument("--profile-steps", type=int, default=3, help="torch.profiler kernel times of the experts step")
+    return ap
+
+
+def main(argv=None):
+    ap = build_parser()
     args = ap.parse_args(argv)
     if args.smoke:
         print(run_shape(37, 2, 16, 3, 32, 2, 0, {}, device="cpu", dt=torch.float32))

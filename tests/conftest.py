@@ -6,13 +6,29 @@
   skip unless ``TRITON_INTERPRET=1`` (CPU) or a CUDA device is there. ``device`` is where they allocate.
 - ``poison``: ``poison(owner, *names)`` makes the allocators ``owner.name`` hand out poisoned memory.
 - ``no_tf32``: fp32 matmuls in full fp32 for the test; the previous torch setting comes back afterwards.
+- Hypothesis runs under the ``tilewise`` profile: no deadline (a shared 2-core machine can make any
+  example slow; a hang is caught by pytest-timeout, not by a per-example clock), no example database (no
+  state shared between xdist workers or carried from one run to the next), generation that may be slow,
+  and under ``CI`` derandomized (the same examples every run). ``HYPOTHESIS_PROFILE`` picks another.
 """
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from helpers import cuda_available, interpreting, kernel_device, poison_allocations, seed_everything, seed_for
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "tilewise",
+    deadline=None,
+    database=None,
+    derandomize=bool(os.environ.get("CI")),
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "tilewise"))
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -78,14 +78,14 @@ def test_decode_batch_that_cannot_fit_refused_quickly(capsys):
     # 10^12 sequences: the K/V cache alone would be 2 x 10^12 x 8 x 8192 x 128 x 2 bytes
     refused(["explain", "decode", "--batch", str(10**12)], capsys, "batch must be an integer <=")
     refused(["explain", "decode", "--batch", str(10**8)], capsys, "the K/V cache must fit")
-    assert time.process_time() - t < 1
+    assert time.process_time() - t < 10  # milliseconds when bounded; a per-sequence loop would not finish
 
 
 def test_decode_model_does_not_grow_with_batch():
     # 10^8 sequences of one token: the counts equal batch x one sequence, computed without a list
     t = time.process_time()
     da = model_decode.decode_attention(10**8, 32, 8, 1, 128, "bf16", "h200")
-    assert time.process_time() - t < 0.1
+    assert time.process_time() - t < 1  # microseconds without a list; a list of 10^8 takes many seconds
     assert da.flops == 10**8 * traffic.decode_flops([1], 32, 128)
     assert da.bytes == 10**8 * traffic.decode_bytes([1], 32, 8, 128, "bf16")
 
@@ -110,13 +110,13 @@ def test_gemm_tile_pair_accepted():
 def test_work_bounded(argv, needle, capsys):
     t = time.process_time()
     refused(["explain", *argv], capsys, needle.replace("65536", "65,536"))
-    assert time.process_time() - t < 1
+    assert time.process_time() - t < 10  # a hang guard: the refusal comes before any work
 
 
-def test_largest_moe_allowed_answers_within_a_second():
+def test_largest_moe_allowed_answers_promptly():
     t = time.process_time()
     moe.explain(experts=validate.MAX_EXPERTS, tokens=8 * validate.MAX_EXPERTS, top_k=8, d_model=64, d_ff=64)
-    assert time.process_time() - t < 1
+    assert time.process_time() - t < 10  # well under a second; 10 s of CPU says it blew up
 
 
 # ----------------------------------------------------------------- silent wrong statements

@@ -1,5 +1,6 @@
-"""Exercises: each topic's answer is the model function's, checked here against the function itself
-(and by hand where a figure is known); right and wrong answers; bad input is a one-line refusal."""
+"""Exercises: each topic's answer is checked against an answer derived here from first principles and the
+registry's datasheet figures (never the model function the endpoint calls), and by hand where a figure is
+known; right and wrong answers; bad input is a one-line refusal."""
 
 import math
 import warnings
@@ -8,11 +9,8 @@ import pytest
 
 from tilewise import gpus
 from tilewise.errors import InputError
-from tilewise.model import decode, latency, pipeline, roofline, tensorcore, waves
-from tilewise.model.occupancy import occupancy
-from tilewise.sim import analyze_access
+from tilewise.model.tensorcore import ADDRESS_REGISTERS  # a model figure (registers for addresses), not a rule
 from tilewise.web.exercises import EXERCISES, exercise
-from tilewise.web.lane_expr import lane_indices
 
 SEED_TOPICS = {"access", "occupancy", "latency", "feeding", "registers", "l2", "pipeline", "decode", "moe"}
 
@@ -24,40 +22,90 @@ def ask(topic, variant, answer=None):
     return exercise(q)
 
 
+def _lanes(expr: str) -> list[int]:
+    """The element index of each of the 32 lanes, evaluated here (not by the page's own parser)."""
+    return [int(eval(expr, {"__builtins__": {}}, {"lane": lane})) for lane in range(32)]
+
+
+def _peak_flops_per_cycle_per_sm(g, dtype: str) -> float:
+    return 2 * g.dense_macs_per_tc_per_cycle[dtype] * g.tensor_cores_per_sm
+
+
+def _hbm_bytes_per_cycle_per_sm(g) -> float:
+    return g.hbm_bytes_per_s / g.sms / (g.tensor_clock_mhz * 1e6)  # HBM does not follow the SM clock
+
+
 def independent_answer(topic: str, v: dict):
+    """Each topic's answer from first principles and the registry's datasheet figures, never through the
+    model function the endpoint calls."""
     g = gpus.get(v.get("gpu", "h100-sxm"))
-    if topic == "access":
-        width = int(v.get("width", "4"))
-        base = 0 if v["space"] == "shared" else 1 << 20
-        addrs = [base + i * width for i in lane_indices(v["expr"], 32)]
-        c = analyze_access(addrs, width, v["space"])
-        return c["wavefronts"] if v["space"] == "shared" else c["sectors"]
+    if topic == "access":  # 4-byte elements
+        idx = _lanes(v["expr"])
+        if v["space"] == "shared":  # a bank serves one 4-byte word per pass; one word for many lanes is a broadcast
+            words_per_bank: dict[int, set[int]] = {}
+            for i in idx:
+                words_per_bank.setdefault(i % 32, set()).add(i)
+            return max(len(w) for w in words_per_bank.values())
+        return len({(4 * i) // 32 for i in idx})  # 32-byte sectors touched
     if topic == "occupancy":
-        return set(occupancy(g, int(v["threads"]), int(v["registers"]), 0, int(v["smem"])).limiters)
-    if topic == "latency":
-        return latency.warps_to_hide_memory(
-            int(v["latency"]), int(v["width"]), int(v["ilp"]), g, int(v["threads"]), int(v["registers"])
-        ).warps_needed
+        threads, regs, smem = int(v["threads"]), int(v["registers"]), int(v["smem"])
+        warps = math.ceil(threads / g.warp_size)
+        per_warp = math.ceil(regs * g.warp_size / g.reg_alloc_unit) * g.reg_alloc_unit
+        limits = {
+            "warps": g.max_warps_per_sm // warps,
+            "blocks": g.max_blocks_per_sm,
+            "registers": g.regs_per_sm // (per_warp * warps),
+        }
+        if smem:
+            limits["shared_memory"] = g.smem_per_sm // (smem + g.reserved_smem_per_block)
+        low = min(limits.values())
+        return {k for k, n in limits.items() if n == low}
+    if topic == "latency":  # Little's law: bytes in flight = latency x the SM's share of HBM bandwidth
+        in_flight = int(float(v["latency"]) * _hbm_bytes_per_cycle_per_sm(g))  # whole bytes: 600 x 13.87 = 8320
+        per_warp = g.warp_size * int(v["width"]) * int(v["ilp"])
+        return max(1, math.ceil(in_flight / per_warp))
+    # wgmma m64 nN k16 in 16-bit: A (64 x 16) re-read from shared memory per instruction, B 16 x N
+    e = 2
+    a_cycles = 64 * 16 * e / g.smem_bytes_per_cycle_per_sm  # 16
+    b_per_n = 16 * e / g.smem_bytes_per_cycle_per_sm  # 0.25
+    compute_per_n = 2 * 64 * 16 / _peak_flops_per_cycle_per_sm(g, "bf16")  # 0.5
     if topic == "feeding" and "n" in v:
-        return round(tensorcore.smem_feed(int(v["n"]), v["dtype"], "SS", g.key).ratio, 2)
+        n = int(v["n"])
+        return round(compute_per_n * n / (a_cycles + b_per_n * n), 2)
     if topic == "feeding":
-        return tensorcore.smem_feed(64, v["dtype"], "SS", g.key).break_even_n
-    if topic == "registers":
+        return a_cycles / (compute_per_n - b_per_n)  # compute = feed
+    if topic == "registers":  # per thread of a 128-thread consumer: S N/2, P N/4, O d/2, 2 rows' max and sum
         d = int(v["head_dim"])
-        return max(n for n in range(16, 257, 16) if tensorcore.register_budget(d, n, 64, "bf16", g.key).fits)
-    if topic == "l2":
-        intensity = roofline.kv_tile_intensity(int(v["m"]), 128, 128, "bf16").intensity
-        return round(100 * roofline.hit_rate_for_compute_roof(intensity, g, "bf16"), 1)
-    if topic == "pipeline":
-        t = pipeline.attention_tile_times(128, int(v["n"]), 64, "bf16", float(v["hit"]), g)
-        res = pipeline.compare(int(v["tiles"]), t.load, t.mma, t.softmax, int(v["stages"]))
-        best = max(x.tensor_utilisation for x in res.values())
-        return {k for k, x in res.items() if math.isclose(x.tensor_utilisation, best)}
-    if topic == "decode":
-        return decode.batch_for_compute_bound(int(v["k"]), int(v["n"]), v["dtype"], g)
-    if topic == "moe":
+        fits = [n for n in range(16, 257, 16) if n / 2 + n / 4 + d / 2 + 4 + ADDRESS_REGISTERS <= g.max_regs_per_thread]
+        return max(fits)
+    if topic == "l2":  # a KV tile's intensity is M; HBM sees (1 - hit) of the bytes
+        m = int(v["m"])
+        balance = _peak_flops_per_cycle_per_sm(g, "bf16") * g.sms * g.tensor_clock_mhz * 1e6 / g.hbm_bytes_per_s
+        return round(100 * max(0.0, 1 - m / balance), 1)
+    if topic == "pipeline":  # steady cycles per K/V tile of each design, two 64-row blocks per tile
+        n, d, hit, stages = int(v["n"]), 128, float(v["hit"]), int(v["stages"])
+        mma = 4 * 64 * n * d / _peak_flops_per_cycle_per_sm(g, "bf16")  # Q K^T and P V of one row block
+        soft = 64 * n / g.sfu_ops_per_cycle_per_sm  # one exponential per score
+        load = 2 * n * d * e * (1 - hit) / _hbm_bytes_per_cycle_per_sm(g)  # K and V
+        per = {
+            "serial": load + 2 * (mma + soft),  # load, then both row blocks' GEMMs and softmaxes in turn
+            "ring": (load + 2 * mma + soft) if stages == 1 else max(load, 2 * (mma + soft)),
+            "pingpong": (load + 2 * mma) if stages == 1 else max(load, 2 * mma, mma + soft),
+        }
+        best = min(per.values())
+        return {k for k, c in per.items() if math.isclose(c, best)}
+    if topic == "decode":  # first batch b with 2 b K N FLOPs / (b K + K N + b N) elements >= the balance
+        k, n, dt = int(v["k"]), int(v["n"]), v["dtype"]
+        size = {"bf16": 2, "fp16": 2, "fp8": 1}[dt]
+        balance = _peak_flops_per_cycle_per_sm(g, dt) * g.sms * g.tensor_clock_mhz * 1e6 / g.hbm_bytes_per_s
+        b = 1
+        while 2 * b * k * n / ((b * k + k * n + b * n) * size) < balance:
+            b += 1
+        return b
+    if topic == "moe":  # each expert's rows in whole tiles, times the N tiles
         rows = [int(r) for r in v["rows"].split(",")]
-        return waves.grouped_schedule(rows, int(v["block_m"]), int(v["n"]), int(v["block_n"])).total_tiles
+        bm, n, bn = int(v["block_m"]), int(v["n"]), int(v["block_n"])
+        return sum(math.ceil(r / bm) for r in rows) * math.ceil(n / bn)
     raise AssertionError(topic)
 
 

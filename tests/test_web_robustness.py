@@ -186,7 +186,7 @@ def test_no_path_outside_static_in_the_app():
 # ---------------------------------------------------------------------------- random abuse
 
 N_REQUESTS = 10_000
-TIME_LIMIT_S = 120
+TIME_LIMIT_S = 600  # names how far it got if the server stalls; pytest-timeout (1200 s) is the hang guard
 
 ENDPOINTS = [
     "gpus",

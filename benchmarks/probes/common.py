@@ -1,4 +1,4 @@
-"""What the probes share: CUDA-graph timing and writing a result file with its GPU, date and versions.
+"""What the probes share: CUDA-graph timing (`tilewise.bench.timing`) and writing a result file with its GPU, date and versions.
 
 A probe answers one question the `tilewise bench` suites do not (a bandwidth, a tile sweep, where host
 time goes). Each writes one file `{"meta": {...}, "data": ...}`; `meta` comes from
@@ -20,23 +20,13 @@ def parser(doc: str | None, default_out: str) -> argparse.ArgumentParser:
     return p
 
 
-def graph_ms(fn, rep: int = 40, warmup: int = 5) -> float:
-    """Median ms of CUDA-graph replays of fn() (after a warm-up on a side stream), do_bench's L2 flush between."""
-    import torch
-    from triton.testing import do_bench
+def graph_ms(fn, rep: int = 40) -> float:
+    """Median ms of CUDA-graph replays of fn(), about `rep` ms of them, the L2 flushed before each replay
+    (`tilewise.bench.timing`: the timer every benchmark of tilewise uses)."""
+    from tilewise.bench import timing
 
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        fn()
-        fn()
-    torch.cuda.current_stream().wait_stream(side)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn()
-    ms = do_bench(g.replay, warmup=warmup, rep=rep, return_mode="median")
-    del g
-    return ms
+    g = timing.capture(lambda _i: fn())
+    return timing.time_calls({"x": g}, rounds=1, reps=timing.reps_for(g, rep))["x"].median_ms
 
 
 def save(path: str, data: Any) -> None:

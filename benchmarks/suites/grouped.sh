@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Rows of benchmarks/results/h200/grouped.json: NVIDIA H200, 2026-11-30, torch 2.11.0+cu130, triton 3.6.0.
-# Run from the repository root on a CUDA machine with `pip install -e '.[kernels]'`.
+# grouped.json: grouped_matmul vs torch._grouped_mm: 128 experts x 8 rows and x 128 rows.
+#   bash benchmarks/suites/grouped.sh [OUT_DIR]      # default OUT_DIR benchmarks/results/h200
+# On a CUDA machine from the repository root; TILEWISE names the CLI (default `tilewise`; without an install:
+# TILEWISE="python3 -m tilewise.cli" PYTHONPATH=src). benchmarks/suites/quoted.sh runs it with the others.
 set -euo pipefail
-tilewise bench grouped --shapes e128_r8,e128_r16,e128_r32,e128_r64,e128_r128,e128_zipf,e256_r16,e256_r64,e16_r1024 --rounds 3 --json benchmarks/results/h200/grouped.json
+OUT=${1:-benchmarks/results/h200}
+${TILEWISE:-tilewise} bench grouped --shapes e128_r8,e128_r128 --rounds 3 --json "$OUT/grouped.json"

@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Rows of benchmarks/results/h200/moe.json: NVIDIA H200, 2026-11-30, torch 2.11.0+cu130, triton 3.6.0.
-# Run from the repository root on a CUDA machine with `pip install -e '.[kernels]'`.
+# moe.json: the fused MoE layer vs torch on torch._grouped_mm, Qwen3-like, 4096 tokens.
+#   bash benchmarks/suites/moe.sh [OUT_DIR]      # default OUT_DIR benchmarks/results/h200
+# On a CUDA machine from the repository root; TILEWISE names the CLI (default `tilewise`; without an install:
+# TILEWISE="python3 -m tilewise.cli" PYTHONPATH=src). benchmarks/suites/quoted.sh runs it with the others.
 set -euo pipefail
-tilewise bench moe --configs qwen3_t4096,qwen3_t512,dsv3_t4096,dsv3_t512 --rounds 3 --json benchmarks/results/h200/moe.json
+OUT=${1:-benchmarks/results/h200}
+${TILEWISE:-tilewise} bench moe --configs qwen3_t4096 --rounds 3 --json "$OUT/moe.json"

@@ -1,7 +1,11 @@
 """Compile every pointer-kernel GEMM config of the advisor's grid for sm_90 on the CPU (no GPU needed).
 
-    python3 -m venv /tmp/v36 && /tmp/v36/bin/pip install triton==3.6.0 numpy
-    /tmp/v36/bin/python benchmarks/sweeps/compile_sm90.py    # -> src/tilewise/advise/sm90_gemm_compiled.json
+    python3 -m venv .venv-triton36 && .venv-triton36/bin/pip install triton==3.6.0 numpy
+    .venv-triton36/bin/python benchmarks/sweeps/compile_sm90.py    # -> src/tilewise/advise/sm90_gemm_compiled.json
+    python benchmarks/sweeps/compile_sm90.py --out /tmp/compiled.json   # any interpreter with triton 3.6
+
+Any interpreter with triton 3.6.x works (another version compiles other shared-memory sizes, so the script
+refuses it in one line, exit 2); a GPU is not needed.
 
 Triton 3.6 (the H200's) builds the cubin for GPUTarget("cuda", 90, 128) here; the shared memory it
 reserves is the launch's fit test (the kernel fails to launch above the 232448-byte opt-in limit).
@@ -36,10 +40,24 @@ def _stub_torch() -> None:
     sys.modules["torch"] = t
 
 
-def main() -> None:
+DEFAULT_OUT = os.path.join(ROOT, "src", "tilewise", "advise", "sm90_gemm_compiled.json")
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    p.add_argument("--out", default=DEFAULT_OUT, help="file to write (default: the advisor's package data)")
+    a = p.parse_args(argv)
     _stub_torch()
     sys.path.insert(0, os.path.join(ROOT, "src"))
     import triton
+
+    if not triton.__version__.startswith("3.6."):
+        print(
+            f"compile_sm90: needs triton 3.6.x (the H200 figures' version), found {triton.__version__}", file=sys.stderr
+        )
+        return 2
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
@@ -83,12 +101,13 @@ def main() -> None:
             except Exception as e:
                 out[key] = {"error": repr(e)[:200], "compile_s": round(time.time() - t, 2)}
             print(key, out[key], flush=True)
-    path = os.path.join(ROOT, "src", "tilewise", "advise", "sm90_gemm_compiled.json")
+    path = a.out
     with open(path, "w") as f:
         json.dump({"triton": triton.__version__, "target": "cuda sm_90", "configs": out}, f, indent=1)
     print(f"{len(out)} -> {path}")
+    return 0
 
 
 if __name__ == "__main__":
     os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="tw36cache"))
-    main()
+    sys.exit(main())

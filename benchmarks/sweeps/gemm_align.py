@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -24,6 +23,8 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "src"))
 
 import sweep  # noqa: E402
+
+from tilewise.bench import timing  # noqa: E402
 
 CASES = (
     ((5000, 5000, 5000, "nn"), "p128x256x64_g8_s1_w8_st4"),
@@ -88,30 +89,15 @@ def main(argv=None) -> int:
                 ref = ss[0][0].float() @ ss[0][1].float()
                 err = ((ss[0][2].float() - ref).abs().max() / ref.abs().max()).item()
                 calls = max(copies, 8)
-                g = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(g):
-                    for i in range(calls):
-                        fn(ss[i % copies])
-                g.replay()
-                entries.append(({"layout_rows": layout_name, "source": src, "err": err, "calls": calls}, g, []))
+                g = timing.capture(lambda i, fn=fn, ss=ss, c=copies: fn(ss[i % c]), calls, warmup=1)
+                entries.append(({"layout_rows": layout_name, "source": src, "err": err, "calls": calls}, g))
         torch.cuda.synchronize()
-        for r in range(a.rounds + 1):
-            order = entries if r % 2 == 0 else entries[::-1]
-            evs = []
-            for _row, g, ts in order:
-                e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                e0.record()
-                g.replay()
-                e1.record()
-                evs.append((ts, e0, e1))
-            torch.cuda.synchronize()
-            if r:
-                for ts, e0, e1 in evs:
-                    ts.append(e0.elapsed_time(e1))
-        for row, _g, ts in entries:
+        # alternating rounds over every graph of the problem, round 0 warms them (tilewise.bench.timing)
+        timed = timing.time_calls({str(i): g for i, (_row, g) in enumerate(entries)}, rounds=a.rounds, flush=False)
+        for i, (row, _g) in enumerate(entries):
             row.update(
                 problem={"m": m, "n": n, "k": k, "dtype": "bf16", "layout": layout},
-                ms=statistics.median(ts) / row["calls"],
+                ms=timed[str(i)].median_ms,
                 **env,
             )
             out.write(json.dumps(row) + "\n")

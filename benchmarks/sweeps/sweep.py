@@ -47,6 +47,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "src"))
 import problems as P  # noqa: E402
 
 from tilewise.advise import space as S  # noqa: E402
+from tilewise.bench import harness, timing  # noqa: E402
 
 L2_ROTATE_BYTES = 150 * 2**20
 MAX_COPIES = 64
@@ -357,15 +358,7 @@ def time_problem(torch, family: str, p: dict, items, rounds: int, log) -> list[d
             continue
         calls = max(copies, min(MAX_CALLS, int(-(-TARGET_REPLAY_S // estimate_s(family, p)))))
         try:
-            s = torch.cuda.Stream()
-            s.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(s):
-                fn(sets[0])
-            torch.cuda.current_stream().wait_stream(s)
-            g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g):
-                for i in range(calls):
-                    fn(sets[i % copies])
+            g = timing.capture(lambda i, fn=fn: fn(sets[i % copies]), calls, warmup=1)
             g.replay()
         except Exception as e:
             row["error"] = "graph: " + repr(e)[:200]
@@ -376,27 +369,20 @@ def time_problem(torch, family: str, p: dict, items, rounds: int, log) -> list[d
         rows.append(row)
     torch.cuda.synchronize() if cuda else None
     if cuda and entries:
-        for r in range(rounds + 1):
-            order = entries if r % 2 == 0 else entries[::-1]
-            evs = []
-            # A GPU-side wait first, so the host enqueues the round's events and replays ahead of the GPU: a
-            # host thread descheduled between an event and its replay (the compile workers load every core)
-            # would otherwise time the gap too. The GEMM re-sweep of 2026-12-01 without it: 679 of 9175 rows
-            # had rounds more than 1.3x apart, all in the 80 problems timed while compiles ran.
-            torch.cuda._sleep(int(SLEEP_CYCLES_PER_ENTRY * len(order)))
-            for _row, g, ts in order:
-                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                a.record()
-                g.replay()
-                b.record()
-                evs.append((ts, a, b))
-            torch.cuda.synchronize()
-            if r > 0:  # round 0 warms every graph
-                for ts, a, b in evs:
-                    ts.append(a.elapsed_time(b))
-        for row, _g, ts in entries:
-            row["ms"] = statistics.median(ts) / row["calls"]
-            row["ms_rounds"] = [round(t / row["calls"], 6) for t in ts]
+        # A GPU-side wait before each round, so the host enqueues the round's events and replays ahead of the
+        # GPU: a host thread descheduled between an event and its replay (the compile workers load every core)
+        # would otherwise time the gap too. The GEMM re-sweep of 2026-12-01 without it: 679 of 9175 rows had
+        # rounds more than 1.3x apart, all in the 80 problems timed while compiles ran. Round 0 warms every graph.
+        timed = timing.time_calls(
+            {str(i): g for i, (_row, g, _ts) in enumerate(entries)},
+            rounds=rounds,
+            flush=False,
+            gpu_wait_cycles=int(SLEEP_CYCLES_PER_ENTRY * len(entries)),
+        )
+        for i, (row, _g, _ts) in enumerate(entries):
+            t = timed[str(i)]
+            row["ms"] = t.median_ms
+            row["ms_rounds"] = [round(x, 6) for x in t.samples_ms]
         del entries
     return rows
 
@@ -409,24 +395,8 @@ def calibrate(torch, out_dir: str, log) -> dict:
     res: dict = {}
     dev = "cuda"
 
-    def graph_ms(fn, calls, reps=5):
-        fn()
-        torch.cuda.synchronize()
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            for _ in range(calls):
-                fn()
-        g.replay()
-        torch.cuda.synchronize()
-        ts = []
-        for _ in range(reps):
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            g.replay()
-            b.record()
-            torch.cuda.synchronize()
-            ts.append(a.elapsed_time(b) / calls)
-        return statistics.median(ts)
+    def graph_ms(fn, calls, reps=5):  # median ms per call over `reps` replays of a graph of `calls` calls
+        return timing.graph_ms(fn, calls=calls, rounds=reps, flush=False).median_ms
 
     # per-launch cost: a graph of 1-element adds (the launch floor every kernel pays in a graph)
     x = torch.zeros(1, device=dev)
@@ -449,10 +419,7 @@ def calibrate(torch, out_dir: str, log) -> dict:
     c = torch.empty_like(a)
     clocks = []
     ms = graph_ms(lambda: torch.matmul(a, b, out=c), 10, reps=1)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(20):
-            torch.matmul(a, b, out=c)
+    g = timing.capture(lambda _i: torch.matmul(a, b, out=c), 20)
     t_end = time.time() + 2.0
     ts = []
     while time.time() < t_end:
@@ -504,6 +471,7 @@ def env_tags(torch) -> dict:
         "host_cpu": cpu,
         "cpus": os.cpu_count(),
         "command": " ".join(sys.argv),
+        **harness.source_state(),  # version, commit, dirty
     }
 
 

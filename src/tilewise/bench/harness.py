@@ -2,14 +2,16 @@
 
 Rules (README, "How we measure"):
 * ours and the peer run in one process, alternating round by round, on the same inputs;
-* each timing is `triton.testing.do_bench` (CUDA events), median with p20/p80 over
-  many repetitions; the row keeps the median over rounds of the per-round medians;
+* each timing is `triton.testing.do_bench` (CUDA events); the row keeps the median over rounds of the
+  per-round medians, with p20/p80 over every repetition (`tilewise.bench.timing.quantiles`);
 * memory-bound work rotates through several copies of its inputs (`rotate`), so a
   later repetition does not find its data in L2;
 * each row carries the model's prediction (`predicted_ms`, from `tilewise.model.roofline`
   with the FLOP and byte counts of `tilewise.model.traffic`) beside the measurement;
+* every row records the code that ran (`source_state`: version, commit, dirty) beside GPU, versions,
+  host and command;
 * with `--cuda-graph` (`set_cuda_graph(True)`) each side is also captured in a CUDA graph and its
-  replays timed, in the same alternating rounds: `ours_graph_ms` / `peer_graph_ms` is the GPU's
+  replays timed (`tilewise.bench.timing`), in the same alternating rounds: `ours_graph_ms` / `peer_graph_ms` is the GPU's
   time without Python, argument checks and launch cost, and `ours_host_ms` = eager - graph is
   what the host adds per call. `do_bench`'s L2 flush before each timed call hides only about
   70 us of host time, so a short call's eager time can be the host's, not the kernel's.
@@ -25,14 +27,16 @@ import os
 import platform
 import shlex
 import statistics
+import subprocess
 import sys
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from tilewise import __version__ as _version
 from tilewise import gpus as _gpus
 from tilewise.advise.problems import KERNELS, normalize
+from tilewise.bench import timing
 from tilewise.errors import InputError
 from tilewise.model import roofline
 from tilewise.model.predict import predict
@@ -43,10 +47,13 @@ ROW_KEYS = (
 )  # fmt: skip
 
 
-def env_tags(command: str | None = None) -> dict[str, str]:
-    """GPU name, date and versions for a result row."""
+def env_tags(command: str | None = None) -> dict[str, Any]:
+    """GPU name, date, versions, host CPU, the command, and the code that ran (`source_state`) for a result."""
     argv = ["tilewise", *sys.argv[1:]] if sys.argv and sys.argv[0] in ("-c", "") else sys.argv
-    tags = {"date": _dt.date.today().isoformat(), "command": command or " ".join(shlex.quote(a) for a in argv)}
+    tags: dict[str, Any] = {
+        "date": _dt.date.today().isoformat(),
+        "command": command or " ".join(shlex.quote(a) for a in argv),
+    }
     try:
         import torch
 
@@ -63,7 +70,58 @@ def env_tags(command: str | None = None) -> dict[str, str]:
         tags["triton"] = triton.__version__
     except ImportError:
         tags["triton"] = "none"
+    tags.update(source_state())
     return tags
+
+
+SOURCE_KEYS = ("version", "commit", "dirty")
+TAG_KEYS = ("gpu", "cpu", "date", "torch", "triton", "command", *SOURCE_KEYS)  # what every row carries
+
+
+def source_state() -> dict[str, Any]:
+    """{"version", "commit", "dirty"}: the package version, the git commit of the tree that ran and whether
+    its tracked files differed from that commit (True / False).
+
+    From git when tilewise runs from a source checkout (src/tilewise under a work tree); otherwise from
+    the environment, TILEWISE_COMMIT and TILEWISE_DIRTY (1/true/yes or 0/false/no) -- a copy of the tree
+    without .git, as a remote GPU machine gets, sets them; "unknown" for what neither says."""
+    state: dict[str, Any] = {"version": _version, "commit": "unknown", "dirty": "unknown"}
+    root = _checkout_root()
+    if root is not None:
+        head = _git(root, "rev-parse", "HEAD")
+        status = _git(root, "status", "--porcelain", "--untracked-files=no")
+        if head:
+            state["commit"] = head
+            state["dirty"] = bool(status) if status is not None else "unknown"
+            return state
+    env_commit = os.environ.get("TILEWISE_COMMIT", "").strip()
+    if env_commit:
+        state["commit"] = env_commit
+        flag = os.environ.get("TILEWISE_DIRTY", "").strip().lower()
+        if flag in ("1", "true", "yes"):
+            state["dirty"] = True
+        elif flag in ("0", "false", "no"):
+            state["dirty"] = False
+    return state
+
+
+def _checkout_root() -> Any:
+    """The work tree this package was imported from (…/src/tilewise), or None for an installed copy."""
+    from pathlib import Path
+
+    pkg = Path(__file__).resolve().parents[1]
+    root = pkg.parents[1]
+    if pkg.parent.name == "src" and (root / ".git").exists():
+        return root
+    return None
+
+
+def _git(root: Any, *args: str) -> str | None:
+    try:
+        r = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return r.stdout.strip() if r.returncode == 0 else None
 
 
 def _cpu_model() -> str:
@@ -91,44 +149,6 @@ def set_cuda_graph(on: bool) -> None:
     _MODE["graph"] = bool(on)
 
 
-def _capture(fn: Callable[[int], Any], rotate: int):
-    """A CUDA graph of fn(0) .. fn(rotate - 1), after a warm-up on a side stream (compiles, workspaces)."""
-    import torch
-
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    # A call that waits for the GPU (.item(), .tolist(), a blocking copy) cannot be captured, and a capture
-    # that fails midway leaves torch's CUDA RNG state half-captured for the rest of the process ("Offset
-    # increment outside graph capture"). So the warm-up runs with torch's sync debugging set to raise:
-    # such a side is refused here, before any capture begins.
-    prev = torch.cuda.get_sync_debug_mode()
-    with warnings.catch_warnings():  # "a prototype feature": it may miss some syncs; the capture still checks
-        warnings.simplefilter("ignore", UserWarning)
-        torch.cuda.set_sync_debug_mode("error")
-    try:
-        with torch.cuda.stream(side):
-            for i in range(rotate):
-                fn(i)
-    finally:
-        torch.cuda.set_sync_debug_mode(prev)
-    torch.cuda.current_stream().wait_stream(side)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for i in range(rotate):
-            fn(i)
-    torch.cuda.synchronize()
-    return g
-
-
-def _quantiles(xs: Sequence[float]) -> tuple[float, float, float]:
-    s = sorted(xs)
-    if len(s) == 1:
-        return s[0], s[0], s[0]
-    q = statistics.quantiles(s, n=10, method="inclusive")
-    return statistics.median(s), q[1], q[7]  # median, p20, p80
-
-
 def time_pair(
     ours: Callable[[int], Any],
     peer: Callable[[int], Any] | None,
@@ -140,8 +160,10 @@ def time_pair(
 ) -> dict[str, float]:
     """Time `ours(i)` and `peer(i)` alternating for `rounds` rounds; `i` cycles over `rotate` input sets.
 
-    Returns ours_ms / peer_ms (median of the per-round medians) with p20 / p80 over all
-    per-round quantiles.
+    Returns ours_ms / peer_ms (median of the per-round medians) with p20 / p80 over every timed call of
+    every round (`tilewise.bench.timing.quantiles`). With `set_cuda_graph(True)` each side is also
+    captured (`timing.capture`, one graph of its `rotate` calls) and its replays timed in the same rounds
+    (`timing.time_calls`, the L2 flushed before each replay): `ours_graph_ms`, `peer_graph_ms`.
     """
     from triton.testing import do_bench
 
@@ -158,29 +180,36 @@ def time_pair(
     fns = {"ours": rotating(ours)}
     if peer is not None:
         fns["peer"] = rotating(peer)
-    graphs: dict[str, Any] = {}
+    graphs: dict[str, timing.Graph] = {}
     notes: list[str] = []
     if _MODE["graph"]:
         raw = {"ours": ours, "peer": peer}
         for name in fns:
             try:
-                graphs[name] = _capture(raw[name], rotate)
+                graphs[name] = timing.capture(raw[name], rotate, warmup=rotate, refuse_sync=True)
             except Exception as e:  # a side that syncs with the host (or allocates oddly) cannot be captured
                 notes.append(f"{name}: not capturable ({type(e).__name__}: {str(e)[:120]})")
-    samples: dict[str, list[list[float]]] = {k: [] for k in fns}
-    samples.update({f"{k}_graph": [] for k in graphs})
-    for _ in range(rounds):
+    medians: dict[str, list[float]] = {k: [] for k in [*fns, *(f"{g}_graph" for g in graphs)]}
+    samples: dict[str, list[float]] = {k: [] for k in medians}
+    reps: dict[str, int] = {}
+    for r in range(rounds):
         for name, fn in fns.items():
-            q = do_bench(fn, warmup=warmup_ms, rep=rep_ms, quantiles=[0.5, 0.2, 0.8])
-            samples[name].append(list(q))
+            times = [float(x) for x in do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="all")]
+            medians[name].append(timing.quantiles(times)[0])
+            samples[name] += times
             if name in graphs:
-                q = do_bench(graphs[name].replay, warmup=warmup_ms, rep=rep_ms, quantiles=[0.5, 0.2, 0.8])
-                samples[f"{name}_graph"].append([x / rotate for x in q])
+                g = graphs[name]
+                if name not in reps:  # as many replays per round as fit in rep_ms
+                    reps[name] = timing.reps_for(g, rep_ms)
+                t = timing.time_calls({name: g}, rounds=1, reps=reps[name], warm_round=r == 0)[name]
+                medians[f"{name}_graph"].append(t.median_ms)
+                samples[f"{name}_graph"] += t.samples_ms
     out: dict[str, Any] = {}
-    for name, rows in samples.items():
-        out[f"{name}_ms"] = statistics.median(r[0] for r in rows)
-        out[f"{name}_p20_ms"] = min(r[1] for r in rows)
-        out[f"{name}_p80_ms"] = max(r[2] for r in rows)
+    for name in medians:
+        _, p20, p80 = timing.quantiles(samples[name])
+        out[f"{name}_ms"] = statistics.median(medians[name])
+        out[f"{name}_p20_ms"] = p20
+        out[f"{name}_p80_ms"] = p80
     if notes:
         out["graph_note"] = "; ".join(notes)
     graphs.clear()
@@ -270,7 +299,7 @@ def make_row(
         "flops": flops,
         "bytes": nbytes,
         "model_gpu": key,
-        **{k: tags.get(k) for k in ("gpu", "cpu", "date", "torch", "triton", "command")},
+        **{k: tags.get(k) for k in TAG_KEYS},
     }
     if model is not None:
         row.update(model_columns(*model, key))
@@ -354,6 +383,8 @@ def _fmt(v: Any) -> str:
 
 __all__ = [
     "ROW_KEYS",
+    "SOURCE_KEYS",
+    "TAG_KEYS",
     "env_tags",
     "format_table",
     "make_row",
@@ -362,6 +393,7 @@ __all__ = [
     "read_rows",
     "registry_key_for",
     "set_cuda_graph",
+    "source_state",
     "time_pair",
     "timing_fields",
     "write_rows",

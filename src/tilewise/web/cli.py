@@ -13,36 +13,32 @@ from tilewise.errors import InputError, positive_int, require_extra
 DEFAULT_PORT = 8765
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _check_port(port: int) -> None:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            raise InputError(
-                f"--port {port} is in use on 127.0.0.1; pick another (or --port 0 for any free one)"
-            ) from None
+def _bind(port: int) -> socket.socket:
+    """The socket the explorer serves on, bound now (port 0: any free one), so the port cannot be taken
+    between checking it and serving on it."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.bind(("127.0.0.1", port))
+        s.listen(128)
+    except OSError:
+        s.close()
+        raise InputError(f"--port {port} is in use on 127.0.0.1; pick another (or --port 0 for any free one)") from None
+    return s
 
 
 def run(args: argparse.Namespace) -> int:
     require_extra("starlette", "web")
     require_extra("uvicorn", "web")
     port = positive_int("--port", args.port, minimum=0, maximum=65535)
-    if port == 0:
-        port = _free_port()
-    else:
-        _check_port(port)
+    sock = _bind(port)
     from tilewise.web.server import serve
 
     try:
-        serve(port=port, open_browser=not args.no_browser)
+        serve(open_browser=not args.no_browser, sock=sock)
     except KeyboardInterrupt:
         pass
+    finally:
+        sock.close()
     return 0
 
 

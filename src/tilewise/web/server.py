@@ -231,10 +231,30 @@ def create_app(static: dict[str, tuple[bytes, str]] | None = None, allowed_hosts
     )
 
 
-def serve(port: int = 8765, open_browser: bool = True, host: str = "127.0.0.1") -> None:
-    """Run the explorer with uvicorn on the loopback interface until interrupted."""
+def bind_loopback(port: int = 0, host: str = "127.0.0.1") -> socket.socket:
+    """A listening TCP socket on host:port (port 0: any free one), for uvicorn to serve on. Binding here and
+    handing the socket over leaves no window in which another process (a parallel test worker) takes the
+    port between choosing it and serving on it. Raises OSError when the port is in use."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.bind((host, port))
+        s.listen(128)
+    except OSError:
+        s.close()
+        raise
+    return s
+
+
+def serve(
+    port: int = 8765, open_browser: bool = True, host: str = "127.0.0.1", sock: socket.socket | None = None
+) -> None:
+    """Run the explorer with uvicorn on the loopback interface until interrupted (on `sock` when given,
+    a socket from `bind_loopback`)."""
     import uvicorn
 
+    if sock is None:
+        sock = bind_loopback(port, host)
+    host, port = sock.getsockname()[:2]
     app = create_app()
     config = uvicorn.Config(
         app, host=host, port=port, log_level="warning", access_log=False, lifespan="off", http=http_protocol()
@@ -252,7 +272,7 @@ def serve(port: int = 8765, open_browser: bool = True, host: str = "127.0.0.1") 
                 webbrowser.open(url)
 
     threading.Thread(target=announce, daemon=True).start()
-    server.run()
+    server.run(sockets=[sock])
 
 
 class BackgroundServer:
@@ -263,12 +283,10 @@ class BackgroundServer:
     """
 
     def __init__(self, port: int = 0, host: str = "127.0.0.1", log_level: str = "error"):
-        if port == 0:
-            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-                s.bind((host, 0))
-                port = s.getsockname()[1]
-        self.host, self.port, self.log_level = host, port, log_level
-        self.url = f"http://{host}:{port}/"
+        self._sock = bind_loopback(port, host)  # bound now: no other worker can take the port before uvicorn
+        self.host, self.port = self._sock.getsockname()[:2]
+        self.log_level = log_level
+        self.url = f"http://{self.host}:{self.port}/"
         self._server = None
         self._thread = None
 
@@ -285,7 +303,7 @@ class BackgroundServer:
             http=http_protocol(),
         )
         self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, daemon=True)
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True)
         self._thread.start()
         deadline = time.monotonic() + 20
         while not self._server.started:
@@ -297,3 +315,4 @@ class BackgroundServer:
     def __exit__(self, *exc) -> None:
         self._server.should_exit = True
         self._thread.join(timeout=10)
+        self._sock.close()

@@ -257,7 +257,7 @@ def _overhead_rows(args, torch, F, tags, progress, cases=None, sync=_cuda_sync, 
                     "method": "N calls back to back, one sync; median of alternating rounds",
                     "launch": launch_path,
                     **{k: v for k, v in t.items() if k.endswith(("min_us", "max_us"))},
-                    **{k: tags.get(k) for k in ("gpu", "cpu", "date", "torch", "triton", "command")},
+                    **{k: tags.get(k) for k in harness.TAG_KEYS},
                 }
             )
             _emit(args, rows[-1])
