@@ -131,8 +131,8 @@ BAD = [
     (["advise", "gemm", "--k", "1.5"], "k must be an integer"),
     (["advise", "gemm", "--n", "1e30"], "n must be an integer"),
     (["advise", "gemm", "--n", "1000000000000000000000000000000"], "n must be an integer"),
-    (["advise", "attention", "--head-dim", "100"], "head_dim must be one of"),
-    (["advise", "decode", "--heads", "32", "--kv-heads", "5"], "multiple of kv_heads"),
+    (["advise", "attention", "--head-dim", "100"], "--head-dim must be one of"),
+    (["advise", "decode", "--heads", "32", "--kv-heads", "5"], "multiple of --kv-heads"),
     (["advise", "gemm", "--layout", "tt"], "layout must be"),
     (["advise", "--validate", "--sweep", "/no/such/dir"], "must exist"),
 ]

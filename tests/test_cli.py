@@ -50,4 +50,4 @@ def test_entry_point_runs_in_a_fresh_process():
     res = subprocess.run(
         [sys.executable, "-m", "tilewise.cli", "explain", "gemm", "--k", "0"], capture_output=True, text=True
     )
-    assert res.returncode == 2 and res.stderr.strip() == "tilewise: error: k must be an integer >= 1, got 0"
+    assert res.returncode == 2 and res.stderr.strip() == "tilewise: error: --k must be an integer >= 1, got 0"

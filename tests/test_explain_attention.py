@@ -93,10 +93,10 @@ def test_text_and_json(cli, capsys):
 @pytest.mark.parametrize(
     "args, text",
     [
-        (["--block-n", "100"], "block_n must be a multiple of 16"),
-        (["--heads", "12", "--kv-heads", "5"], "heads must be a multiple of kv_heads"),
+        (["--block-n", "100"], "--block-n must be a multiple of 16"),
+        (["--heads", "12", "--kv-heads", "5"], "--heads must be a multiple of --kv-heads"),
         (["--gpu", "a100", "--dtype", "fp8"], "dtype must be bf16 or fp16"),
-        (["--block-m", "48"], "block_m must be a multiple of wgmma's M = 64, got 48"),
+        (["--block-m", "48"], "--block-m must be a multiple of wgmma's M = 64, got 48"),
         (["--hit-rate", "1.5"], "--hit-rate must be in [0, 1], got 1.5"),
         (["--dtype", "fp8"], "dtype must be bf16 or fp16"),
         (["--batch", "0"], "batch must be an integer >= 1, got 0"),

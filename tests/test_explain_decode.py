@@ -50,8 +50,8 @@ def test_cli(cli, capsys):
 @pytest.mark.parametrize(
     "args, text",
     [
-        (["--kv-heads", "7"], "heads must be a multiple of kv_heads (GQA), got heads=32, kv_heads=7"),
-        (["--seq-len", "0"], "seq_len must be an integer >= 1, got 0"),
+        (["--kv-heads", "7"], "--heads must be a multiple of --kv-heads (GQA), got --heads=32, --kv-heads=7"),
+        (["--seq-len", "0"], "--seq-len must be an integer >= 1, got 0"),
         (["--gpu", "x"], "unknown GPU 'x'"),
         (["--dtype", "int3"], "dtype must be one of"),
     ],

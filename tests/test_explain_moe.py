@@ -53,8 +53,8 @@ def test_cli(cli, capsys):
 @pytest.mark.parametrize(
     "args, text",
     [
-        (["--top-k", "100"], "top_k must be an integer <= 64, got 100"),
-        (["--heads", "3"], "d_model must be a multiple of heads, got d_model=2048, heads=3"),
+        (["--top-k", "100"], "--top-k must be an integer <= 64, got 100"),
+        (["--heads", "3"], "--d-model must be a multiple of heads, got --d-model=2048, --heads=3"),
         (["--tokens", "0"], "tokens must be an integer >= 1, got 0"),
     ],
 )

@@ -19,7 +19,7 @@ SRC = os.path.join(os.path.dirname(__file__), "..", "src")
 # (layer, the modules in it: a name covers the package or module and everything under it, except
 # "tilewise", which is the top package's __init__ alone: a new package must be placed here)
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("foundation", ("tilewise.util", "tilewise.errors", "tilewise.gpus", "tilewise.validate")),
+    ("foundation", ("tilewise.version", "tilewise.util", "tilewise.errors", "tilewise.gpus", "tilewise.validate")),
     ("model", ("tilewise.model", "tilewise.sim")),  # the simulator sits beside the model: neither imports the other
     ("advise, explain", ("tilewise.advise", "tilewise.explain")),
     ("kernels", ("tilewise.kernels",)),

@@ -69,7 +69,7 @@ def test_occupancy_plot_written(capsys, tmp_path):
     ],
 )
 def test_huge_sizes_refused(argv, name, capsys):
-    err = refused(["explain", *argv], capsys, f"{name} must be an integer <= {validate.MAX_SIZE}")
+    err = refused(["explain", *argv], capsys, f"--{name.replace('_', '-')} must be an integer <= {validate.MAX_SIZE}")
     assert "311-digit number" in err  # what was given, without printing 311 digits
 
 
@@ -180,10 +180,10 @@ def test_gemm_tile_larger_than_problem_said():
 
 
 def test_moe_tiles_validated(capsys):
-    refused(["explain", "moe", "--block-m", "7", "--block-n", "100000"], capsys, "block_m must be an integer >= 16")
-    refused(["explain", "moe", "--block-m", "24"], capsys, "block_m must be a multiple of 16")
-    refused(["explain", "moe", "--block-n", "100000"], capsys, "block_n must be an integer <= 256")
-    refused(["explain", "moe", "--dtype", "tf32"], capsys, "dtype must be bf16 or fp16")
+    refused(["explain", "moe", "--block-m", "7", "--block-n", "100000"], capsys, "--block-m must be an integer >= 16")
+    refused(["explain", "moe", "--block-m", "24"], capsys, "--block-m must be a multiple of 16")
+    refused(["explain", "moe", "--block-n", "100000"], capsys, "--block-n must be an integer <= 256")
+    refused(["explain", "moe", "--dtype", "tf32"], capsys, "--dtype must be bf16 or fp16")
 
 
 def test_moe_on_a100_talks_about_mma_sync():
@@ -198,12 +198,12 @@ def test_moe_on_a100_talks_about_mma_sync():
 @pytest.mark.parametrize(
     "argv, needle",
     [
-        (["attention", "--head-dim", "7"], "head_dim must be a multiple of 16"),
+        (["attention", "--head-dim", "7"], "--head-dim must be a multiple of 16"),
         (["ffn", "--intermediate", "7"], "intermediate must be a multiple of 16"),
-        (["attention", "--block-n", "7"], "block_n must be an integer >= 16, got 7"),
-        (["attention", "--block-n", "40"], "block_n must be a multiple of 16"),
-        (["ffn", "--d-model", "99999999999999", "--heads", "1"], "d_model must be an integer <="),
-        (["ffn", "--d-model", "4096", "--heads", "1"], "d_model / heads (the head width d_h) must be"),
+        (["attention", "--block-n", "7"], "--block-n must be an integer >= 16, got 7"),
+        (["attention", "--block-n", "40"], "--block-n must be a multiple of 16"),
+        (["ffn", "--d-model", "99999999999999", "--heads", "1"], "--d-model must be an integer <="),
+        (["ffn", "--d-model", "4096", "--heads", "1"], "--d-model / heads (the head width d_h) must be"),
         (["gemm", "--m", "200000", "--k", "200000", "--n", "200000"], "A, B and C must fit"),
     ],
 )

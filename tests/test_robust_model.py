@@ -35,7 +35,7 @@ def test_cap_is_exact_in_a_float():
 @pytest.mark.parametrize(
     "flops, nbytes, needle",
     [
-        (HUGE, 1, "flops must be a finite number >= 0, got an integer of 311 digits"),
+        (HUGE, 1, "flops must be a finite number >= 0, got a 311-digit number"),
         (1, HUGE, "bytes must be a finite number >= 0"),
         (float("nan"), 1, "flops must be a finite number >= 0, got nan"),
         (1, float("inf"), "bytes must be a finite number >= 0, got inf"),

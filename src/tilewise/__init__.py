@@ -8,6 +8,6 @@
 from tilewise import gpus
 from tilewise.errors import InputError
 from tilewise.model.occupancy import Occupancy, occupancy
+from tilewise.version import __version__
 
-__version__ = "0.1.0"
 __all__ = ["InputError", "Occupancy", "__version__", "gpus", "occupancy"]

@@ -11,11 +11,12 @@ import argparse
 import importlib
 import importlib.util
 import json
+import re
 import sys
 
 from tilewise import __version__
 from tilewise import gpus as _gpus
-from tilewise.errors import InputError, parse_size
+from tilewise.errors import InputError, cli_int, parse_size
 
 # Areas whose modules add sub-commands, in the order `--help` lists them.
 AREAS = [
@@ -55,6 +56,35 @@ def missing_extra(err: ImportError) -> str | None:
     return f"this needs the '{name}' package: pip install 'tilewise[{EXTRAS[name]}]'"
 
 
+# Dests that are positional arguments or internal: never spelled as --options.
+_NOT_OPTIONS = {"command", "kind", "file", "name", "func", "json"}
+# The Python name a model error uses -> the option the command line spells it with, where they differ.
+_SPELLED = {"occupancy": {"dynamic_smem": "--smem", "static_smem": "--static-smem"}}
+
+
+def cli_spelling(message: str, args: argparse.Namespace) -> str:
+    """An InputError message with the argument it opens on named as the command line spells it.
+
+    The Python API says "block_k must be ..."; through `tilewise explain gemm` the user typed --block-k,
+    so the message says "--block-k must be ...". The opening name, name= echoes and names with an
+    underscore change; other words are left alone (they may be prose)."""
+    given = {k for k in vars(args) if k not in _NOT_OPTIONS and not k.startswith("_")}
+    spelled = {k: "--" + k.replace("_", "-") for k in given}
+    spelled.update(_SPELLED.get(getattr(args, "command", "") or "", {}))
+    m = re.match(r"(\w+)(?= (must|has|is|needs|cannot|of|=))", message)
+    if m and m.group(1) in spelled:
+        message = spelled[m.group(1)] + message[m.end() :]
+    message = re.sub(
+        r"(?<![-\w])(\w+)=(?=[-\w.'])",
+        lambda x: f"{spelled[x.group(1)]}=" if x.group(1) in spelled else x.group(0),
+        message,
+    )
+    # A name with an underscore (kv_heads, max_dynamic_smem) is an identifier, never prose: spell it anywhere.
+    names = {k: v for k, v in spelled.items() if "_" in k}
+    names.update({k: v for k, v in _SPELLED.get(getattr(args, "command", "") or "", {}).items()})
+    return re.sub(r"(?<![-\w])([a-z]\w*_\w+)\b", lambda x: names.get(x.group(1), x.group(1)), message)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="tilewise",
@@ -80,7 +110,7 @@ def _cmd_gpus(a: argparse.Namespace) -> int:
         g = _gpus.detect()
         entries = [g]
     elif a.name:
-        entries = [_gpus.get(a.name)]
+        entries = [_gpus.resolve(a.name)]
     else:
         entries = _gpus.list()
     if a.json:
@@ -152,7 +182,7 @@ def _cmd_occupancy(a: argparse.Namespace) -> int:
     return occupancy_cli.run(a)
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     g = sub.add_parser(
         "gpus",
         help="list the GPU registry, or show one GPU with the source of every figure",
@@ -160,7 +190,9 @@ def register(sub) -> None:
         epilog="examples:\n  tilewise gpus\n  tilewise gpus h200\n  tilewise gpus h100 --json\n  tilewise gpus --detect",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    g.add_argument("name", nargs="?", help="a registry key or alias (h100-sxm, h100-pcie, h200, a100-sxm, b200)")
+    g.add_argument(
+        "name", nargs="?", help="a registry key or alias (h100-sxm, h200, l40s, ...) or a GPU file (.toml/.json)"
+    )
     g.add_argument("--json", action="store_true", help="print JSON")
     g.add_argument("--detect", action="store_true", help="read the live device through torch/CUDA")
     g.set_defaults(func=_cmd_gpus)
@@ -180,14 +212,14 @@ def register(sub) -> None:
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    o.add_argument("--gpu", default="h100-sxm", help="registry name (default h100-sxm)")
-    o.add_argument("--threads", type=int, required=True, help="threads per block")
-    o.add_argument("--registers", type=int, required=True, help="registers per thread (ptxas -v)")
+    o.add_argument("--gpu", default="h100-sxm", help="registry name or a GPU file (.toml/.json) (default h100-sxm)")
+    o.add_argument("--threads", type=cli_int, required=True, help="threads per block")
+    o.add_argument("--registers", type=cli_int, required=True, help="registers per thread (ptxas -v)")
     o.add_argument("--smem", default="0", help="shared memory per block, static + dynamic (e.g. 48K)")
     o.add_argument("--static-smem", default=None, help="the static part of --smem (at most 48K)")
-    o.add_argument("--carveout", type=int, default=None, help="preferred shared-memory carveout, percent 0-100")
+    o.add_argument("--carveout", type=cli_int, default=None, help="preferred shared-memory carveout, percent 0-100")
     o.add_argument("--max-dynamic-smem", default=None, help="cudaFuncAttributeMaxDynamicSharedMemorySize")
-    o.add_argument("--barriers", type=int, default=1, help="named barriers the kernel uses (default 1)")
+    o.add_argument("--barriers", type=cli_int, default=1, help="named barriers the kernel uses (default 1)")
     o.add_argument("--json", action="store_true", help="print JSON")
     o.add_argument("--plot", metavar="FILE", help="draw the three what-if graphs to FILE (png/svg)")
     o.set_defaults(func=_cmd_occupancy)
@@ -200,9 +232,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
+        gpu = getattr(args, "gpu", None)
+        if isinstance(gpu, str) and _gpus.is_file(
+            gpu
+        ):  # --gpu my.toml: a user's GPU file, through every command that takes a GPU
+            args.gpu = _gpus.load(gpu).key
         return int(args.func(args) or 0)
     except InputError as e:
-        print(f"tilewise: error: {e}", file=sys.stderr)
+        print(f"tilewise: error: {cli_spelling(str(e), args)}", file=sys.stderr)
         return 2
     except ImportError as e:
         hint = missing_extra(e)

@@ -16,17 +16,15 @@ Each raises `tilewise.errors.InputError` naming the argument, what was expected 
 
 from __future__ import annotations
 
-import numbers
-
 from tilewise import gpus as _gpus
-from tilewise.errors import InputError
+from tilewise.errors import InputError, whole
 
 
 def _largest_memory() -> int:
     return max(g.memory_bytes for g in _gpus.list())
 
 
-MAX_SIZE = _largest_memory()  # 180 GB (B200): no tensor dimension can be longer
+MAX_SIZE = _largest_memory()  # 180 GB (B200): no tensor dimension can be longer (a user's GPU file does not move it)
 
 # Work limits: items a report walks in Python. Measured on the 2-core machine (2026-12-01,
 # `explain moe --experts E --tokens 8E`): 1,024 experts 3 ms, 8,192 19 ms, 65,536 0.15 s (with
@@ -34,26 +32,16 @@ MAX_SIZE = _largest_memory()  # 180 GB (B200): no tensor dimension can be longer
 MAX_EXPERTS = 1 << 16
 
 
-def size(name: str, value: object, *, minimum: int = 1, maximum: int | None = None) -> int:
+def size(name: str, value: object, *, minimum: int = 1, maximum: int | None = None, strings: bool = False) -> int:
     """`value` as an int in [minimum, maximum] (maximum defaults to `MAX_SIZE`), or `InputError`.
 
-    The messages keep `errors.positive_int`'s wording ("m must be an integer >= 1, got 0").
+    `errors.whole` is the one implementation ("m must be an integer >= 1, got 0"); this only sets the
+    default ceiling, the memory of the largest GPU in the registry.
     """
-    hi = MAX_SIZE if maximum is None else maximum
-    if isinstance(value, bool) or not isinstance(value, (numbers.Integral, float)):
-        raise InputError(f"{name} must be an integer from {minimum} to {hi}, got {value!r}")
-    if isinstance(value, float):
-        if not value.is_integer():  # also nan and inf
-            raise InputError(f"{name} must be an integer from {minimum} to {hi}, got {value!r}")
-        value = int(value)
-    value = int(value)
-    shown = str(value) if abs(value) < 10**30 else f"a {len(str(abs(value)))}-digit number"
-    if value < minimum:
-        raise InputError(f"{name} must be an integer >= {minimum}, got {shown}")
-    if value > hi:
-        why = "" if maximum is not None else " (no GPU in the registry holds more bytes)"
-        raise InputError(f"{name} must be an integer <= {hi}{why}, got {shown}")
-    return value
+    why = "" if maximum is not None else " (no GPU in the registry holds more bytes)"
+    return whole(
+        name, value, minimum=minimum, maximum=MAX_SIZE if maximum is None else maximum, strings=strings, why=why
+    )
 
 
 def multiple(name: str, value: int, of: int, why: str) -> int:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from tilewise import gpus as _gpus
 from tilewise.advise import problems as _problems
 from tilewise.advise import space
-from tilewise.errors import InputError
+from tilewise.errors import InputError, shown
 from tilewise.model.predict import Prediction, predict
 from tilewise.model.traffic import attention_flops, gemm_flops
 
@@ -121,7 +121,7 @@ def advise(kernel: str, problem: dict, gpu: str = "h200", top_k: int = 5) -> lis
     kernel = _problems.check_kernel(kernel)
     gpu = _problems.check_gpu(gpu)
     if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 1000:
-        raise InputError(f"top_k must be an integer in 1..1000, got {top_k!r}")
+        raise InputError(f"top_k must be an integer in 1..1000, got {shown(top_k)}")
     p = _problems.normalize(kernel, problem)
     return [_copy(a) for a in _advise_cached(kernel, json.dumps(p, sort_keys=True), gpu, top_k)]
 

@@ -8,7 +8,8 @@ import json
 from tilewise import gpus as _gpus
 from tilewise.advise import advise, validate
 from tilewise.advise import calibrate as C
-from tilewise.errors import InputError
+from tilewise.advise.problems import normalize
+from tilewise.errors import InputError, cli_int
 from tilewise.model.predict import calibration
 
 ARGS = {
@@ -26,18 +27,69 @@ ARGS = {
 }
 
 
+# An fp32 GEMM's tl.dot runs on the Tensor Cores as tf32 (10-bit mantissas, fp32 accumulate), as torch's
+# matmul does with allow_tf32: say so, since the user asked for fp32.
+TF32_NOTE = "dtype fp32: the GEMM runs on the Tensor Cores as tf32 (fp32 storage, 10-bit-mantissa products, fp32 sums)"
+
+# Options each use of the command takes beyond its kernel's sizes; anything else given is refused.
+_EXTRA = {"gemm": ("dtype", "layout"), "attention": ("dtype", "causal"), "decode": ("dtype",), "grouped": ("dtype",)}
+_PROBLEM_OPTS = {name for args in ARGS.values() for name, _ in args} | {"dtype", "layout", "causal"}
+
+
+def _refuse_unused(a: argparse.Namespace) -> None:
+    """An option that does not apply is an error, not silently ignored (`advise attention --layout nt`)."""
+
+    def given(name: str) -> bool:
+        v = getattr(a, name)
+        return v is not None and v is not False
+
+    def spell(name: str) -> str:
+        return "--rows" if name == "rows_per_expert" else "--" + name.replace("_", "-")
+
+    if a.validate:
+        extra = sorted(n for n in _PROBLEM_OPTS if given(n)) + (["--top"] if a.top is not None else [])
+        if a.kind is not None:
+            raise InputError(f"--validate takes no kernel, got {a.kind!r} (it judges every family of the sweep)")
+        if extra:
+            opts = ", ".join(spell(n) if not n.startswith("--") else n for n in extra)
+            raise InputError(f"--validate takes only --gpu, --sweep, --per-problem and --json, got {opts}")
+        if a.per_problem and not a.json:
+            raise InputError(
+                "--per-problem adds every problem's row to --validate --json's output; got it without --json"
+            )
+        return
+    for opt, name in (("--sweep", "sweep"), ("--per-problem", "per_problem")):
+        if given(name):
+            raise InputError(f"{opt} applies only with --validate, got it with advise {a.kind or ''}".rstrip())
+    if a.kind is None:
+        return
+    allowed = {n for n, _ in ARGS[a.kind]} | set(_EXTRA[a.kind])
+    extra = sorted(n for n in _PROBLEM_OPTS - allowed if given(n))
+    if extra:
+        takes = ", ".join(spell(n) for n in [*(n for n, _ in ARGS[a.kind]), *_EXTRA[a.kind]])
+        raise InputError(
+            f"advise {a.kind} takes {takes}; got {', '.join(spell(n) for n in extra)}, which it does not use"
+        )
+
+
 def _problem(kind: str, a: argparse.Namespace) -> dict:
     p = {name: getattr(a, name) for name, _ in ARGS[kind]}
-    p["dtype"] = a.dtype
+    p["dtype"] = a.dtype or "bf16"
     if kind == "gemm":
-        p["layout"] = a.layout
+        p["layout"] = a.layout or "nn"
     if kind == "attention":
         p["causal"] = bool(a.causal)
     return {k: v for k, v in p.items() if v is not None}
 
 
 def _status(gpu: str) -> str:
-    key = _gpus.get(gpu).key
+    g = _gpus.get(gpu)
+    key = g.key
+    if _gpus.is_user(g):
+        return (
+            f"{key}: datasheet-only, not calibrated (your GPU file's figures, never measured by tilewise; "
+            "the per-config efficiencies are the H200's)"
+        )
     if calibration(key):
         return f"{key}: calibrated (src/tilewise/model/calibration/{key}.json, measured on this GPU)"
     return (
@@ -51,13 +103,17 @@ def _run(a: argparse.Namespace) -> int:
         return _validate(a)
     if a.kind is None:
         raise InputError("advise needs a kernel: gemm, attention, decode or grouped (or --validate)")
-    prob = _problem(a.kind, a)
+    prob = normalize(a.kind, _problem(a.kind, a))  # the values as the model reads them: ints as ints
     out = advise(a.kind, prob, gpu=a.gpu, top_k=a.top)
+    note = TF32_NOTE if a.kind == "gemm" and prob["dtype"] == "fp32" else None
     if a.json:
-        print(json.dumps({"kernel": a.kind, "problem": prob, "gpu": a.gpu, "status": _status(a.gpu),
-                          "advice": [x.to_dict() for x in out]}, indent=1))  # fmt: skip
+        print(json.dumps({"kernel": a.kind, "problem": prob, "gpu": _gpus.get(a.gpu).key, "status": _status(a.gpu),
+                          "notes": [note] if note else [], "advice": [x.to_dict() for x in out]},
+                         indent=1, allow_nan=False))  # fmt: skip
         return 0
     print(f"tilewise advise {a.kind} on {_status(a.gpu)}")
+    if note:
+        print(note)
     print(f"{'#':>2} {'config':<34} {'pred us':>9} {'TFLOP/s':>8} {'TB/s':>6}  binding")
     for i, x in enumerate(out, 1):
         print(
@@ -177,11 +233,11 @@ def register(sub) -> None:
                 continue
             p.add_argument(flag, dest=name, default=None, help=f"{kind}: default {default}" if default else None)
     p.add_argument("--rows", dest="rows_per_expert", default=None, help="grouped: rows per expert")
-    p.add_argument("--dtype", default="bf16", help="bf16 | fp16 (gemm: fp32 too)")
-    p.add_argument("--layout", default="nn", help="gemm: nn (B [K, N]) or nt (a @ w.T, w [N, K])")
+    p.add_argument("--dtype", default=None, help="bf16 | fp16 (gemm: fp32 too, run as tf32); default bf16")
+    p.add_argument("--layout", default=None, help="gemm: nn (B [K, N]) or nt (a @ w.T, w [N, K]); default nn")
     p.add_argument("--causal", action="store_true", help="attention: causal mask")
-    p.add_argument("--gpu", default="h200", help="a registry GPU (tilewise gpus)")
-    p.add_argument("--top", type=int, default=5, help="how many configs (default 5)")
+    p.add_argument("--gpu", default="h200", help="a registry GPU (tilewise gpus) or a GPU file (.toml/.json)")
+    p.add_argument("--top", type=cli_int, default=None, help="how many configs (default 5)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--validate", action="store_true", help="the verdict on the committed sweep fixtures")
     p.add_argument("--sweep", default=None, help="--validate: the fixture folder (default tests/data/sweeps/h200)")
@@ -190,6 +246,9 @@ def register(sub) -> None:
 
 
 def _wrap(a: argparse.Namespace) -> int:
+    _refuse_unused(a)
+    if a.top is None:
+        a.top = 5
     if a.kind is not None:
         for name, default in ARGS[a.kind]:
             if getattr(a, name) is None and default is not None:

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import numbers
-
 from tilewise import gpus as _gpus
-from tilewise.errors import InputError
+from tilewise.errors import InputError, shown, whole
+from tilewise.validate import MAX_SIZE
 
 KERNELS = ("gemm", "attention", "decode", "grouped")
-DTYPES = {"bf16": "bf16", "bfloat16": "bf16", "fp16": "fp16", "float16": "fp16", "half": "fp16",
-          "fp32": "fp32", "float32": "fp32", "float": "fp32"}  # fmt: skip
-# Absurd-size guards: the model is O(1) in the sizes, but a GEMM dimension past 2^31 or an attention
-# sequence past 2^22 is no problem a GPU of today holds; refuse it plainly instead of answering.
-MAX_DIM = 2**31 - 1
+# Absurd-size guards: the model is O(1) in the sizes, but a GEMM dimension longer than the largest GPU's
+# memory in bytes (validate.MAX_SIZE, the ceiling every explain report uses too) or an attention sequence
+# past 2^22 is no problem a GPU of today holds; refuse it plainly instead of answering.
+MAX_DIM = MAX_SIZE
 MAX_SEQ = 2**22
 MAX_BATCH_HEADS = 2**20
 MAX_EXPERTS = 4096
@@ -36,42 +34,23 @@ FIELDS: dict[str, dict[str, object]] = {
 
 
 def _int(name: str, v: object, hi: int) -> int:
-    given = v
-    if isinstance(v, bool):
-        raise InputError(f"{name} must be an integer in 1..{hi}, got {v!r}")
-    if isinstance(v, str):
-        s = v.strip()
-        if not s.isdigit():
-            raise InputError(f"{name} must be an integer in 1..{hi}, got {v!r}")
-        v = int(s) if len(s) <= 20 else hi + 1
-    elif isinstance(v, float):
-        if not v.is_integer():
-            raise InputError(f"{name} must be an integer in 1..{hi}, got {v!r}")
-        v = int(v) if abs(v) < 1e19 else hi + 1
-    elif not isinstance(v, numbers.Integral):
-        raise InputError(f"{name} must be an integer in 1..{hi}, got {v!r}")
-    v = int(v)
-    if not 1 <= v <= hi:
-        raise InputError(f"{name} must be an integer in 1..{hi}, got {given!r}")
-    return v
+    # The one whole-number validator (errors.whole); digit strings count, as request bodies carry them.
+    return whole(name, v, minimum=1, maximum=hi, strings=True)
 
 
 def dtype_key(v: object, allowed: tuple[str, ...] = ("bf16", "fp16", "fp32")) -> str:
-    d = DTYPES.get(str(v).strip().lower()) if isinstance(v, str) else None
-    if d is None or d not in allowed:
-        raise InputError(f"dtype must be one of {', '.join(allowed)}, got {v!r}")
-    return d
+    return _gpus.dtype_key(v, allowed)  # the one dtype table
 
 
 def check_kernel(kernel: object) -> str:
     if kernel not in KERNELS:
-        raise InputError(f"kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
+        raise InputError(f"kernel must be one of {', '.join(KERNELS)}, got {shown(kernel)}")
     return kernel  # type: ignore[return-value]
 
 
 def check_gpu(gpu: object) -> str:
     if not isinstance(gpu, (str, _gpus.GPU)):
-        raise InputError(f"gpu must be a registry name ({', '.join(_gpus.names())}), got {gpu!r}")
+        raise InputError(f"gpu must be a registry name ({', '.join(_gpus.names())}), got {shown(gpu)}")
     return _gpus.get(gpu).key
 
 
@@ -102,7 +81,7 @@ def normalize(kernel: str, problem: dict) -> dict:
             p[k] = _int(k, p[k], MAX_DIM)
         p["dtype"] = dtype_key(p["dtype"])
         if p["layout"] not in ("nn", "nt"):
-            raise InputError(f"layout must be 'nn' (B is [K, N]) or 'nt' (a @ w.T, w [N, K]), got {p['layout']!r}")
+            raise InputError(f"layout must be 'nn' (B is [K, N]) or 'nt' (a @ w.T, w [N, K]), got {shown(p['layout'])}")
     elif kernel == "attention":
         for k in ("batch", "heads", "kv_heads"):
             p[k] = _int(k, p[k], MAX_BATCH_HEADS)
@@ -116,7 +95,7 @@ def normalize(kernel: str, problem: dict) -> dict:
         if p["batch"] * p["heads"] > MAX_BATCH_HEADS:
             raise InputError(f"batch x heads must be <= {MAX_BATCH_HEADS}, got {p['batch'] * p['heads']}")
         if not isinstance(p["causal"], bool):
-            raise InputError(f"causal must be true or false, got {p['causal']!r}")
+            raise InputError(f"causal must be true or false, got {shown(p['causal'])}")
         p["dtype"] = dtype_key(p["dtype"], ("bf16", "fp16"))
     elif kernel == "decode":
         for k in ("batch", "heads", "kv_heads"):

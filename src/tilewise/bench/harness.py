@@ -31,15 +31,16 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
-from tilewise import __version__ as _version
 from tilewise import gpus as _gpus
 from tilewise.advise.problems import KERNELS, normalize
 from tilewise.bench import timing
 from tilewise.errors import InputError
 from tilewise.model import roofline
 from tilewise.model.predict import predict
+from tilewise.version import __version__ as _version
 
 ROW_KEYS = (
     "kernel", "shape", "dtype", "peer", "ours_ms", "peer_ms", "speedup", "tflops", "tbps",
@@ -107,8 +108,6 @@ def source_state() -> dict[str, Any]:
 
 def _checkout_root() -> Any:
     """The work tree this package was imported from (…/src/tilewise), or None for an installed copy."""
-    from pathlib import Path
-
     pkg = Path(__file__).resolve().parents[1]
     root = pkg.parents[1]
     if pkg.parent.name == "src" and (root / ".git").exists():

@@ -14,12 +14,24 @@ asserts them (docs/sources.md lists the figures).
 from __future__ import annotations
 
 import argparse
+import math
+from typing import Any
 
 from tilewise import gpus as _gpus
 from tilewise import validate
-from tilewise.errors import InputError, require
+from tilewise.errors import InputError, cli_int, flag, require, shown
 from tilewise.explain.predicted import prediction
-from tilewise.explain.report import Report, fmt_bytes, fmt_flops, fmt_kib, fmt_time, gpu_info, pct, provenance_line
+from tilewise.explain.report import (
+    Report,
+    fmt_bytes,
+    fmt_flops,
+    fmt_intensity,
+    fmt_kib,
+    fmt_time,
+    gpu_info,
+    pct,
+    provenance_line,
+)
 from tilewise.model import latency, mma, pipeline, roofline, tensorcore, traffic, waves
 from tilewise.model.occupancy import occupancy
 from tilewise.util import cdiv
@@ -76,11 +88,12 @@ def explain(
     # N is the N of S = Q.K^T and the K of O = P.V, walked 16 at a time.
     validate.multiple("block_n", bn, 16, "the K of O = P.V, walked 16 at a time; wgmma's N steps by 8")
     stages = validate.size("stages", stages, maximum=16)
+    causal = flag("causal", causal)
     g = _gpus.get(gpu)
     dt = _gpus.dtype_name(dtype)
-    require(dt in ("bf16", "fp16"), f"dtype must be bf16 or fp16 for this walk, got {dtype!r}")
+    require(dt in ("bf16", "fp16"), f"dtype must be bf16 or fp16 for this walk, got {shown(dtype)}")
     native = mma.path(g, dt)
-    arch = native.arch
+    arch = native.family  # ampere (mma.sync: Ampere and Ada), hopper or blackwell
     why_m = {
         "hopper": "wgmma's M = 64",
         "ampere": "4 warps x mma.sync's M = 16",
@@ -124,7 +137,7 @@ def explain(
     if arch != "hopper":
         r.notes.append(
             {
-                "ampere": f"The {g.name} is Ampere: {native.instruction} from one warp, operands in registers "
+                "ampere": f"The {g.name} is {'Ada' if g.arch == 'ada' else 'Ampere'}: {native.instruction} from one warp, operands in registers "
                 "(ldmatrix from shared memory), cp.async copies, no TMA, no wgmma, no setmaxnreg. The walk below "
                 "uses those rules; the Hopper-only steps (warpgroup MMAs, producer warpgroup) are replaced.",
                 "blackwell": f"The {g.name} is Blackwell: {native.instruction} is issued by one thread and "
@@ -156,7 +169,7 @@ def explain(
     s.say(
         f"S = Q.K^T and O = P.V: 4 x d FLOPs per (query, key) pair{' left unmasked' if causal else ''} = "
         f"{fmt_flops(flops)}. Reading Q, K, V once and writing O once is {fmt_bytes(nbytes)}: "
-        f"{rf_ideal.intensity:.0f} FLOP/B if every byte were read once. The question is what one block sees."
+        f"{fmt_intensity(rf_ideal.intensity)} FLOP/B if every byte were read once. The question is what one block sees."
     )
 
     # 2. The block: who computes, who copies, and the registers.
@@ -167,7 +180,7 @@ def explain(
         threads = consumers * wt  # every warp computes and copies; no producer
     else:
         threads = consumers * wt + 2 * g.warp_size  # softmax warpgroups + one TMA warp + one MMA warp
-    regs = tensorcore.setmaxnreg_split(1, consumers, 24, g) if arch == "hopper" else None
+    regs: dict[str, Any] = tensorcore.setmaxnreg_split(1, consumers, 24, g) if arch == "hopper" else {}
     tb = tensorcore.attention_tile_budget(d, bn, bm, dt, stages, g, consumers)
     # The most registers per thread (a multiple of 8) with which one block still fits: the per-warp
     # allocation over 4 sub-partitions can refuse what a plain 65,536 / threads would allow.
@@ -179,6 +192,16 @@ def explain(
         occ = occupancy(g, threads, launch_regs, 0, smem_used)
     lh = latency.warps_to_hide_memory(gpu=g)
     ring = latency.async_in_flight(stages, tb["smem"]["kv_stage_bytes"], gpu=g)
+    if tb["smem"]["total_bytes"] > g.smem_per_block_optin:  # occupancy of a block that cannot launch: say so
+        fit = (
+            f"With {fmt_kib(tb['smem']['total_bytes'])} of shared memory the block does not launch (at most "
+            f"{fmt_kib(g.smem_per_block_optin)} per block, step 6)"
+        )
+    else:
+        fit = (
+            f"With {fmt_kib(tb['smem']['total_bytes'])} of shared memory, {occ.blocks_per_sm} block(s) fit per SM "
+            f"({pct(occ.occupancy)} occupancy)"
+        )
     s = r.step(
         "block",
         {
@@ -213,8 +236,7 @@ def explain(
         s.say(
             f"setmaxnreg rebalances registers: {g.regs_per_sm:,} / {threads} threads = {regs['even_split']} each; "
             f"the producer drops to {regs['producer_regs']} and the consumers rise to {regs['consumer_regs']}. "
-            f"With {fmt_kib(tb['smem']['total_bytes'])} of shared memory, {occ.blocks_per_sm} block(s) fit per SM "
-            f"({pct(occ.occupancy)} occupancy): latency is hidden by asynchronous copies and MMAs, not by warps."
+            f"{fit}: latency is hidden by asynchronous copies and MMAs, not by warps."
         )
         feeder = "TMA thread"
     elif arch == "ampere":
@@ -225,11 +247,10 @@ def explain(
             "thread issues cp.async for its share of the next K/V tile, then computes."
         )
         s.say(
-            f"No setmaxnreg on Ampere: all {threads} threads get the same budget, the most with which one "
+            f"No setmaxnreg on {'Ada' if g.arch == 'ada' else 'Ampere'}: all {threads} threads get the same "
+            f"budget, the most with which one "
             f"block fits ({g.regs_per_sm:,} registers per SM, at most {g.max_regs_per_thread} per thread): "
-            f"{launch_regs} each. With "
-            f"{fmt_kib(tb['smem']['total_bytes'])} of shared memory, {occ.blocks_per_sm} block(s) fit per SM "
-            f"({pct(occ.occupancy)} occupancy); latency is hidden by cp.async stages and the other warps."
+            f"{launch_regs} each. {fit}; latency is hidden by cp.async stages and the other warps."
         )
         feeder = "block's cp.async threads"
     else:
@@ -241,7 +262,7 @@ def explain(
         s.say(
             f"S and O accumulate in Tensor Memory, not registers: the {launch_regs} registers per thread at launch "
             f"(the most with which one block of {threads} threads fits) hold softmax's slice of S after tcgen05.ld, not the accumulators. "
-            f"With {fmt_kib(tb['smem']['total_bytes'])} of shared memory, {occ.blocks_per_sm} block(s) fit per SM."
+            f"{fit}."
         )
         feeder = "TMA thread"
     s.say(
@@ -386,29 +407,29 @@ def explain(
             "128 B/cycle bank model, an order of magnitude). O = P.V takes P from registers, where softmax left it."
         )
     else:
-        f = mma.instruction_feed(inst_m, bn, dt, g, a_from_smem=True)
+        fi = mma.instruction_feed(inst_m, bn, dt, g, a_from_smem=True)
         ft = mma.instruction_feed(inst_m, bn, dt, g, a_from_smem=False)
         f128 = mma.instruction_feed(128, bn, dt, g, a_from_smem=True)
-        break_even, feed_ratio = f.break_even_n, f.ratio
+        break_even, feed_ratio = fi.break_even_n, fi.ratio
         s = r.step(
             "feed",
             "Feeding the Tensor Cores from shared memory (order of magnitude)",
             smem_bytes_per_cycle=g.smem_bytes_per_cycle_per_sm,
-            a_cycles=f.a_cycles,
-            b_cycles_per_n=f.b_cycles / bn,
-            compute_cycles_per_n=f.compute_cycles / bn,
-            break_even_n=f.break_even_n,
-            ratio_at_n=f.ratio,
-            limit_ratio=f.limit_ratio,
+            a_cycles=fi.a_cycles,
+            b_cycles_per_n=fi.b_cycles / bn,
+            compute_cycles_per_n=fi.compute_cycles / bn,
+            break_even_n=fi.break_even_n,
+            ratio_at_n=fi.ratio,
+            limit_ratio=fi.limit_ratio,
             a_from_tmem_ratio=ft.ratio,
             ratio_at_m128=f128.ratio,
             published=False,
         )
-        be = f"N >= {f.break_even_n:g}" if f.break_even_n != float("inf") else "no N keeps up"
+        be = f"N >= {fi.break_even_n:g}" if fi.break_even_n != float("inf") else "no N keeps up"
         s.say(
             f"The Tensor Cores do {per_sm} FLOPs per cycle against the same {g.smem_bytes_per_cycle_per_sm} B per "
-            f"cycle of shared memory. A [{inst_m}, {k16}] is {f.a_cycles:g} cycles, B [{k16}, N] {f.b_cycles / bn:g} N; "
-            f"the instruction computes {f.compute_cycles / bn:g} N: {be}; here N = {bn}: {f.ratio:.2f} "
+            f"cycle of shared memory. A [{inst_m}, {k16}] is {fi.a_cycles:g} cycles, B [{k16}, N] {fi.b_cycles / bn:g} N; "
+            f"the instruction computes {fi.compute_cycles / bn:g} N: {be}; here N = {bn}: {fi.ratio:.2f} "
             f"(at M = 128: {f128.ratio:.2f}). The rate per SM grew against the same bytes per cycle, so the rows per "
             "MMA must grow with it."
         )
@@ -421,7 +442,7 @@ def explain(
     cap = regs["consumer_regs"] if arch == "hopper" else launch_regs
     rb = tensorcore.register_budget(d, bn, bm, dt, g)
     rb256 = tensorcore.register_budget(d, 256, bm, dt, g)
-    tm = None
+    tm: mma.TmemBudget | None = None
     if arch != "blackwell":
         s = r.step(
             "registers",
@@ -548,16 +569,16 @@ def explain(
         f"cancel; M remains (the block's {consumers} consumer(s) share each tile: M = {cta_rows}, {kv_cta.intensity:g} FLOP/B)."
     )
     s.say(
-        f"Balance = {_gpus.peak_flops(g, dt) / 1e12:.1f} / {g.hbm_bytes_per_s / 1e12:.2f} = {bal['hbm']:.0f} FLOP/B: "
+        f"Balance = {_gpus.peak_flops(g, dt) / 1e12:.1f} / {g.hbm_bytes_per_s / 1e12:.2f} = {fmt_intensity(bal['hbm'])} FLOP/B: "
         f"with all K/V from HBM, M = {bm} is {bal['hbm'] / kv.intensity:.1f}x short. But the Q blocks of one head "
         f"read the same K/V, so later ones hit L2: HBM sees (1 - hit) of the bytes, intensity M / (1 - hit). "
         f"M = {bm} needs hit >= 1 - {bm}/{bal['hbm']:.0f} = {pct(need64)} (M = {cta_rows}: {pct(need_cta)}); at 80% "
-        f"it reaches {reuse80.hbm_intensity:.0f} FLOP/B. If L2 thrashes, intensity falls back toward M."
+        f"it reaches {fmt_intensity(reuse80.hbm_intensity)} FLOP/B. If L2 thrashes, intensity falls back toward M."
     )
     s.say(
         f"Here {q_blocks} blocks x {group} query head(s) read each K/V head ({fmt_bytes(kv_head_bytes)}; L2 holds "
         f"{fmt_bytes(g.l2_bytes)}): ideally only the first read misses, {pct(ideal)} hits"
-        f"{'' if hit_rate is None else f'; you set {pct(h)}'} -> {reuse.hbm_intensity:.0f} FLOP/B from HBM, "
+        f"{'' if hit_rate is None else f'; you set {pct(h)}'} -> {fmt_intensity(reuse.hbm_intensity)} FLOP/B from HBM, "
         f"{reuse.bound}-bound at the HBM level. L2's own bandwidth is unpublished; at the registry's "
         f"~{g.l2_bytes_per_s / 1e12:.1f} TB/s (balance {bal['l2']:.0f}) this block would be {reuse_l2.bound}-bound: "
         "treat that as a bound of the model, not a measurement."
@@ -619,7 +640,8 @@ def explain(
     ps = waves.persistent_schedule(blocks, g.sms)
     util = cmp["pingpong"].tensor_utilisation
     rf = roofline.time(g, flops, nbytes, dt)
-    est = rf.compute_s / (util * gw.efficiency) if util > 0 else float("inf")
+    # The floor is the roofline's slower term: compute for long sequences, memory for short ones (S = 1).
+    est = rf.time_s / (util * gw.efficiency) if util > 0 else float("inf")
     s = r.step(
         "waves",
         "Blocks over the SMs, and the time",
@@ -641,10 +663,21 @@ def explain(
             else "."
         )
     )
+    floor = (
+        f"compute {fmt_time(rf.compute_s)}"
+        if rf.compute_s >= rf.time_s
+        else f"the {rf.bound} floor {fmt_time(rf.time_s)} (compute alone: {fmt_time(rf.compute_s)})"
+    )
     s.say(
-        f"Estimate for the design above: compute {fmt_time(rf.compute_s)} / (ping-pong utilisation {pct(util)} x "
-        f"waves {pct(gw.efficiency)}) = {fmt_time(est)}, ~{flops / est / 1e12:.0f} TFLOP/s: the pipeline sketch's "
-        "ideal, with no calibration."
+        f"Estimate for the design above: {floor} / (ping-pong utilisation {pct(util)} x "
+        f"waves {pct(gw.efficiency)}) = {fmt_time(est)}, ~{fmt_intensity(flops / est / 1e12)} TFLOP/s: the pipeline sketch's "
+        "ideal, with no calibration"
+        + (
+            "; that is less than a kernel launch takes, so the time model's figure below, which counts the "
+            "launch, is the one to read."
+            if est < 2e-6
+            else "."
+        )
     )
     problem = {"batch": batch, "heads": heads, "kv_heads": kv_heads, "seq_q": seq_q, "seq_k": seq_k, "head_dim": d,
                "causal": bool(causal), "dtype": dt}  # fmt: skip
@@ -660,7 +693,7 @@ def explain(
         )
 
     # Advice from the numbers.
-    if arch == "blackwell":
+    if arch == "blackwell" and tm is not None:
         if not tm.fits:
             r.advice.append(
                 f"S and O of {tm.tiles} Q tile(s) need {tm.columns} Tensor Memory columns of {tm.limit}: "
@@ -668,7 +701,7 @@ def explain(
             )
     elif rb.total > cap:
         r.advice.append(f"N = {bn} overflows the registers ({rb.total:g} > {cap}): use N <= {rb.max_n}.")
-    if arch != "ampere" and bn < break_even:
+    if arch != "ampere" and bn < break_even and math.isfinite(break_even):
         r.advice.append(f"N = {bn} < {break_even:g}: shared memory cannot feed {native.name}; use N >= {break_even:g}.")
     if arch == "blackwell" and break_even == float("inf"):
         r.advice.append(f"M = {inst_m} rows per MMA cannot be fed from shared memory at any N: use 128-row Q tiles.")
@@ -695,17 +728,17 @@ def explain(
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--batch", type=int, default=4, help="batch size (default 4)")
-    p.add_argument("--heads", type=int, default=16, help="query heads (default 16)")
-    p.add_argument("--kv-heads", type=int, default=None, help="K/V heads for GQA (default: = heads)")
-    p.add_argument("--seq-q", "--seq-len", type=int, default=8192, dest="seq_q", help="query length (default 8192)")
-    p.add_argument("--seq-k", type=int, default=None, help="key length (default: = seq-q)")
-    p.add_argument("--head-dim", type=int, default=128, help="head dimension d (default 128)")
+    p.add_argument("--batch", type=cli_int, default=4, help="batch size (default 4)")
+    p.add_argument("--heads", type=cli_int, default=16, help="query heads (default 16)")
+    p.add_argument("--kv-heads", type=cli_int, default=None, help="K/V heads for GQA (default: = heads)")
+    p.add_argument("--seq-q", "--seq-len", type=cli_int, default=8192, dest="seq_q", help="query length (default 8192)")
+    p.add_argument("--seq-k", type=cli_int, default=None, help="key length (default: = seq-q)")
+    p.add_argument("--head-dim", type=cli_int, default=128, help="head dimension d (default 128)")
     p.add_argument("--causal", action="store_true", help="causal mask")
-    p.add_argument("--block-m", type=int, default=64, help="Q rows per consumer warpgroup (default 64)")
-    p.add_argument("--consumers", type=int, default=2, help="consumer warpgroups per block (default 2)")
-    p.add_argument("--block-n", type=int, default=128, help="K/V tile N, the wgmma's N (default 128)")
-    p.add_argument("--stages", type=int, default=2, help="K/V ring-buffer stages (default 2)")
+    p.add_argument("--block-m", type=cli_int, default=64, help="Q rows per consumer warpgroup (default 64)")
+    p.add_argument("--consumers", type=cli_int, default=2, help="consumer warpgroups per block (default 2)")
+    p.add_argument("--block-n", type=cli_int, default=128, help="K/V tile N, the wgmma's N (default 128)")
+    p.add_argument("--stages", type=cli_int, default=2, help="K/V ring-buffer stages (default 2)")
     p.add_argument("--dtype", default="bf16", help="bf16 or fp16 (default bf16)")
     p.add_argument("--gpu", default="h100-sxm", help="a Hopper registry name (default h100-sxm)")
     p.add_argument("--hit-rate", type=float, default=None, help="L2 hit rate of K/V reads (default: ideal reuse)")

@@ -31,7 +31,7 @@ def _run(a: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     kinds = KINDS  # every kind ships with tilewise: a module that fails to import is a bug and must show
     p = sub.add_parser(
         "explain",

@@ -11,12 +11,22 @@ still memory-bound. tests/test_explain_decode.py asserts the numbers.
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 
 from tilewise import gpus as _gpus
 from tilewise import validate
-from tilewise.errors import require
+from tilewise.errors import cli_int, require
 from tilewise.explain.predicted import prediction
-from tilewise.explain.report import Report, fmt_bytes, fmt_flops, fmt_time, gpu_info, pct, provenance_line
+from tilewise.explain.report import (
+    Report,
+    fmt_bytes,
+    fmt_flops,
+    fmt_intensity,
+    fmt_time,
+    gpu_info,
+    pct,
+    provenance_line,
+)
 from tilewise.model import decode, latency, mma, traffic
 
 DEFAULTS = dict(batch=8, heads=32, kv_heads=8, seq_len=8192, head_dim=128, dtype="bf16", gpu="h100-sxm", block_n=128)
@@ -54,6 +64,7 @@ def explain(
     validate.fits_memory(g, {"K cache": kv_b, "V cache": kv_b}, "the K/V cache")
     validate.fits_memory(g, {"weights": gemm_k * gemm_n * e}, "the decode GEMM's weights")
     da = decode.decode_attention(batch, heads, kv_heads, seq_len, head_dim, dt, g)
+    p = _Decode(batch, heads, kv_heads, seq_len, head_dim, dt, e, g, native, block_n, gemm_k, gemm_n, da)
     r = Report(
         kind="decode",
         title=f"Decode attention [{batch} seqs x {seq_len} cached, {heads} heads ({kv_heads} KV), d={head_dim}] ({dt}) on {g.name}",
@@ -73,6 +84,36 @@ def explain(
 
     r.notes.append(provenance_line(g))
 
+    _work_and_bytes(r, p)
+    _gqa(r, p)
+    plan, one, merge = _split_kv(r, p)
+    _time(r, p, plan, merge)
+    _decode_gemm(r, p)
+    _advice(r, p, plan, one)
+    return r
+
+
+@dataclass(frozen=True)
+class _Decode:
+    """The checked problem and what every step reads: sizes, dtype, GPU, its MMA path, the decode model."""
+
+    batch: int
+    heads: int
+    kv_heads: int
+    seq_len: int
+    head_dim: int
+    dt: str
+    e: int
+    g: _gpus.GPU
+    native: mma.MmaPath
+    block_n: int
+    gemm_k: int
+    gemm_n: int
+    da: decode.DecodeAttention
+
+
+def _work_and_bytes(r: Report, p: _Decode) -> None:
+    batch, kv_heads, seq_len, head_dim, e, da = p.batch, p.kv_heads, p.seq_len, p.head_dim, p.e, p.da
     # 1. Work and bytes.
     s = r.step("problem", "The work and the bytes", flops=da.flops, bytes=da.bytes, kv_bytes=da.kv_bytes)
     s.say(
@@ -81,6 +122,9 @@ def explain(
         f"{fmt_bytes(da.kv_bytes)}, is read once ({fmt_bytes(da.bytes)} with q and o)."
     )
 
+
+def _gqa(r: Report, p: _Decode) -> None:
+    heads, kv_heads, native, da = p.heads, p.kv_heads, p.native, p.da
     # 2. GQA: the group is the M.
     s = r.step(
         "gqa",
@@ -111,6 +155,17 @@ def explain(
             "outside the usual decode case the rest of this report is written for."
         )
 
+
+def _split_kv(r: Report, p: _Decode) -> tuple[decode.SplitPlan, decode.SplitCandidate, int]:
+    batch, heads, kv_heads, seq_len, head_dim, g, block_n = (
+        p.batch,
+        p.heads,
+        p.kv_heads,
+        p.seq_len,
+        p.head_dim,
+        p.g,
+        p.block_n,
+    )
     # 3. Split-KV by wave efficiency.
     plan = decode.split_plan(batch, kv_heads, seq_len, g.sms, block_n)
     one = plan.candidates[0]
@@ -145,7 +200,13 @@ def explain(
         + ", ".join(f"{c.splits} -> {pct(c.efficiency)}" for c in plan.candidates if c.splits in shown)
         + (f". Merging the partial outputs moves {fmt_bytes(merge)}." if merge else ".")
     )
+    return plan, one, merge
 
+
+def _time(r: Report, p: _Decode, plan: decode.SplitPlan, merge: int) -> None:
+    batch, heads, kv_heads, seq_len, head_dim, dt, g, da = (
+        p.batch, p.heads, p.kv_heads, p.seq_len, p.head_dim, p.dt, p.g, p.da
+    )  # fmt: skip
     # 4. Time.
     t_mem = (da.bytes + merge) / g.hbm_bytes_per_s / plan.efficiency
     t_compute = da.flops / _gpus.peak_flops(g, dt) / plan.efficiency
@@ -183,6 +244,9 @@ def explain(
         "or a few K/V blocks prefetched asynchronously."
     )
 
+
+def _decode_gemm(r: Report, p: _Decode) -> None:
+    gemm_k, gemm_n, dt, g = p.gemm_k, p.gemm_n, p.dt, p.g
     # 5. The decode GEMM's roofline vs batch (batch 64 is still memory-bound).
     pts = decode.decode_gemm_roofline(gemm_k, gemm_n, (1, 16, 64, 128, 256, 512), dt, g)
     need = decode.batch_for_compute_bound(gemm_k, gemm_n, dt, g)
@@ -204,8 +268,14 @@ def explain(
         f"{pct(p64.tensor_utilisation)} busy. "
         + (f"Compute-bound from batch {need}." if need is not None else "No batch up to 2^24 reaches the balance.")
     )
-    s.say("  " + ", ".join(f"batch {p.batch}: {p.intensity:.0f} FLOP/B, {pct(p.tensor_utilisation)}" for p in pts))
+    s.say(
+        "  "
+        + ", ".join(f"batch {p.batch}: {fmt_intensity(p.intensity)} FLOP/B, {pct(p.tensor_utilisation)}" for p in pts)
+    )
 
+
+def _advice(r: Report, p: _Decode, plan: decode.SplitPlan, one: decode.SplitCandidate) -> None:
+    da = p.da
     if plan.splits > 1:
         r.advice.append(
             f"Split the K/V sequence {plan.splits} ways: {pct(one.efficiency)} -> {pct(plan.efficiency)} of SM-time "
@@ -216,20 +286,19 @@ def explain(
     r.advice.append(
         "Use 16-byte loads and several K/V blocks in flight per SM: bytes in flight, not warps, set the pace."
     )
-    return r
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--batch", type=int, default=8, help="sequences (default 8)")
-    p.add_argument("--heads", type=int, default=32, help="query heads (default 32)")
-    p.add_argument("--kv-heads", type=int, default=8, help="K/V heads (default 8)")
-    p.add_argument("--seq-len", type=int, default=8192, help="cached tokens per sequence (default 8192)")
-    p.add_argument("--head-dim", type=int, default=128, help="head dimension (default 128)")
+    p.add_argument("--batch", type=cli_int, default=8, help="sequences (default 8)")
+    p.add_argument("--heads", type=cli_int, default=32, help="query heads (default 32)")
+    p.add_argument("--kv-heads", type=cli_int, default=8, help="K/V heads (default 8)")
+    p.add_argument("--seq-len", type=cli_int, default=8192, help="cached tokens per sequence (default 8192)")
+    p.add_argument("--head-dim", type=cli_int, default=128, help="head dimension (default 128)")
     p.add_argument("--dtype", default="bf16", help="K/V cache dtype (default bf16)")
     p.add_argument("--gpu", default="h100-sxm", help="registry name (default h100-sxm)")
     p.add_argument(
         "--block-n",
-        type=int,
+        type=cli_int,
         default=DEFAULTS["block_n"],
         help="keys per K/V block (default 128, the decode kernel's key tile)",
     )

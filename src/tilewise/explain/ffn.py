@@ -26,9 +26,19 @@ import argparse
 
 from tilewise import gpus as _gpus
 from tilewise import validate
-from tilewise.errors import require
+from tilewise.errors import cli_int, require, shown
 from tilewise.explain.predicted import prediction
-from tilewise.explain.report import Report, fmt_bytes, fmt_flops, fmt_kib, fmt_time, gpu_info, pct, provenance_line
+from tilewise.explain.report import (
+    Report,
+    fmt_bytes,
+    fmt_flops,
+    fmt_intensity,
+    fmt_kib,
+    fmt_time,
+    gpu_info,
+    pct,
+    provenance_line,
+)
 from tilewise.gpus import element_bytes
 from tilewise.model import mma, roofline, tensorcore, traffic
 from tilewise.util import cdiv
@@ -71,7 +81,7 @@ def explain(
     require(bn % 8 == 0 and bn >= 16, f"block_n must be a multiple of 8 from 16 to 256 (wgmma's N), got {bn}")
     g = _gpus.get(gpu)
     dt = _gpus.dtype_name(dtype)
-    require(dt in ("bf16", "fp16"), f"dtype must be bf16 or fp16, got {dtype!r}")
+    require(dt in ("bf16", "fp16"), f"dtype must be bf16 or fp16, got {shown(dtype)}")
     e = element_bytes(dt)
     d = D // H
     # d_h is the K of the up-projections and the N of the down-projection's [64, d_h] accumulator.
@@ -87,7 +97,7 @@ def explain(
         "the FFN's activations and weights",
     )
     native = mma.path(g, dt)
-    arch = native.arch
+    arch = native.family  # ampere (mma.sync: Ampere and Ada), hopper or blackwell
     wm = tensorcore.WGMMA_M
     regs_lim = g.max_regs_per_thread
     smem_lim = g.smem_per_block_optin
@@ -193,7 +203,7 @@ def explain(
     s.say(
         f"Unfused, every head's gate and up activations [T, I] are written to HBM and read back: 6 passes over "
         f"{fmt_bytes(inter_bytes)}, {fmt_bytes(unf_bytes)} in all against {fmt_bytes(fus_bytes)} fused. Intensity "
-        f"{rf_unf.intensity:.0f} FLOP/B against a balance of {rf_unf.balance:.0f}: {rf_unf.bound}-bound, at best "
+        f"{fmt_intensity(rf_unf.intensity)} FLOP/B against a balance of {rf_unf.balance:.0f}: {rf_unf.bound}-bound, at best "
         f"{fmt_time(rf_unf.time_s)} ({rf_unf.attainable_flops / 1e12:.0f} TFLOP/s)."
     )
     s.say(
@@ -218,9 +228,9 @@ def explain(
         feed_dn = tensorcore.smem_feed(d, dt, "RS", g.key)
         up_ratio, up_break, dn_ratio = feed_up.ratio, feed_up.break_even_n, feed_dn.ratio
     elif arch == "ampere":
-        fu = mma.warp_feed(wm, 4, bn, dt, g, q_in_registers=False)
-        fd = mma.warp_feed(wm, 4, d, dt, g, q_in_registers=True)
-        up_ratio, up_break, dn_ratio = fu.ratio, 0.0, fd.ratio
+        wu = mma.warp_feed(wm, 4, bn, dt, g, q_in_registers=False)
+        wd = mma.warp_feed(wm, 4, d, dt, g, q_in_registers=True)
+        up_ratio, up_break, dn_ratio = wu.ratio, 0.0, wd.ratio
     else:
         fu = mma.instruction_feed(mma.TCGEN05_M, bn, dt, g, a_from_smem=True)
         fd = mma.instruction_feed(mma.TCGEN05_M, d, dt, g, a_from_smem=False)
@@ -253,9 +263,9 @@ def explain(
     elif arch == "ampere":
         s.say(
             f"On Ampere the 4 warps of a {wm}-row block split the rows and each reads the whole weight chunk "
-            f"[d_h, {bn}] through ldmatrix, plus its rows of z: compute / feed = {fu.ratio:.2f} (rows per warp / 16 "
+            f"[d_h, {bn}] through ldmatrix, plus its rows of z: compute / feed = {wu.ratio:.2f} (rows per warp / 16 "
             f"once z stays in registers). mma.sync takes a = silu(g) * u from registers for the down-projection: "
-            f"ratio {fd.ratio:.2f}."
+            f"ratio {wd.ratio:.2f}."
         )
     else:
         s.say(
@@ -312,7 +322,7 @@ def explain(
     s.say(
         f"All {blocks_per_head} token blocks of a head read the same weights, and all heads' weights together are "
         f"{fmt_bytes(w_bytes)} against {fmt_bytes(g.l2_bytes)} of L2 ({'fits' if w_bytes <= g.l2_bytes else 'does NOT fit'}). "
-        f"If only the first read misses, the hit rate is {pct(hit)} and HBM sees {reuse.hbm_intensity:.0f} FLOP/B: "
+        f"If only the first read misses, the hit rate is {pct(hit)} and HBM sees {fmt_intensity(reuse.hbm_intensity)} FLOP/B: "
         f"{reuse.bound}-bound. Unlike attention's KV, the weights are the same for every sequence, so the reuse does "
         f"not depend on the sequence length."
     )
@@ -388,7 +398,7 @@ def explain(
         recompute_flops_ratio=(fl + bwd["split"]) / (fl + bwd["useful"]),
     )
     s.say(
-        f"The unfused layer is not slow for lack of FLOPs but for bytes: at {rf_unf.intensity:.0f} FLOP/B it can reach "
+        f"The unfused layer is not slow for lack of FLOPs but for bytes: at {fmt_intensity(rf_unf.intensity)} FLOP/B it can reach "
         f"{rf_unf.attainable_flops / 1e12:.0f} TFLOP/s. Fusion removes the bytes, so the gain is the distance from there "
         f"to what the fused kernel's Tensor Cores really deliver, and that is far from {peak / 1e12:.0f}: the "
         f"up-projections have K = d_h = {d} ({d // 16} k16 steps per chunk), the SiLU sits between the GEMMs on the "
@@ -417,12 +427,12 @@ def explain(
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--tokens", type=int, default=DEFAULTS["tokens"], help="tokens T (default 16384)")
-    p.add_argument("--d-model", type=int, default=DEFAULTS["d_model"], help="model width (default 2048)")
-    p.add_argument("--heads", type=int, default=DEFAULTS["heads"], help="heads H; d_h = d_model / H (default 16)")
-    p.add_argument("--intermediate", type=int, default=DEFAULTS["intermediate"], help="per-head I (default 512)")
-    p.add_argument("--block-m", type=int, default=DEFAULTS["block_m"], help="token rows per block (default 128)")
-    p.add_argument("--block-n", type=int, default=DEFAULTS["block_n"], help="intermediate chunk N (default 64)")
+    p.add_argument("--tokens", type=cli_int, default=DEFAULTS["tokens"], help="tokens T (default 16384)")
+    p.add_argument("--d-model", type=cli_int, default=DEFAULTS["d_model"], help="model width (default 2048)")
+    p.add_argument("--heads", type=cli_int, default=DEFAULTS["heads"], help="heads H; d_h = d_model / H (default 16)")
+    p.add_argument("--intermediate", type=cli_int, default=DEFAULTS["intermediate"], help="per-head I (default 512)")
+    p.add_argument("--block-m", type=cli_int, default=DEFAULTS["block_m"], help="token rows per block (default 128)")
+    p.add_argument("--block-n", type=cli_int, default=DEFAULTS["block_n"], help="intermediate chunk N (default 64)")
     p.add_argument("--dtype", default="bf16", help="bf16 or fp16 (default bf16)")
     p.add_argument("--gpu", default=DEFAULTS["gpu"], help="registry name (default h200)")
 

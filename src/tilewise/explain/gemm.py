@@ -13,9 +13,19 @@ import argparse
 
 from tilewise import gpus as _gpus
 from tilewise import validate
-from tilewise.errors import InputError, parse_size, require
+from tilewise.errors import InputError, cli_int, parse_size, require, shown
 from tilewise.explain.predicted import prediction
-from tilewise.explain.report import Report, fmt_bytes, fmt_flops, fmt_kib, fmt_time, gpu_info, pct, provenance_line
+from tilewise.explain.report import (
+    Report,
+    fmt_bytes,
+    fmt_flops,
+    fmt_intensity,
+    fmt_kib,
+    fmt_time,
+    gpu_info,
+    pct,
+    provenance_line,
+)
 from tilewise.model import decode, mma, roofline, traffic, waves
 from tilewise.model.occupancy import occupancy
 from tilewise.util import cdiv
@@ -35,15 +45,15 @@ def parse_tile(text: object) -> tuple[int, int]:
     if isinstance(text, str):
         parts = text.lower().replace("×", "x").split("x")
         if len(parts) != 2:
-            raise InputError(f"tile must look like MxN (e.g. 64x128), got {text!r}")
+            raise InputError(f"tile must look like MxN (e.g. 64x128), got {shown(text)}")
         try:
             bm, bn = int(parts[0]), int(parts[1])
         except ValueError:
-            raise InputError(f"tile must look like MxN with integers (e.g. 64x128), got {text!r}") from None
+            raise InputError(f"tile must look like MxN with integers (e.g. 64x128), got {shown(text)}") from None
     elif isinstance(text, (tuple, list)) and len(text) == 2:
         bm, bn = text
     else:
-        raise InputError(f"tile must be 'MxN' (e.g. '64x128') or a pair (M, N), got {text!r}")
+        raise InputError(f"tile must be 'MxN' (e.g. '64x128') or a pair (M, N), got {shown(text)}")
     return validate.size("tile M", bm, maximum=TILE_MAX), validate.size("tile N", bn, maximum=TILE_MAX)
 
 
@@ -70,11 +80,11 @@ def explain(
     stages = validate.size("stages", stages, maximum=16)
     registers = validate.size("registers", registers, maximum=g.max_regs_per_thread)
     require(threads % g.warp_size == 0, f"threads must be a multiple of {g.warp_size}, got {threads}")
+    native = mma.path(g, dt)  # first: refuses a dtype this GPU's Tensor Cores lack (fp8 on an A100)
     mm, mn, mk = mma_shape(dt)
     require(bm % mm == 0 and bn % mn == 0, f"tile must be a multiple of the {mm}x{mn} MMA fragment, got {bm}x{bn}")
     require(block_k % mk == 0, f"block_k must be a multiple of the MMA's k = {mk} ({dt}), got {block_k}")
     validate.fits_memory(g, {"A": m * k * e, "B": k * n * e, "C": m * n * e}, "A, B and C")
-    native = mma.path(g, dt)  # also refuses a dtype this GPU's Tensor Cores lack
 
     r = Report(
         kind="gemm",
@@ -85,6 +95,11 @@ def explain(
         ),
     )
     r.notes.append(provenance_line(g))
+    if _gpus.dtype_key(dtype) != dt:  # fp32 asked, tf32 computed: say so rather than change it silently
+        r.notes.append(
+            f"dtype {_gpus.dtype_key(dtype)}: the GEMM runs on the Tensor Cores as {dt} (fp32 storage, 4 bytes per "
+            f"element, products of 10-bit mantissas summed in fp32); the rates below are {dt}'s."
+        )
     if bm > m or bn > n:
         r.notes.append(
             f"The {bm} x {bn} tile is larger than C [{m}, {n}]: each block computes a padded tile of which "
@@ -124,7 +139,14 @@ def explain(
     s.say(f"Each block reads A's rows [{bm}, {k}] and B's columns [{k}, {bn}]; blocks never talk to each other.")
 
     # 3. Waves over the SMs.
-    occ = occupancy(g, threads, registers, 0, stages * (bm * block_k + block_k * bn) * e)
+    stage_smem = stages * (bm * block_k + block_k * bn) * e
+    require(
+        stage_smem <= g.smem_per_block_optin,
+        f"stages x (tile M x block_k + block_k x tile N) x {e} B = {stages} x ({bm} x {block_k} + {block_k} x {bn}) "
+        f"x {e} = {stage_smem} bytes of shared memory must fit the {g.name}'s {g.smem_per_block_optin} per block; "
+        "use fewer stages, a smaller tile or block_k",
+    )
+    occ = occupancy(g, threads, registers, 0, stage_smem)
     w1 = waves.grid_waves(blocks, g.sms, 1)
     wk = waves.grid_waves(blocks, g.sms, max(occ.blocks_per_sm, 1))
     s = r.step(
@@ -256,7 +278,7 @@ def explain(
     )
     s.say(
         f"Intensity = {fmt_flops(flops)} / {fmt_bytes(nbytes)} = {rf.intensity:.1f} FLOP/B. Balance = "
-        f"{_gpus.peak_flops(g, dtype) / 1e12:.1f} TFLOP/s / {g.hbm_bytes_per_s / 1e12:.2f} TB/s = {rf.balance:.0f} FLOP/B."
+        f"{_gpus.peak_flops(g, dtype) / 1e12:.1f} TFLOP/s / {g.hbm_bytes_per_s / 1e12:.2f} TB/s = {fmt_intensity(rf.balance)} FLOP/B."
     )
     s.say(
         f"{'Memory' if rf.bound == 'memory' else 'Compute'}-bound: compute takes {fmt_time(rf.compute_s)}, "
@@ -309,15 +331,15 @@ def explain(
         i_full = traffic.gemm_flops(full_m, n, k) / traffic.gemm_bytes(full_m, n, k, dt)
         if i_full < rf.balance:
             frag = (
-                f"M = {m} fills every 16-row fragment yet gives only {i_full:.0f} FLOP/B"
+                f"M = {m} fills every 16-row fragment yet gives only {fmt_intensity(i_full)} FLOP/B"
                 if full_m == m
-                else f"Filling the fragments (M = {full_m}) would give only {i_full:.0f} FLOP/B"
+                else f"Filling the fragments (M = {full_m}) would give only {fmt_intensity(i_full)} FLOP/B"
             )
             frag += f", still below {rf.balance:.0f}: full fragments are not the same as full Tensor Cores."
         else:
             frag = ""
         r.advice.append(
-            f"Memory-bound ({rf.intensity:.0f} FLOP/B against {rf.balance:.0f}): the floor is reading "
+            f"Memory-bound ({fmt_intensity(rf.intensity)} FLOP/B against {rf.balance:.0f}): the floor is reading "
             f"B ({fmt_bytes(b_b)}) once. Batching more rows raises intensity with M; {need}. {frag}".rstrip()
         )
         spread = "enough blocks or split-K" if trips > 1 else "enough blocks (smaller tiles)"
@@ -330,7 +352,7 @@ def explain(
             "hopper": "feed wgmma from TMA-loaded shared memory with 128x128+ tiles, 3-4 stages",
             "blackwell": "issue tcgen05 from one thread with 128-row tiles accumulating in Tensor Memory, TMA stages",
             "ampere": "feed mma.sync through ldmatrix with 128x128 tiles and 3-4 cp.async stages",
-        }[native.arch]
+        }[native.family]
         r.advice.append(f"Compute-bound: {feed}, and a persistent grid.")
     if w1.tail_blocks and w1.efficiency < 0.9:
         fix = (
@@ -354,16 +376,16 @@ def explain(
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--m", type=int, default=DEFAULTS["m"], help="rows of A and C (default 64)")
-    p.add_argument("--n", type=int, default=DEFAULTS["n"], help="columns of B and C (default 24576)")
-    p.add_argument("--k", type=int, default=DEFAULTS["k"], help="inner dimension (default 8192)")
+    p.add_argument("--m", type=cli_int, default=DEFAULTS["m"], help="rows of A and C (default 64)")
+    p.add_argument("--n", type=cli_int, default=DEFAULTS["n"], help="columns of B and C (default 24576)")
+    p.add_argument("--k", type=cli_int, default=DEFAULTS["k"], help="inner dimension (default 8192)")
     p.add_argument("--dtype", default="bf16", help="bf16, fp16, tf32 or fp8 (default bf16)")
     p.add_argument("--gpu", default="h100-sxm", help="registry name, see `tilewise gpus` (default h100-sxm)")
     p.add_argument("--tile", default="64x128", help="output tile MxN per block (default 64x128)")
-    p.add_argument("--block-k", type=int, default=16, help="K step per iteration (default 16)")
-    p.add_argument("--threads", type=int, default=256, help="threads per block (default 256)")
-    p.add_argument("--stages", type=int, default=2, help="shared-memory buffers (default 2)")
-    p.add_argument("--registers", type=int, default=128, help="registers per thread, for occupancy (default 128)")
+    p.add_argument("--block-k", type=cli_int, default=16, help="K step per iteration (default 16)")
+    p.add_argument("--threads", type=cli_int, default=256, help="threads per block (default 256)")
+    p.add_argument("--stages", type=cli_int, default=2, help="shared-memory buffers (default 2)")
+    p.add_argument("--registers", type=cli_int, default=128, help="registers per thread, for occupancy (default 128)")
 
 
 def from_args(a: argparse.Namespace) -> Report:

@@ -17,10 +17,11 @@ the FLOPs fall to 1/H as well, so compare the two by share of peak, not by time.
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 
 from tilewise import gpus as _gpus
 from tilewise import validate
-from tilewise.errors import require
+from tilewise.errors import cli_int, require, shown
 from tilewise.explain.predicted import prediction
 from tilewise.explain.report import Report, fmt_flops, fmt_time, gpu_info, pct, provenance_line
 from tilewise.model import mma, traffic, waves
@@ -38,7 +39,9 @@ def balanced_rows(routed: int, experts: int) -> list[int]:
     return [q + (1 if i < rem else 0) for i in range(experts)]
 
 
-def _gemms(rows, d_in, d_ff, d_out, bm, bn, bk, dt, g):
+def _gemms(
+    rows: list[int], d_in: int, d_ff: int, d_out: int, bm: int, bn: int, bk: int, dt: str, g: _gpus.GPU
+) -> tuple[waves.GroupedGemmCost, waves.GroupedGemmCost]:
     up = waves.grouped_gemm_cost(rows, d_in, 2 * d_ff, bm, bn, bk, dt, g)
     down = waves.grouped_gemm_cost(rows, d_ff, d_out, bm, bn, bk, dt, g)
     return up, down
@@ -67,7 +70,9 @@ def explain(
     validate.bounded("experts x heads", experts * h, validate.MAX_EXPERTS, "the report lists every expert's tiles")
     g = _gpus.get(gpu)
     dt = _gpus.dtype_name(dtype)
-    require(dt in ("bf16", "fp16"), f"dtype must be bf16 or fp16 (the grouped GEMM's measured tiles), got {dtype!r}")
+    require(
+        dt in ("bf16", "fp16"), f"dtype must be bf16 or fp16 (the grouped GEMM's measured tiles), got {shown(dtype)}"
+    )
     e = _gpus.element_bytes(dt)
     native = mma.path(g, dt)
     # Tiles: M in 16-row MMA slabs, N in 8-column steps, K in the MMA's k = 16, each at most 256 (512 for K).
@@ -88,7 +93,7 @@ def explain(
         },
         "the MoE layer's weights and activations",
     )
-    routed = tokens * top_k
+    p = _Moe(experts, tokens, top_k, d_model, d_ff, heads, h, block_m, block_n, block_k, bm, bn, bk, dt, g, native)
     r = Report(
         kind="moe",
         title=(
@@ -117,6 +122,52 @@ def explain(
             f"{native.issued_by}); the row fills below are against {native.m} rows."
         )
 
+    rows = _routing(r, p)
+    cases = _grouped_gemms(r, p, *rows)
+    _advice(r, p, cases)
+    return r
+
+
+@dataclass(frozen=True)
+class _Moe:
+    """The checked problem every step reads: sizes, routing, the tiles asked for and chosen, GPU and MMA path."""
+
+    experts: int
+    tokens: int
+    top_k: int
+    d_model: int
+    d_ff: int
+    heads: int | None
+    h: int
+    block_m: int | None
+    block_n: int | None
+    block_k: int | None
+    bm: int
+    bn: int
+    bk: int
+    dt: str
+    g: _gpus.GPU
+    native: mma.MmaPath
+
+    @property
+    def routed(self) -> int:
+        return self.tokens * self.top_k
+
+
+# A case: the gate/up and down GEMMs, the rows per expert, and the GEMMs' K (d_model or a head's slice).
+_Case = tuple[waves.GroupedGemmCost, waves.GroupedGemmCost, list[int], int]
+
+
+def _mma_fill(rows: list[int], m: int) -> float:
+    """Rows over rows rounded up to this GPU's MMA M, per expert (wgmma_fill is the 64-row figure)."""
+    used = [x for x in rows if x]
+    return float(sum(used) / sum(cdiv(x, m) * m for x in used))
+
+
+def _routing(r: Report, p: _Moe) -> tuple[list[int], list[int], float, float]:
+    experts, tokens, top_k, d_model, heads, h, native, routed = (
+        p.experts, p.tokens, p.top_k, p.d_model, p.heads, p.h, p.native, p.routed
+    )  # fmt: skip
     # 1. Routing: rows per expert.
     mname = native.name
     rows_tok = balanced_rows(routed, experts)
@@ -148,6 +199,17 @@ def explain(
         )
     else:
         s.say(f"{mname}'s M is {native.m}: {per_tok:g} rows per expert is {per_tok / native.m:.3g} x {native.m}.")
+    return rows_tok, rows_head, per_tok, per_head
+
+
+def _grouped_gemms(
+    r: Report, p: _Moe, rows_tok: list[int], rows_head: list[int], per_tok: float, per_head: float
+) -> dict[str, _Case]:
+    experts, tokens, top_k, d_model, d_ff, heads, h = p.experts, p.tokens, p.top_k, p.d_model, p.d_ff, p.heads, p.h
+    block_m, block_n, block_k, bm, bn, bk, dt, g, native = (
+        p.block_m, p.block_n, p.block_k, p.bm, p.bn, p.bk, p.dt, p.g, p.native
+    )  # fmt: skip
+    mname = native.name
 
     # 2. The grouped GEMMs, per token and (if asked) per head.
     # Each case runs the tiles the kernel picks for its own rows per expert, unless tiles were given.
@@ -159,10 +221,8 @@ def explain(
             bk if block_k is not None else t[2],
         )
 
-    def mma_fill(rows) -> float:
-        """Rows over rows rounded up to this GPU's MMA M, per expert (wgmma_fill is the 64-row figure)."""
-        used = [x for x in rows if x]
-        return sum(used) / sum(cdiv(x, native.m) * native.m for x in used)
+    def mma_fill(rows: list[int]) -> float:
+        return _mma_fill(rows, native.m)
 
     base_up, base_down = _gemms(rows_tok, d_model, d_ff, d_model, *tiles_for(per_tok), dt, g)
     cases = {"per_token": (base_up, base_down, rows_tok, d_model)}
@@ -235,8 +295,17 @@ def explain(
             f"{flops / t_p / 1e12:.0f} TFLOP/s, {pct(flops / t_p / _gpus.peak_flops(g, dt))} of peak. "
             f"A tile finds its expert by binary search in the prefix sum {list(up.schedule.prefix[:4])}..."
         )
+    return cases
+
+
+def _advice(r: Report, p: _Moe, cases: dict[str, _Case]) -> None:
+    heads, g, native = p.heads, p.g, p.native
+    mname = native.name
 
     # Advice.
+    def mma_fill(rows: list[int]) -> float:
+        return _mma_fill(rows, native.m)
+
     last = cases["per_head" if heads else "per_token"]
     up = last[0]
     if mma_fill(last[2]) < 1:
@@ -252,21 +321,20 @@ def explain(
         )
     if up.schedule.total_tiles < g.sms:
         r.advice.append(f"Only {up.schedule.total_tiles} tiles for {g.sms} SMs: split K or use smaller tiles.")
-    return r
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--experts", type=int, default=64, help="experts (per head with --heads) (default 64)")
-    p.add_argument("--tokens", type=int, default=4096, help="tokens in the batch (default 4096)")
-    p.add_argument("--top-k", type=int, default=8, help="experts per token (default 8)")
-    p.add_argument("--d-model", type=int, default=2048, help="model width (default 2048)")
-    p.add_argument("--d-ff", type=int, default=1024, help="expert intermediate width (default 1024)")
-    p.add_argument("--heads", type=int, default=None, help="route per (token, head) over H heads (FlashFFN-MoE)")
+    p.add_argument("--experts", type=cli_int, default=64, help="experts (per head with --heads) (default 64)")
+    p.add_argument("--tokens", type=cli_int, default=4096, help="tokens in the batch (default 4096)")
+    p.add_argument("--top-k", type=cli_int, default=8, help="experts per token (default 8)")
+    p.add_argument("--d-model", type=cli_int, default=2048, help="model width (default 2048)")
+    p.add_argument("--d-ff", type=cli_int, default=1024, help="expert intermediate width (default 1024)")
+    p.add_argument("--heads", type=cli_int, default=None, help="route per (token, head) over H heads (FlashFFN-MoE)")
     p.add_argument(
-        "--block-m", type=int, default=None, help="tile M (default: the kernel's choice for the rows per expert)"
+        "--block-m", type=cli_int, default=None, help="tile M (default: the kernel's choice for the rows per expert)"
     )
-    p.add_argument("--block-n", type=int, default=None, help="tile N (default: the kernel's choice)")
-    p.add_argument("--block-k", type=int, default=None, help="K step (default: the kernel's choice)")
+    p.add_argument("--block-n", type=cli_int, default=None, help="tile N (default: the kernel's choice)")
+    p.add_argument("--block-k", type=cli_int, default=None, help="K step (default: the kernel's choice)")
     p.add_argument("--dtype", default="bf16", help="bf16 or fp16 (default bf16)")
     p.add_argument("--gpu", default="h100-sxm", help="registry name (default h100-sxm)")
 

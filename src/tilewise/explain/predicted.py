@@ -12,21 +12,26 @@ it does not cover) `<prefix>model_ms` is None and the sentence says why.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from tilewise.errors import InputError
 from tilewise.explain.report import Step, fmt_time
+
+if TYPE_CHECKING:
+    from tilewise.model.predict import Prediction
 
 
 def prediction(
     step: Step,
     kernel: str,
-    problem: dict,
+    problem: dict[str, Any],
     gpu: str,
     *,
     what: str,
-    config: dict | None = None,
+    config: dict[str, Any] | None = None,
     floor_s: float | None = None,
     prefix: str = "",
-):
+) -> Prediction | None:
     """Add the time model's prediction of `kernel` on `problem` to `step`; returns the Prediction (or None)."""
     from tilewise.advise import KERNELS, advise
     from tilewise.model.predict import predict

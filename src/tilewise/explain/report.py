@@ -14,6 +14,10 @@ import json
 import math
 import textwrap
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tilewise.gpus import GPU
 
 
 @dataclass
@@ -21,7 +25,7 @@ class Step:
     key: str
     title: str
     lines: list[str] = field(default_factory=list)
-    values: dict = field(default_factory=dict)
+    values: dict[str, Any] = field(default_factory=dict)
 
     def say(self, text: str) -> Step:
         self.lines.append(text)
@@ -32,26 +36,26 @@ class Step:
 class Report:
     kind: str
     title: str
-    gpu: dict
-    inputs: dict
+    gpu: dict[str, Any]
+    inputs: dict[str, Any]
     steps: list[Step] = field(default_factory=list)
     advice: list[str] = field(default_factory=list)
     # Said before the steps: where the GPU figures come from, and inputs outside what the analysis covers.
     notes: list[str] = field(default_factory=list)
 
-    def step(self, key: str, title: str, **values) -> Step:
+    def step(self, key: str, title: str, **values: Any) -> Step:
         s = Step(key, title, [], dict(values))
         self.steps.append(s)
         return s
 
-    def __getitem__(self, key: str) -> dict:
+    def __getitem__(self, key: str) -> dict[str, Any]:
         for s in self.steps:
             if s.key == key:
                 return s.values
         raise KeyError(key)
 
-    def to_json(self) -> dict:
-        out: dict = {
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
             "kind": self.kind,
             "title": self.title,
             "gpu": _clean(self.gpu),
@@ -88,7 +92,7 @@ class Report:
         return "\n".join(out).rstrip() + "\n"
 
 
-def _clean(v):
+def _clean(v: Any) -> Any:
     """JSON-safe copy: inf/nan become None, tuples lists, dataclass-likes their dicts."""
     if isinstance(v, float):
         return None if (math.isinf(v) or math.isnan(v)) else v
@@ -126,15 +130,21 @@ def figure_kind(source: str) -> str:
     return "datasheet"
 
 
-def gpu_info(g) -> dict:
+def gpu_info(g: GPU) -> dict[str, Any]:
     """The report's `gpu` object: key, name, arch and, per figure used, its source and kind."""
     figures = {f: {"kind": figure_kind(g.source(f)), "source": g.source(f)} for f in REPORT_FIELDS}
     return {"key": g.key, "name": g.name, "arch": g.arch, "figures": figures}
 
 
-def provenance_line(g) -> str:
+def provenance_line(g: GPU) -> str:
     """One sentence saying which of the GPU's figures were measured on a device and which were not."""
     info = gpu_info(g)["figures"]
+    user = sorted({v["source"].split(":")[0] for v in info.values() if v["source"].startswith("user file ")})
+    if user:  # a user's GPU file: its figures are the user's, none measured or checked against a device here
+        return (
+            f"The {g.name} figures come from {', '.join(user)} (datasheet figures as given, none measured by "
+            f"tilewise; see `tilewise gpus {g.key}`)."
+        )
     measured = [f for f, v in info.items() if v["kind"] == "measured"]
     estimated = [f for f, v in info.items() if v["kind"] == "estimate"]
     if not measured:
@@ -174,6 +184,13 @@ def fmt_flops(f: float) -> str:
         if f >= size:
             return f"{f / size:.4g} {unit}"
     return f"{f:.0f} FLOP"
+
+
+def fmt_intensity(x: float) -> str:
+    """FLOP per byte: whole numbers from 10 up (295), two significant digits below (0.5, not "0")."""
+    if not math.isfinite(x):
+        return "unbounded" if x > 0 else "undefined"
+    return f"{x:.0f}" if abs(x) >= 10 else f"{x:.2g}"
 
 
 def pct(x: float) -> str:

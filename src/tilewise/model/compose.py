@@ -34,7 +34,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tilewise import gpus as _gpus
-from tilewise.errors import InputError
+from tilewise.errors import InputError, shown
 from tilewise.model.prediction import Prediction
 from tilewise.model.tiles import grouped_space
 
@@ -55,21 +55,15 @@ def routing_bytes(tokens: int, experts: int, top_k: int) -> int:
     return tokens * experts * 4 + tokens * top_k * (12 + 8 + 10 + 40 + 2)
 
 
-_DTYPES = {"bf16": "bf16", "bfloat16": "bf16", "fp16": "fp16", "float16": "fp16", "fp32": "fp32", "float32": "fp32"}
-
-
 def _num(name: str, p: dict[str, Any], default: Any = None, lo: int = 1) -> int:
     v = p.get(name, default)
     if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v) or not lo <= int(v) <= 2**40:
-        raise InputError(f"{name} must be an integer >= {lo}, got {v!r}")
+        raise InputError(f"{name} must be an integer >= {lo}, got {shown(v)}")
     return int(v)
 
 
 def _dtype(p: dict[str, Any], allowed: tuple[str, ...] = ("bf16", "fp16", "fp32")) -> str:
-    d = _DTYPES.get(str(p.get("dtype", "bf16")).lower())
-    if d is None or d not in allowed:
-        raise InputError(f"dtype must be one of {', '.join(allowed)}, got {p.get('dtype')!r}")
-    return d
+    return _gpus.dtype_key(p.get("dtype", "bf16"), allowed)  # the one dtype table
 
 
 @functools.lru_cache(maxsize=1024)
@@ -165,7 +159,7 @@ def _ffn_gemms(T: int, H: int, d: int, inter: int, backward: str | None) -> list
                 dz]  # fmt: skip
     if backward == "atomic":  # one kernel: recompute, da, three dW, dz by fp32 atomics: 8 units
         return [*out, ("re_" + up[0], *up[1:]), da, dwd, dwgu, dz]
-    raise InputError(f"backward must be 'split', 'atomic' or None, got {backward!r}")
+    raise InputError(f"backward must be 'split', 'atomic' or None, got {shown(backward)}")
 
 
 def ffn(p: dict[str, Any], c: dict[str, Any], mach: Any, eff: Any, predict: Predictor) -> Prediction:

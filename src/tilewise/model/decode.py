@@ -21,10 +21,10 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from tilewise import gpus as _gpus
-from tilewise.errors import InputError, positive_int
+from tilewise.errors import InputError, positive_int, shown, typed
 from tilewise.model import roofline as _roofline
 from tilewise.model import traffic
-from tilewise.util import cdiv
+from tilewise.util import cdiv, json_safe
 
 MMA_M = {"mma": 16, "wmma": 16, "mma.sync": 16, "wgmma": 64}
 
@@ -33,6 +33,7 @@ MIN_BLOCKS_PER_SPLIT = 4  # a split streams at least 4 KV blocks, so its fixed c
 SPLIT_TOLERANCE = 0.95  # take the fewest splits within 95% of the best wave efficiency
 
 
+@typed
 def fragment_fill(m: int, granularity: int = 16) -> float:
     """Share of the rows of the MMA fragments covering m rows that carry data."""
     m = positive_int("m", m)
@@ -41,11 +42,12 @@ def fragment_fill(m: int, granularity: int = 16) -> float:
     return m / padded
 
 
+@typed
 def mma_granularity(instruction: str) -> int:
     """Rows (M) of one MMA: 16 for mma.sync / wmma, 64 for Hopper's wgmma."""
     key = str(instruction).lower()
     if key not in MMA_M:
-        raise InputError(f"instruction must be one of {sorted(MMA_M)}, got {instruction!r}")
+        raise InputError(f"instruction must be one of {sorted(MMA_M)}, got {shown(instruction)}")
     return MMA_M[key]
 
 
@@ -61,7 +63,7 @@ class SplitCandidate:
     efficiency: float  # useful KV-block loads / (rounds x sms x blocks_per_split)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return json_safe(asdict(self))
 
 
 @dataclass(frozen=True)
@@ -82,9 +84,10 @@ class SplitPlan:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["candidates"] = [c.to_dict() for c in self.candidates]
-        return d
+        return json_safe(d)
 
 
+@typed
 def split_candidate(batch: int, kv_heads: int, kv_blocks: int, sms: int, splits: int) -> SplitCandidate:
     """Wave efficiency of one split count: the time is rounds x (blocks of the longest split)."""
     items = batch * kv_heads * splits
@@ -94,6 +97,7 @@ def split_candidate(batch: int, kv_heads: int, kv_blocks: int, sms: int, splits:
     return SplitCandidate(splits, items, per_split, rounds, eff)
 
 
+@typed
 def split_plan(batch: int, kv_heads: int, seq_len: int, sms: int, block_n: int = 64, max_splits: int = 64) -> SplitPlan:
     """Every split count considered by `choose_num_splits`, and the one it takes."""
     batch = positive_int("batch", batch)
@@ -128,6 +132,7 @@ def split_plan(batch: int, kv_heads: int, seq_len: int, sms: int, block_n: int =
     )
 
 
+@typed
 def choose_num_splits(
     batch: int, kv_heads: int, seq_len: int, sms: int, block_n: int = 64, max_splits: int = 64
 ) -> int:
@@ -174,10 +179,13 @@ class DecodeGemmPoint:
     achieved_tflops: float  # useful FLOP/s at the roofline time
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return json_safe(asdict(self))
 
 
-def decode_gemm_point(batch: int, k: int, n: int, dtype: str = "bf16", gpu: str = "h100-sxm") -> DecodeGemmPoint:
+@typed
+def decode_gemm_point(
+    batch: int, k: int, n: int, dtype: str = "bf16", gpu: str | _gpus.GPU = "h100-sxm"
+) -> DecodeGemmPoint:
     """Roofline of the decode GEMM [batch, k] x [k, n] (weights read once from HBM)."""
     batch, k, n = positive_int("batch", batch), positive_int("k", k), positive_int("n", n)
     g = _gpus.get(gpu)
@@ -203,12 +211,13 @@ def decode_gemm_point(batch: int, k: int, n: int, dtype: str = "bf16", gpu: str 
     )
 
 
+@typed
 def decode_gemm_roofline(
     k: int = 8192,
     n: int = 24576,
     batches: Sequence[int] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512),
     dtype: str = "bf16",
-    gpu: str = "h100-sxm",
+    gpu: str | _gpus.GPU = "h100-sxm",
 ) -> list[DecodeGemmPoint]:
     """The decode GEMM's roofline at each batch: intensity grows about linearly with batch.
 
@@ -218,7 +227,8 @@ def decode_gemm_roofline(
     return [decode_gemm_point(b, k, n, dtype, gpu) for b in batches]
 
 
-def batch_for_compute_bound(k: int, n: int, dtype: str = "bf16", gpu: str = "h100-sxm") -> int | None:
+@typed
+def batch_for_compute_bound(k: int, n: int, dtype: str = "bf16", gpu: str | _gpus.GPU = "h100-sxm") -> int | None:
     """Smallest batch at which the decode GEMM reaches the machine balance (None if never)."""
     k, n = positive_int("k", k), positive_int("n", n)
     g = _gpus.get(gpu)
@@ -263,9 +273,10 @@ class DecodeAttention:
     fill_wgmma: float  # group rows in wgmma's 64
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return json_safe(asdict(self))
 
 
+@typed
 def decode_attention(
     batch: int,
     heads: int,
@@ -273,7 +284,7 @@ def decode_attention(
     seq_len: int,
     head_dim: int = 128,
     dtype: str = "bf16",
-    gpu: str = "h100-sxm",
+    gpu: str | _gpus.GPU = "h100-sxm",
 ) -> DecodeAttention:
     """One decode step of attention: every cached K/V byte read once, serving one GQA group.
 

@@ -27,25 +27,32 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from tilewise import gpus as _gpus
-from tilewise.errors import InputError, positive_int
+from tilewise.errors import InputError, number, positive_int, shown, typed
 from tilewise.model.occupancy import occupancy
-from tilewise.util import cdiv
+from tilewise.util import cdiv, json_safe
 
 # Model figures (order of magnitude, not published): cycles from issue to use.
 LATENCY_CYCLES = {"hbm": 600, "l2": 250, "smem": 30, "fma": 4, "mufu": 20}
 
 
+@typed
 def littles_law(latency: float, throughput: float) -> float:
     """Work in flight needed to sustain `throughput` (per cycle) through `latency` (cycles)."""
     if latency < 0 or throughput < 0:
-        raise InputError(f"latency and throughput must be >= 0, got latency={latency!r}, throughput={throughput!r}")
-    return float(latency) * float(throughput)
+        raise InputError(
+            f"latency and throughput must be >= 0, got latency={shown(latency)}, throughput={shown(throughput)}"
+        )
+    work = float(latency) * float(throughput)
+    if not math.isfinite(work):
+        raise InputError(f"latency x throughput must be a finite number, got {shown(latency)} x {shown(throughput)}")
+    return work
 
 
+@typed
 def hbm_bytes_per_cycle_per_sm(gpu: str | _gpus.GPU = "h100-sxm", clock_mhz: float | None = None) -> float:
     """One SM's share of HBM bandwidth per SM cycle (HBM does not follow the SM clock)."""
     g = _gpus.get(gpu)
-    clock = g.tensor_clock_mhz if clock_mhz is None else float(clock_mhz)
+    clock = g.tensor_clock_mhz if clock_mhz is None else number("clock_mhz", clock_mhz, low=0.0, low_open=True)
     return g.hbm_bytes_per_s / g.sms / (clock * 1e6)
 
 
@@ -65,7 +72,7 @@ class LatencyHiding:
     loads_needed: int = 0  # memory: thread-level loads in flight (in_flight_needed / bytes per load)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return json_safe(asdict(self))
 
 
 def _resident(
@@ -77,6 +84,7 @@ def _resident(
     return occ.warps_per_sm, occ.limiter, occ.to_dict()
 
 
+@typed
 def warps_to_hide_issue(
     latency_cycles: float = LATENCY_CYCLES["fma"],
     issue_per_cycle: float = 1.0,
@@ -94,7 +102,7 @@ def warps_to_hide_issue(
     g = _gpus.get(gpu)
     ilp = positive_int("ilp", ilp)
     if not 0 < issue_per_cycle <= 1:
-        raise InputError(f"issue_per_cycle must be in (0, 1] per scheduler, got {issue_per_cycle!r}")
+        raise InputError(f"issue_per_cycle must be in (0, 1] per scheduler, got {shown(issue_per_cycle)}")
     per_sched = littles_law(latency_cycles, issue_per_cycle)
     need = g.sub_partitions * max(1, math.ceil(round(per_sched / ilp, 9)))
     resident, limiter, occ = _resident(g, threads, registers, smem)
@@ -113,6 +121,7 @@ def warps_to_hide_issue(
     )
 
 
+@typed
 def warps_to_hide_memory(
     latency_cycles: float = LATENCY_CYCLES["hbm"],
     bytes_per_thread_load: int = 16,
@@ -153,6 +162,7 @@ def warps_to_hide_memory(
     )
 
 
+@typed
 def async_in_flight(
     stages: int, stage_bytes: int, latency_cycles: float = LATENCY_CYCLES["hbm"], gpu: str | _gpus.GPU = "h100-sxm"
 ) -> dict[str, Any]:

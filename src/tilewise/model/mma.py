@@ -8,6 +8,8 @@ the section is about (`path`):
   registers (loaded from shared memory with `ldmatrix`); accumulators in registers; global ->
   shared copies with `cp.async`, each thread copying its 4, 8 or 16 bytes; no TMA, no wgmma, no
   setmaxnreg (which, like wgmma, needs sm_90a).
+* Ada (sm_89): Ampere's path (mma.sync from one warp, cp.async, no TMA, no wgmma, no setmaxnreg),
+  with fp8 Tensor-Core rates.
 * Hopper (sm_90a): `wgmma.mma_async` m64nNk16, issued by a warpgroup (4 warps, 128 threads);
   B (and A, or A from registers) from shared memory; accumulators in registers; TMA copies
   issued by one thread (`tilewise.model.tensorcore` holds the feed and register derivations).
@@ -29,7 +31,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from tilewise import gpus as _gpus
-from tilewise.errors import InputError
+from tilewise.errors import InputError, positive_int, typed
+from tilewise.util import json_safe
 
 # K of one dense MMA row: 32 bytes of A's row per instruction (mma.sync, wgmma and tcgen05 alike).
 K_BYTES = 32
@@ -39,6 +42,7 @@ TCGEN05_M = 128  # rows of one single-CTA tcgen05.mma as FA4/CUTLASS attention u
 MMA_SYNC_M, MMA_SYNC_N = 16, 8
 
 
+@typed
 def k_of(dtype: str) -> int:
     """K of one MMA instruction for `dtype`: 16 for bf16/fp16, 8 for tf32, 32 for fp8/int8."""
     dt = _gpus.dtype_name(dtype)
@@ -47,7 +51,7 @@ def k_of(dtype: str) -> int:
 
 @dataclass(frozen=True)
 class MmaPath:
-    arch: str
+    arch: str  # the GPU's architecture (ampere, ada, hopper, blackwell)
     name: str  # "mma.sync", "wgmma", "tcgen05.mma"
     instruction: str  # e.g. "mma.sync m16n8k16"
     issued_by: str  # "one warp", "one warpgroup (4 warps)", "one thread"
@@ -59,11 +63,15 @@ class MmaPath:
     copies: str  # how global memory reaches shared memory
     tma: bool
     async_mma: bool  # the MMA returns before its result is ready (wgmma, tcgen05)
+    # The instruction family whose rules a report walks: "ampere" (mma.sync, on Ampere and Ada alike),
+    # "hopper" (wgmma), "blackwell" (tcgen05).
+    family: str = "ampere"
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return json_safe(asdict(self))
 
 
+@typed
 def path(gpu: str | _gpus.GPU, dtype: str = "bf16") -> MmaPath:
     """The MMA path of `gpu` for `dtype` (InputError if the GPU has no Tensor-Core rate for it)."""
     g = _gpus.get(gpu)
@@ -84,6 +92,7 @@ def path(gpu: str | _gpus.GPU, dtype: str = "bf16") -> MmaPath:
             copies="TMA, issued by one thread",
             tma=g.tma,
             async_mma=True,
+            family="blackwell",
         )
     if g.wgmma:
         return MmaPath(
@@ -99,8 +108,9 @@ def path(gpu: str | _gpus.GPU, dtype: str = "bf16") -> MmaPath:
             copies="TMA, issued by one thread",
             tma=g.tma,
             async_mma=True,
+            family="hopper",
         )
-    if g.arch == "ampere":
+    if g.arch in ("ampere", "ada"):  # Ada (sm_89) keeps Ampere's mma.sync and cp.async; it adds fp8 rates
         return MmaPath(
             arch=g.arch,
             name="mma.sync",
@@ -115,9 +125,10 @@ def path(gpu: str | _gpus.GPU, dtype: str = "bf16") -> MmaPath:
             tma=False,
             async_mma=False,
         )
-    raise InputError(f"gpu must be an Ampere, Hopper or Blackwell registry entry, got {g.key} ({g.arch})")
+    raise InputError(f"gpu must be an Ampere, Ada, Hopper or Blackwell GPU, got {g.key} ({g.arch})")
 
 
+@typed
 def flops_per_cycle_per_tensor_core(gpu: str | _gpus.GPU, dtype: str = "bf16") -> int:
     """Dense FLOPs one Tensor Core (one SM partition) does per cycle: A100 bf16 2 x 256 = 512."""
     g = _gpus.get(gpu)
@@ -138,9 +149,10 @@ class WarpFeed:
     break_even_rows_per_warp: float  # rows per warp where compute == feed (Q in registers)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return json_safe(asdict(self))
 
 
+@typed
 def warp_feed(
     rows: int,
     warps: int,
@@ -160,6 +172,7 @@ def warp_feed(
     """
     g = _gpus.get(gpu)
     dt = _gpus.dtype_name(dtype)
+    rows, warps, n = positive_int("rows", rows), positive_int("warps", warps, maximum=32), positive_int("n", n)
     k = k_of(dt)
     e = K_BYTES // k
     per_cycle = _gpus.tensor_flops_per_cycle_per_sm(g, dt)
@@ -189,9 +202,10 @@ class InstructionFeed:
     limit_ratio: float  # the ratio as N grows
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return json_safe(asdict(self))
 
 
+@typed
 def instruction_feed(
     m: int, n: int, dtype: str = "bf16", gpu: str | _gpus.GPU = "b200", a_from_smem: bool = True
 ) -> InstructionFeed:
@@ -229,11 +243,17 @@ class TmemBudget:
     max_n: int  # the largest N (multiple of 16) with tiles x (N + d) <= 512
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return json_safe(asdict(self))
 
 
+@typed
 def tmem_budget(n: int, head_dim: int, tiles: int = 2) -> TmemBudget:
     """S and O of `tiles` Q tiles in TMEM: each [128, x] fp32 tile takes x of the 512 columns."""
+    n, head_dim, tiles = (
+        positive_int("n", n),
+        positive_int("head_dim", head_dim),
+        positive_int("tiles", tiles, maximum=64),
+    )
     cols = tiles * (n + head_dim)
     max_n = max(0, (TMEM_COLUMNS // tiles - head_dim) // 16 * 16)
     return TmemBudget(n, head_dim, tiles, cols, TMEM_COLUMNS, cols <= TMEM_COLUMNS, max_n)

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tilewise import gpus as _gpus
-from tilewise.errors import InputError, positive_int
-from tilewise.util import cdiv
+from tilewise.errors import InputError, positive_int, typed
+from tilewise.util import cdiv, json_safe
 
 
 def _round_up(x: int, unit: int) -> int:
@@ -56,41 +56,45 @@ class Occupancy:
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "gpu": self.gpu,
-            "threads": self.threads,
-            "registers": self.registers,
-            "static_smem": self.static_smem,
-            "dynamic_smem": self.dynamic_smem,
-            "carveout": self.carveout,
-            "blocks_per_sm": self.blocks_per_sm,
-            "limiter": self.limiter,
-            "limiters": list(self.limiters),
-            "limits": {k: (None if v >= _UNLIMITED else v) for k, v in self.limits.items()},
-            "warps_per_block": self.warps_per_block,
-            "warps_per_sm": self.warps_per_sm,
-            "max_warps_per_sm": self.max_warps_per_sm,
-            "occupancy": self.occupancy,
-            "registers_per_block": self.registers_per_block,
-            "smem_per_block": self.smem_per_block,
-            "smem_per_sm_config": self.smem_per_sm_config,
-            "notes": list(self.notes),
-        }
+        return json_safe(
+            {
+                "gpu": self.gpu,
+                "threads": self.threads,
+                "registers": self.registers,
+                "static_smem": self.static_smem,
+                "dynamic_smem": self.dynamic_smem,
+                "carveout": self.carveout,
+                "blocks_per_sm": self.blocks_per_sm,
+                "limiter": self.limiter,
+                "limiters": list(self.limiters),
+                "limits": {k: (None if v >= _UNLIMITED else v) for k, v in self.limits.items()},
+                "warps_per_block": self.warps_per_block,
+                "warps_per_sm": self.warps_per_sm,
+                "max_warps_per_sm": self.max_warps_per_sm,
+                "occupancy": self.occupancy,
+                "registers_per_block": self.registers_per_block,
+                "smem_per_block": self.smem_per_block,
+                "smem_per_sm_config": self.smem_per_sm_config,
+                "notes": list(self.notes),
+            }
+        )
 
 
 _UNLIMITED = 2**31 - 1
 
 
-def carveout_bytes(gpu: _gpus.GPU, carveout: int | None) -> int:
+@typed
+def carveout_bytes(gpu: str | _gpus.GPU, carveout: int | None) -> int:
     """The shared-memory size an SM is configured to for a carveout preference.
 
     `None` is the runtime's default (no preference): the largest carveout. Otherwise
     a percentage of the largest carveout, rounded up to the next size the SM supports.
     """
+    gpu = _gpus.get(gpu)
     if carveout is None:
         want = gpu.smem_per_sm
     else:
-        want = (int(carveout) * gpu.smem_per_sm) // 100
+        want = (positive_int("carveout", carveout, minimum=0, maximum=100) * gpu.smem_per_sm) // 100
     return _align_to_carveout(gpu, want)
 
 
@@ -101,16 +105,24 @@ def _align_to_carveout(gpu: _gpus.GPU, nbytes: int) -> int:
     return gpu.smem_carveouts_kb[-1] * 1024
 
 
-def registers_per_warp(gpu: _gpus.GPU, registers: int) -> int:
+@typed
+def registers_per_warp(gpu: str | _gpus.GPU, registers: int) -> int:
     """Registers the SM allocates to one warp: registers x 32, rounded up to 256."""
+    gpu = _gpus.get(gpu)
+    registers = positive_int("registers", registers, minimum=0, maximum=gpu.max_regs_per_thread)
     return _round_up(registers * gpu.warp_size, gpu.reg_alloc_unit)
 
 
-def smem_per_block(gpu: _gpus.GPU, static_smem: int, dynamic_smem: int) -> int:
+@typed
+def smem_per_block(gpu: str | _gpus.GPU, static_smem: int, dynamic_smem: int) -> int:
     """Shared memory one block takes: static + dynamic + the reserved 1 KB, rounded to 128 B."""
+    gpu = _gpus.get(gpu)
+    static_smem = positive_int("static_smem", static_smem, minimum=0)
+    dynamic_smem = positive_int("dynamic_smem", dynamic_smem, minimum=0)
     return _round_up(static_smem + dynamic_smem + gpu.reserved_smem_per_block, gpu.smem_alloc_unit)
 
 
+@typed
 def occupancy(
     gpu: str | _gpus.GPU,
     threads: int,
@@ -147,14 +159,19 @@ def occupancy(
     if carveout is not None:
         carveout = positive_int("carveout", carveout, minimum=0, maximum=100)
     optin_dynamic = g.smem_per_block_optin - static_smem
+    attribute_set = max_dynamic_smem is not None
     if max_dynamic_smem is None:
         max_dynamic_smem = optin_dynamic
     max_dynamic_smem = positive_int("max_dynamic_smem", max_dynamic_smem, minimum=0, maximum=optin_dynamic)
     if dynamic_smem > max_dynamic_smem:
+        # Say where the ceiling comes from: the attribute the caller set, or the GPU's limit less the static part.
+        why = (
+            f"the max_dynamic_smem attribute, {max_dynamic_smem} bytes"
+            if attribute_set
+            else f"{max_dynamic_smem} bytes = {g.smem_per_block_optin} per-block limit - {static_smem} static"
+        )
         raise InputError(
-            f"dynamic_smem must be at most the kernel's max dynamic shared memory "
-            f"({max_dynamic_smem} bytes = {g.smem_per_block_optin} per-block limit - {static_smem} static), "
-            f"got {dynamic_smem}"
+            f"dynamic_smem must be at most the kernel's max dynamic shared memory ({why}), got {dynamic_smem}"
         )
     notes: list[str] = []
 
@@ -241,6 +258,7 @@ BLOCK_SIZES = [32 * i for i in range(1, 33)]
 REGISTER_COUNTS = [8 * i for i in range(1, 32)] + [255]
 
 
+@typed
 def what_if(kw: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     """The occupancy calculator's three graphs: blocks and warps per SM as block size, registers
     and shared memory vary, the rest of `kw` (the arguments of `occupancy`) fixed. A configuration

@@ -30,9 +30,10 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from tilewise import gpus as _gpus
-from tilewise.errors import InputError, fraction, positive_int
+from tilewise.errors import InputError, fraction, positive_int, shown, typed
 from tilewise.model import traffic
 from tilewise.model.latency import hbm_bytes_per_cycle_per_sm
+from tilewise.util import json_safe
 
 DESIGNS = ("serial", "ring", "pingpong")
 DESIGN_TITLES = {
@@ -57,7 +58,7 @@ class Event:
     end: float
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return json_safe(asdict(self))
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ class Timeline:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["events"] = [e.to_dict() for e in self.events]
-        return d
+        return json_safe(d)
 
     def ascii(self, width: int = 80) -> str:
         """One row per unit; L = load, 0/1 = the Tensor Cores running consumer 0/1, s = softmax, e = epilogue."""
@@ -91,13 +92,14 @@ def _check_times(load: float, mma: float, softmax: float, epilogue: float) -> No
         try:
             x = float(v)
         except (TypeError, ValueError):
-            raise InputError(f"{name} must be a time >= 0 (cycles), got {v!r}") from None
+            raise InputError(f"{name} must be a time >= 0 (cycles), got {shown(v)}") from None
         if not x >= 0 or x == float("inf"):
-            raise InputError(f"{name} must be a finite time >= 0 (cycles), got {v!r}")
+            raise InputError(f"{name} must be a finite time >= 0 (cycles), got {shown(v)}")
     if float(mma) <= 0:
-        raise InputError(f"mma must be > 0 cycles, got {mma!r}")
+        raise InputError(f"mma must be > 0 cycles, got {shown(mma)}")
 
 
+@typed
 def simulate(
     design: str,
     tiles: int = 8,
@@ -127,7 +129,7 @@ def simulate(
       barrier: 0.5; V must land before P V).
     """
     if design not in DESIGNS:
-        raise InputError(f"design must be one of {list(DESIGNS)}, got {design!r}")
+        raise InputError(f"design must be one of {list(DESIGNS)}, got {shown(design)}")
     tiles = positive_int("tiles", tiles, maximum=100_000)
     stages = positive_int("stages", stages, maximum=64)
     _check_times(load, mma, softmax, epilogue)
@@ -217,6 +219,7 @@ def simulate(
     )
 
 
+@typed
 def steady_cycles_per_tile(
     design: str,
     load: float,
@@ -253,9 +256,10 @@ def steady_cycles_per_tile(
     if design == "pingpong":
         per = max(r * mma, mma + softmax)
         return max(load + r * mma, per) if stages == 1 else max(load, per)
-    raise InputError(f"design must be one of {list(DESIGNS)}, got {design!r}")
+    raise InputError(f"design must be one of {list(DESIGNS)}, got {shown(design)}")
 
 
+@typed
 def compare(
     tiles: int = 8,
     load: float = 1000.0,
@@ -271,6 +275,7 @@ def compare(
 _CHARS = {"load": "L", "softmax": "s", "epilogue": "e"}
 
 
+@typed
 def render_ascii(tl: Timeline, width: int = 80) -> str:
     """The timeline as text: one row per unit, one column per makespan / width cycles."""
     width = positive_int("width", width, minimum=10, maximum=400)
@@ -312,16 +317,17 @@ class AttentionTileTimes:
     notes: str
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return json_safe(asdict(self))
 
 
+@typed
 def attention_tile_times(
     head_dim: int = 128,
     block_n: int = 128,
     block_m: int = 64,
     dtype: str = "bf16",
     hit_rate: float = 0.0,
-    gpu: str = "h100-sxm",
+    gpu: str | _gpus.GPU = "h100-sxm",
 ) -> AttentionTileTimes:
     """Per-(row block, K/V tile) cycles for `simulate`, from the GPU's published rates.
 
@@ -375,13 +381,14 @@ SOFTMAX_CYCLES_MEASURED = 2213.0
 SOFTMAX_MEASURED_AT: dict[str, Any] = {"gpu": "h200", "block_m": 64, "block_n": 128, "head_dim": 128}
 
 
+@typed
 def kernel_tile_times(
     head_dim: int = 128,
     block_n: int = 128,
     block_m: int = 64,
     dtype: str = "bf16",
     hit_rate: float = 0.0,
-    gpu: str = "h200",
+    gpu: str | _gpus.GPU = "h200",
 ) -> AttentionTileTimes:
     """Per-(row block, K/V tile) cycles as the Gluon kernels measure, for `simulate` with KERNEL_STRUCTURE.
 
@@ -414,6 +421,7 @@ def _pct(x: float) -> str:
     return f"{100 * x:.0f}%"
 
 
+@typed
 def predict_kernel_designs(
     seq_q: int = 4096,
     seq_k: int = 4096,
@@ -421,7 +429,7 @@ def predict_kernel_designs(
     block_n: int = 128,
     stages: dict[str, int] | None = None,
     dtype: str = "bf16",
-    gpu: str = "h200",
+    gpu: str | _gpus.GPU = "h200",
 ) -> dict[str, Timeline]:
     """The three designs of tilewise.kernels.attention_gluon on one SM, non-causal, in steady state.
 
@@ -430,6 +438,12 @@ def predict_kernel_designs(
     """
     sq = positive_int("seq_q", seq_q, maximum=1 << 24)
     sk = positive_int("seq_k", seq_k, maximum=1 << 24)
+    if stages is not None and (not isinstance(stages, dict) or set(stages) - set(DESIGNS)):
+        raise InputError(
+            f"stages must be a dict of design -> ring depth with designs from {list(DESIGNS)}, got {shown(stages)}"[
+                :300
+            ]
+        )
     st = {"serial": 1, "ring": 3, "pingpong": 3, **(stages or {})}
     hit = 1 - 1 / max(1, -(-sq // 128))
     tt = kernel_tile_times(head_dim, block_n, 64, dtype, hit, gpu)

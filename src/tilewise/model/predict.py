@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tilewise import gpus as _gpus
-from tilewise.errors import InputError
+from tilewise.errors import InputError, shown, whole
 from tilewise.model import compose, traffic, waves
 from tilewise.model import tiles as _tiles
 from tilewise.model.occupancy import occupancy
@@ -305,7 +305,7 @@ def _gemm_launch(p: dict[str, Any], c: dict[str, Any], mach: _Machine) -> _GemmL
     m, n, k = p["m"], p["n"], p["k"]
     layout = p.get("layout", "nn")
     if layout not in ("nn", "nt"):
-        raise InputError(f"gemm layout must be 'nn' or 'nt', got {layout!r}")
+        raise InputError(f"gemm layout must be 'nn' or 'nt', got {shown(layout)}")
     e = _gpus.element_bytes(p.get("dtype", "bf16"))
     cfg = {**_GEMM_DEFAULTS, **c}
     bm, bn, bk = c["block_m"], c["block_n"], c["block_k"]
@@ -774,9 +774,89 @@ def predict(
     DEFAULTS) override the calibration: benchmarks/sweeps/calibrate.py measures with them.
     """
     if kernel not in KERNELS:
-        raise InputError(f"kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
+        raise InputError(f"kernel must be one of {', '.join(KERNELS)}, got {shown(kernel)}")
+    if kernel in PROBLEM_KEYS:
+        _check_problem(kernel, problem)
+        _check_config(kernel, config)
+    for what, given, keys in (
+        ("efficiency", efficiency, ("mma", "stream", "fixed")),
+        ("constants", constants, tuple(DEFAULTS)),
+    ):
+        if given is not None:
+            _check_keys(what, given, (), keys)
+            for k, v in given.items():
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                    raise InputError(f"{what}[{shown(k)}] must be a finite number >= 0, got {shown(v)}")
     mach = machine(_gpus.get(gpu).key, tuple(sorted((constants or {}).items())))
     return _FAMILIES[kernel](problem, config, mach, efficiency)
+
+
+# The keys each family reads. Sizes are whole numbers >= 1; a missing one is named, an unknown one refused
+# (a misspelt "num_stage" would otherwise be silently replaced by its default).
+PROBLEM_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {  # (required sizes, optional others)
+    "gemm": (("m", "n", "k"), ("dtype", "layout")),
+    "attention": (("batch", "heads", "kv_heads", "seq_q", "seq_k", "head_dim"), ("causal", "dtype")),
+    "decode": (("batch", "heads", "kv_heads", "seq_len", "head_dim"), ("dtype",)),
+    "grouped": (("experts", "rows_per_expert", "n", "k"), ("dtype",)),
+}
+_POW2_TILE = (16, 1024)  # block sizes: powers of two (tl.arange needs them), 16 (one MMA row slab) to 1024
+_CONFIG_INTS: dict[str, tuple[int, int, bool]] = {  # name: (low, high, power of two)
+    "block_m": (*_POW2_TILE, True),
+    "block_n": (*_POW2_TILE, True),
+    "block_k": (*_POW2_TILE, True),
+    "num_warps": (1, 32, True),
+    "num_stages": (1, 8, False),  # 8 stages of even 16x16x16 bf16 tiles is past any config swept
+    "group_m": (1, 256, False),
+    "split_k": (1, 256, False),
+    "num_splits": (1, 1024, False),
+}
+CONFIG_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {  # (required, optional)
+    "gemm": (("block_m", "block_n", "block_k"), ("group_m", "split_k", "num_warps", "num_stages", "persistent",
+                                                 "warp_specialize", "stream_b")),
+    "attention": (("block_m", "block_n", "num_warps", "num_stages"), ()),
+    "decode": (("block_n", "num_warps", "num_stages", "num_splits"), ()),
+    "grouped": (("block_m", "block_n", "block_k", "num_stages"), ("num_warps", "schedule", "flatten", "tma")),
+}  # fmt: skip
+_SCHEDULES = ("map", "search", "inline")
+
+
+def _check_keys(what: str, given: object, required: tuple[str, ...], optional: tuple[str, ...]) -> dict[str, Any]:
+    if not isinstance(given, dict):
+        raise InputError(f"{what} must be a dict with keys {', '.join(required + optional)}, got {shown(given)}")
+    unknown = sorted(str(k) for k in given if k not in required and k not in optional)
+    if unknown:
+        raise InputError(f"{what} has unknown keys {shown(unknown)}; it takes {', '.join(required + optional)}")
+    missing = [k for k in required if k not in given]
+    if missing:
+        raise InputError(f"{what} needs {', '.join(missing)}, got keys {shown(sorted(map(str, given)))}")
+    return given
+
+
+def _check_problem(kernel: str, problem: object) -> None:
+    required, optional = PROBLEM_KEYS[kernel]
+    p = _check_keys(f"{kernel} problem", problem, required, optional)
+    for k in required:
+        whole(k, p[k], minimum=1)
+    if "dtype" in p:
+        _gpus.dtype_key(p["dtype"])
+    if "causal" in p and not isinstance(p["causal"], bool):
+        raise InputError(f"causal must be True or False, got {shown(p['causal'])}")
+
+
+def _check_config(kernel: str, config: object) -> None:
+    required, optional = CONFIG_KEYS[kernel]
+    c = _check_keys(f"{kernel} config", config, required, optional)
+    for k, v in c.items():
+        if k in _CONFIG_INTS:
+            lo, hi, pow2 = _CONFIG_INTS[k]
+            n = whole(k, v, minimum=lo, maximum=hi)
+            if pow2 and n & (n - 1):
+                raise InputError(f"{k} must be a power of two from {lo} to {hi}, got {n}")
+        elif k == "schedule":
+            if v not in _SCHEDULES:
+                raise InputError(f"schedule must be one of {', '.join(_SCHEDULES)}, got {shown(v)}")
+        elif not isinstance(v, bool):
+            raise InputError(f"{k} must be True or False, got {shown(v)}")
 
 
 _FAMILIES = {"gemm": _gemm, "attention": _attention, "decode": _decode, "grouped": _grouped}

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from tilewise.util import json_safe
+
 
 @dataclass(frozen=True)
 class Prediction:
@@ -21,15 +23,17 @@ class Prediction:
     detail: dict[str, Any] = field(default_factory=dict)  # waves, programs, bytes, efficiencies
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "kernel": self.kernel,
-            "ms": self.ms,
-            "terms": dict(self.terms),
-            "binding": self.binding,
-            "gpu": self.gpu,
-            "calibrated": self.calibrated,
-            "detail": dict(self.detail),
-        }
+        return json_safe(
+            {
+                "kernel": self.kernel,
+                "ms": self.ms,
+                "terms": dict(self.terms),
+                "binding": self.binding,
+                "gpu": self.gpu,
+                "calibrated": self.calibrated,
+                "detail": dict(self.detail),
+            }
+        )
 
 
 __all__ = ["Prediction"]

@@ -12,8 +12,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from tilewise import gpus as _gpus
-from tilewise.errors import InputError, fraction, positive_int
+from tilewise.errors import InputError, fraction, positive_int, shown, typed
 from tilewise.model import traffic
+from tilewise.util import json_safe
 
 
 @dataclass(frozen=True)
@@ -31,19 +32,19 @@ class Roofline:
     attainable_flops: float  # min(peak, intensity x bandwidth)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return json_safe(asdict(self))
 
 
 def _amount(name: str, v: object) -> float:
     """A finite number >= 0 as a float (an int too large for a float is refused, not an OverflowError)."""
     if isinstance(v, bool) or not isinstance(v, numbers.Real):
-        raise InputError(f"{name} must be a number >= 0, got {v!r}")
+        raise InputError(f"{name} must be a number >= 0, got {shown(v)}")
     try:
         f = float(v)
     except OverflowError:
-        raise InputError(f"{name} must be a finite number >= 0, got an integer of {len(str(v))} digits") from None
+        raise InputError(f"{name} must be a finite number >= 0, got {shown(v)}") from None
     if not math.isfinite(f) or f < 0:
-        raise InputError(f"{name} must be a finite number >= 0, got {v!r}")
+        raise InputError(f"{name} must be a finite number >= 0, got {shown(v)}")
     return f
 
 
@@ -65,7 +66,7 @@ def time(
     peak = _gpus.peak_flops(g, dtype, clock_mhz)
     bw = _amount("bandwidth", bandwidth) if bandwidth is not None else _gpus.bandwidth(g, level, clock_mhz)
     if bw <= 0:
-        raise InputError(f"bandwidth must be > 0 bytes/s, got {bandwidth!r}")
+        raise InputError(f"bandwidth must be > 0 bytes/s, got {shown(bandwidth)}")
     compute_s = flops / peak
     memory_s = nbytes / bw
     t = max(compute_s, memory_s)
@@ -88,6 +89,7 @@ def time(
 # ------------------------------------------------------------------ per level
 
 
+@typed
 def machine_balance(gpu: str | _gpus.GPU = "h100-sxm", dtype: str = "bf16") -> dict[str, float]:
     """FLOP per byte the Tensor Cores need from each level to stay busy: HBM ~295 on an H100 SXM.
 
@@ -105,12 +107,14 @@ class LevelRoofline:
     tensor_utilisation: float  # compute time / time
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "levels": {k: v.to_dict() for k, v in self.levels.items()},
-            "binding": self.binding,
-            "time_s": self.time_s,
-            "tensor_utilisation": self.tensor_utilisation,
-        }
+        return json_safe(
+            {
+                "levels": {k: v.to_dict() for k, v in self.levels.items()},
+                "binding": self.binding,
+                "time_s": self.time_s,
+                "tensor_utilisation": self.tensor_utilisation,
+            }
+        )
 
 
 def time_levels(
@@ -149,20 +153,23 @@ def _hit(hit_rate: float) -> float:
     return fraction("hit_rate", hit_rate)
 
 
+@typed
 def effective_hbm_bytes(requested_bytes: float, hit_rate: float) -> float:
     """Bytes HBM serves when `hit_rate` of the requested bytes hit in L2."""
     if requested_bytes < 0:
-        raise InputError(f"requested_bytes must be >= 0, got {requested_bytes!r}")
+        raise InputError(f"requested_bytes must be >= 0, got {shown(requested_bytes)}")
     return requested_bytes * (1.0 - _hit(hit_rate))
 
 
+@typed
 def hit_rate_for_compute_roof(intensity: float, gpu: str | _gpus.GPU = "h100-sxm", dtype: str = "bf16") -> float:
     """L2 hit rate at which FLOPs / (HBM bytes) reaches the HBM balance: max(0, 1 - intensity / balance)."""
     if not intensity > 0:
-        raise InputError(f"intensity must be > 0 FLOP/B, got {intensity!r}")
+        raise InputError(f"intensity must be > 0 FLOP/B, got {shown(intensity)}")
     return max(0.0, 1.0 - intensity / _gpus.balance(_gpus.get(gpu), "hbm", dtype))
 
 
+@typed
 def ideal_hit_rate(readers: int) -> float:
     """Hit rate when `readers` blocks read the same bytes and only the first read misses: 1 - 1/readers."""
     return 1.0 - 1.0 / positive_int("readers", readers)
@@ -180,9 +187,10 @@ class L2Reuse:
     tensor_utilisation: float  # min over levels of intensity_at_level / balance_at_level, capped at 1
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return json_safe(asdict(self))
 
 
+@typed
 def l2_reuse(
     intensity: float, hit_rate: float, gpu: str | _gpus.GPU = "h100-sxm", dtype: str = "bf16", include_l2: bool = False
 ) -> L2Reuse:
@@ -193,7 +201,7 @@ def l2_reuse(
     (NVIDIA publishes none), which can bind first.
     """
     if not intensity > 0:
-        raise InputError(f"intensity must be > 0 FLOP/B, got {intensity!r}")
+        raise InputError(f"intensity must be > 0 FLOP/B, got {shown(intensity)}")
     h = _hit(hit_rate)
     g = _gpus.get(gpu)
     bal = _gpus.balance(g, "hbm", dtype)
@@ -227,9 +235,10 @@ class KVIntensity:
     intensity: float  # = M for 16-bit types
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return json_safe(asdict(self))
 
 
+@typed
 def kv_tile_intensity(block_m: int = 64, block_n: int = 128, head_dim: int = 128, dtype: str = "bf16") -> KVIntensity:
     """FLOPs per byte of one K/V tile for a block owning block_m query rows: N and d cancel, M remains."""
     m, n, d = positive_int("block_m", block_m), positive_int("block_n", block_n), positive_int("head_dim", head_dim)

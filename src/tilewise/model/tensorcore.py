@@ -30,7 +30,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from tilewise import gpus as _gpus
-from tilewise.errors import InputError, positive_int
+from tilewise.errors import InputError, positive_int, shown, typed
+from tilewise.util import json_safe
 
 WGMMA_M = 64  # fixed: one warpgroup's 4 warps x 16 rows
 WGMMA_N_MIN, WGMMA_N_MAX, WGMMA_N_STEP = 8, 256, 8
@@ -59,10 +60,11 @@ MODELLED = {
 def _dtype(dtype: str) -> str:
     dt = _gpus.dtype_name(dtype)
     if dt not in WGMMA_K:
-        raise InputError(f"dtype must be one of {sorted(WGMMA_K)} for wgmma, got {dtype!r}")
+        raise InputError(f"dtype must be one of {sorted(WGMMA_K)} for wgmma, got {shown(dtype)}")
     return dt
 
 
+@typed
 def check_n(n: int) -> int:
     """wgmma's N: 8 to 256 in steps of 8."""
     n = positive_int("N", n, minimum=WGMMA_N_MIN, maximum=WGMMA_N_MAX)
@@ -71,6 +73,7 @@ def check_n(n: int) -> int:
     return n
 
 
+@typed
 def wgmma_shapes(dtype: str = "bf16") -> list[tuple[int, int, int]]:
     """Every dense wgmma shape for `dtype`: (64, N, K) with N = 8, 16, ..., 256 (PTX ISA).
 
@@ -92,10 +95,11 @@ class Wgmma:
     macs_per_tensor_core_per_cycle: int
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return json_safe(asdict(self))
 
 
-def wgmma(n: int = 128, dtype: str = "bf16", gpu: str = "h100-sxm") -> Wgmma:
+@typed
+def wgmma(n: int = 128, dtype: str = "bf16", gpu: str | _gpus.GPU = "h100-sxm") -> Wgmma:
     """One wgmma m64 nN kK: its FLOPs and the cycles it occupies the SM's Tensor Cores.
 
     bf16, N = 128: 2 x 64 x 128 x 16 = 262,144 FLOPs / 4096 per cycle = 64 cycles (0.5 N).
@@ -111,7 +115,8 @@ def wgmma(n: int = 128, dtype: str = "bf16", gpu: str = "h100-sxm") -> Wgmma:
     return Wgmma(WGMMA_M, n, k, dt, flops, per_cycle, flops / per_cycle, g.dense_macs_per_tc_per_cycle[dt])
 
 
-def sm_flops_per_cycle(gpu: str = "h100-sxm", dtype: str = "bf16") -> dict[str, Any]:
+@typed
+def sm_flops_per_cycle(gpu: str | _gpus.GPU = "h100-sxm", dtype: str = "bf16") -> dict[str, Any]:
     """4096 = 4 Tensor Cores x 512 MACs x 2, and the peak it implies: x SMs x clock."""
     g = _gpus.get(gpu)
     dt = _gpus.dtype_name(dtype)
@@ -146,10 +151,11 @@ class Feed:
     modelled: str
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return json_safe(asdict(self))
 
 
-def smem_feed(n: int = 64, dtype: str = "bf16", form: str = "SS", gpu: str = "h100-sxm") -> Feed:
+@typed
+def smem_feed(n: int = 64, dtype: str = "bf16", form: str = "SS", gpu: str | _gpus.GPU = "h100-sxm") -> Feed:
     """Shared-memory cycles to feed one wgmma against its compute cycles.
 
     SS: 0.5 N >= 16 + 0.25 N -> N >= 64; ratio 1.00 / 1.33 / 1.60 at 64 / 128 / 256, limit 2.
@@ -158,7 +164,7 @@ def smem_feed(n: int = 64, dtype: str = "bf16", form: str = "SS", gpu: str = "h1
     w = wgmma(n, dtype, gpu)
     form = str(form).upper()
     if form not in ("SS", "RS"):
-        raise InputError(f"form must be 'SS' (A from shared memory) or 'RS' (A from registers), got {form!r}")
+        raise InputError(f"form must be 'SS' (A from shared memory) or 'RS' (A from registers), got {shown(form)}")
     g = _gpus.get(gpu)
     e = _gpus.element_bytes(w.dtype if w.dtype != "tf32" else "fp32")
     bw = g.smem_bytes_per_cycle_per_sm
@@ -189,8 +195,9 @@ def smem_feed(n: int = 64, dtype: str = "bf16", form: str = "SS", gpu: str = "h1
     )
 
 
+@typed
 def feed_table(
-    ns: Sequence[int] = (64, 128, 256), dtype: str = "bf16", form: str = "SS", gpu: str = "h100-sxm"
+    ns: Sequence[int] = (64, 128, 256), dtype: str = "bf16", form: str = "SS", gpu: str | _gpus.GPU = "h100-sxm"
 ) -> list[Feed]:
     """`smem_feed` at each N (N = 64, 128, 256: compute / feed 1.00, 1.33, 1.60)."""
     return [smem_feed(n, dtype, form, gpu) for n in ns]
@@ -218,7 +225,7 @@ class RegisterBudget:
     max_n_pow2: int  # the largest power of two that fits
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return json_safe(asdict(self))
 
 
 def _regs(block_m: int, n: int, d: int, dtype: str, addresses: int) -> tuple[float, float, float, float]:
@@ -232,12 +239,13 @@ def _regs(block_m: int, n: int, d: int, dtype: str, addresses: int) -> tuple[flo
     return s, p, o, stats
 
 
+@typed
 def register_budget(
     head_dim: int = 128,
     block_n: int = 128,
     block_m: int = 64,
     dtype: str = "bf16",
-    gpu: str = "h100-sxm",
+    gpu: str | _gpus.GPU = "h100-sxm",
     limit: int | None = None,
     addresses: int = ADDRESS_REGISTERS,
 ) -> RegisterBudget:
@@ -281,8 +289,9 @@ def register_budget(
     )
 
 
+@typed
 def setmaxnreg_split(
-    producers: int = 1, consumers: int = 2, producer_regs: int = 24, gpu: str = "h100-sxm"
+    producers: int = 1, consumers: int = 2, producer_regs: int = 24, gpu: str | _gpus.GPU = "h100-sxm"
 ) -> dict[str, Any]:
     """Registers per thread a consumer can take after the producer gives its share back.
 
@@ -325,16 +334,17 @@ class SmemBudget:
     max_stages: int  # the deepest ring that fits
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return json_safe(asdict(self))
 
 
+@typed
 def smem_budget(
     head_dim: int = 128,
     block_n: int = 128,
     block_m: int = 64,
     stages: int = 2,
     dtype: str = "bf16",
-    gpu: str = "h100-sxm",
+    gpu: str | _gpus.GPU = "h100-sxm",
     consumers: int = 2,
 ) -> SmemBudget:
     """Shared memory of Q (block_m rows per consumer x consumers) + stages x (K, V) [N, d] tiles."""
@@ -363,13 +373,14 @@ def smem_budget(
     )
 
 
+@typed
 def attention_tile_budget(
     head_dim: int,
     block_n: int,
     block_m: int = 64,
     dtype: str = "bf16",
     stages: int = 2,
-    gpu: str = "h100-sxm",
+    gpu: str | _gpus.GPU = "h100-sxm",
     consumers: int = 2,
 ) -> dict[str, Any]:
     """Registers per thread and shared memory of a FlashAttention forward tile, against their limits.
@@ -425,6 +436,7 @@ __all__ = [
 ]
 
 
+@typed
 def ffn_register_budget(block_m: int, block_n: int, head_dim: int, dtype: str = "bf16") -> dict[str, float]:
     """Registers per thread of one consumer warpgroup owning block_m token rows (the attention budget, FFN-shaped).
 

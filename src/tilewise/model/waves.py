@@ -11,9 +11,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from tilewise import gpus as _gpus
-from tilewise.errors import InputError, fraction, positive_int
+from tilewise.errors import InputError, fraction, positive_int, typed
 from tilewise.model import latency, traffic
-from tilewise.util import cdiv
+from tilewise.util import cdiv, json_safe
 
 
 @dataclass(frozen=True)
@@ -27,9 +27,10 @@ class Waves:
     efficiency: float  # blocks / (rounds x slots): useful share of the slots over the whole grid
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return json_safe(asdict(self))
 
 
+@typed
 def grid_waves(blocks: int, sms: int, blocks_per_sm: int = 1) -> Waves:
     """Waves of a grid of equal blocks over `sms` SMs holding `blocks_per_sm` each."""
     blocks = positive_int("blocks", blocks)
@@ -71,9 +72,10 @@ class GroupedSchedule:
     total_tiles: int
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return json_safe(asdict(self))
 
 
+@typed
 def grouped_schedule(rows_per_expert: Sequence[int], block_m: int, n: int, block_n: int) -> GroupedSchedule:
     """Per-expert tile counts and their prefix sum for a grouped GEMM with shared K and N."""
     rows = tuple(positive_int("rows per expert", r, minimum=0) for r in rows_per_expert)
@@ -89,6 +91,7 @@ def grouped_schedule(rows_per_expert: Sequence[int], block_m: int, n: int, block
     return GroupedSchedule(rows, block_m, block_n, n, n_tiles, m_tiles, tiles, tuple(prefix), prefix[-1])
 
 
+@typed
 def tile_owner(prefix: Sequence[int], tile: int) -> tuple[int, int]:
     """(expert, local tile) of a global tile index: binary search for the last prefix <= tile.
 
@@ -106,6 +109,7 @@ def tile_owner(prefix: Sequence[int], tile: int) -> tuple[int, int]:
     return lo, tile - prefix[lo]
 
 
+@typed
 def local_tile_coords(schedule: GroupedSchedule, expert: int, local: int) -> tuple[int, int]:
     """(m tile, n tile) of an expert's local tile: m varies fastest, so consecutive tiles share
     one [K, block_n] slice of that expert's weight while it sits in L2."""
@@ -113,8 +117,12 @@ def local_tile_coords(schedule: GroupedSchedule, expert: int, local: int) -> tup
     return local % mt, local // mt
 
 
+@typed
 def persistent_tiles(total_tiles: int, programs: int, program: int) -> list[int]:
     """Tiles a persistent program takes when each of `programs` strides over the tile space."""
+    total_tiles = positive_int("total_tiles", total_tiles, minimum=0)
+    programs = positive_int("programs", programs)
+    program = positive_int("program", program, minimum=0, maximum=programs - 1)
     return list(range(program, total_tiles, programs))
 
 
@@ -135,9 +143,10 @@ class PersistentSchedule:
     efficiency: float  # tiles / (programs x max tiles per program)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return json_safe(asdict(self))
 
 
+@typed
 def persistent_schedule(total_tiles: int, sms: int, blocks_per_sm: int = 1) -> PersistentSchedule:
     """A persistent grid over `total_tiles`: each program strides by the number of programs."""
     total_tiles = positive_int("total_tiles", total_tiles)
@@ -169,16 +178,17 @@ class TileCost:
     share: float  # (prologue + epilogue) / (prologue + main loop + epilogue)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return json_safe(asdict(self))
 
 
+@typed
 def tile_cost(
     block_m: int,
     block_n: int,
     k: int,
     block_k: int = 64,
     dtype: str = "bf16",
-    gpu: str = "h100-sxm",
+    gpu: str | _gpus.GPU = "h100-sxm",
     load_latency: float = LOAD_LATENCY_CYCLES,
     setup: float = SETUP_CYCLES,
     b_hit_rate: float = 0.0,
@@ -239,9 +249,10 @@ class GroupedGemmCost:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        return d
+        return json_safe(d)
 
 
+@typed
 def grouped_gemm_cost(
     rows_per_expert: Sequence[int],
     k: int,
@@ -250,7 +261,7 @@ def grouped_gemm_cost(
     block_n: int = 128,
     block_k: int = 64,
     dtype: str = "bf16",
-    gpu: str = "h100-sxm",
+    gpu: str | _gpus.GPU = "h100-sxm",
 ) -> GroupedGemmCost:
     """A grouped GEMM's tiles (via `grouped_schedule`), their fill, and the prologue/epilogue share.
 
@@ -292,6 +303,7 @@ def grouped_gemm_cost(
     )
 
 
+@typed
 def persistent_prologue_share(
     rows_per_expert: Sequence[int],
     k: int,
@@ -300,7 +312,7 @@ def persistent_prologue_share(
     block_n: int,
     block_k: int,
     dtype: str = "bf16",
-    gpu: str = "h200",
+    gpu: str | _gpus.GPU = "h200",
 ) -> float:
     """Share of a persistent grouped-GEMM program's time spent outside the steady K loop.
 
@@ -328,6 +340,7 @@ def persistent_prologue_share(
     return overhead / (overhead + steady)
 
 
+@typed
 def grouped_tile(rows_per_expert: float, n: int = 1536, glu: bool = False) -> tuple[int, int, int]:
     """(block_m, block_n, block_k) the persistent grouped GEMM uses for bf16/fp16 at this many rows per expert.
 

@@ -100,8 +100,11 @@ class Intrinsics:
     # ---------------------------------------------------------------- shared allocation
     def alloc_shared(self, shape, dtype, name):
         dt = np.dtype(dtype)
-        shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
-        n = int(np.prod(shape))
+        dims = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+        if not dims or any(isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1 for d in dims):
+            raise InputError(f"shared({name}) needs a shape of whole numbers >= 1, got {shape!r}")
+        shape = tuple(int(d) for d in dims)
+        n = int(np.prod(shape, dtype=object))
         off = align(self.static_cursor, max(16, dt.itemsize))
         end = off + n * dt.itemsize
         self.static_bytes = end - align(self.shared_dyn, SMEM_ALIGN)

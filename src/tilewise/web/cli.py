@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import socket
 
+from tilewise import gpus
 from tilewise.errors import InputError, positive_int, require_extra
 
 DEFAULT_PORT = 8765
@@ -30,6 +31,8 @@ def run(args: argparse.Namespace) -> int:
     require_extra("starlette", "web")
     require_extra("uvicorn", "web")
     port = positive_int("--port", args.port, minimum=0, maximum=65535)
+    for path in args.gpu_file or ():  # a user's GPU files join the registry, so the GPU menu lists them
+        gpus.load(path)
     sock = _bind(port)
     from tilewise.web.server import serve
 
@@ -51,11 +54,18 @@ def register(sub) -> None:
             "limits, the GEMM tiling animation, decode padding, the MoE tile scheduler and the Hopper panels, "
             "for any GPU in the registry. Every number on the page comes from tilewise.model."
         ),
-        epilog="examples:\n  tilewise explore\n  tilewise explore --port 9000 --no-browser",
+        epilog="examples:\n  tilewise explore\n  tilewise explore --port 9000 --no-browser\n  tilewise explore --gpu my-gpu.toml",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help=f"port on 127.0.0.1 (default {DEFAULT_PORT}; 0 = any)"
     )
     p.add_argument("--no-browser", action="store_true", help="do not open a browser; just print the address")
+    p.add_argument(
+        "--gpu",
+        dest="gpu_file",
+        action="append",
+        metavar="FILE",
+        help="a GPU file (.toml/.json) to add to the explorer's GPU menu (repeatable)",
+    )
     p.set_defaults(func=run)
