@@ -814,7 +814,7 @@ CONFIG_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {  # (required
     "gemm": (("block_m", "block_n", "block_k"), ("group_m", "split_k", "num_warps", "num_stages", "persistent",
                                                  "warp_specialize", "stream_b")),
     "attention": (("block_m", "block_n", "num_warps", "num_stages"), ()),
-    "decode": (("block_n", "num_warps", "num_stages", "num_splits"), ()),
+    "decode": (("block_n", "num_warps", "num_stages", "num_splits"), ("merge",)),
     "grouped": (("block_m", "block_n", "block_k", "num_stages"), ("num_warps", "schedule", "flatten", "tma")),
 }  # fmt: skip
 _SCHEDULES = ("map", "search", "inline")
@@ -855,6 +855,9 @@ def _check_config(kernel: str, config: object) -> None:
         elif k == "schedule":
             if v not in _SCHEDULES:
                 raise InputError(f"schedule must be one of {', '.join(_SCHEDULES)}, got {shown(v)}")
+        elif k == "merge":
+            if v not in DECODE_MERGES:
+                raise InputError(f"merge must be one of {', '.join(DECODE_MERGES)}, got {shown(v)}")
         elif not isinstance(v, bool):
             raise InputError(f"{k} must be True or False, got {shown(v)}")
 
