@@ -809,13 +809,17 @@ _CONFIG_INTS: dict[str, tuple[int, int, bool]] = {  # name: (low, high, power of
     "group_m": (1, 256, False),
     "split_k": (1, 256, False),
     "num_splits": (1, 1024, False),
+    "programs_per_sm": (1, 32, False),
 }
 CONFIG_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {  # (required, optional)
     "gemm": (("block_m", "block_n", "block_k"), ("group_m", "split_k", "num_warps", "num_stages", "persistent",
                                                  "warp_specialize", "stream_b")),
     "attention": (("block_m", "block_n", "num_warps", "num_stages"), ()),
     "decode": (("block_n", "num_warps", "num_stages", "num_splits"), ("merge",)),
-    "grouped": (("block_m", "block_n", "block_k", "num_stages"), ("num_warps", "schedule", "flatten", "tma")),
+    # swap_ab and programs_per_sm are the kernel's own knobs (kernels.grouped_gemm.GroupedConfig): accepted so a
+    # kernel's config prices as it is, and priced as the unswapped one-program-per-SM schedule (no term for them)
+    "grouped": (("block_m", "block_n", "block_k", "num_stages"), ("num_warps", "schedule", "flatten", "tma",
+                                                                  "swap_ab", "programs_per_sm")),
 }  # fmt: skip
 _SCHEDULES = ("map", "search", "inline")
 
