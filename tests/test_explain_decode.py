@@ -17,7 +17,7 @@ def cli(monkeypatch):
 
 
 def test_numbers():
-    r = explain(batch=8, heads=32, kv_heads=8, seq_len=8192)
+    r = explain(batch=8, heads=32, kv_heads=8, seq_len=8192, gpu="h100-sxm")
     assert r["gqa"]["group"] == 4 and r["gqa"]["intensity"] == pytest.approx(4, rel=0.01)
     assert r["gqa"]["fill_mma"] == 0.25 and r["gqa"]["fill_wgmma"] == 4 / 64
     assert r["split_kv"]["splits"] == choose_num_splits(8, 8, 8192, 132)

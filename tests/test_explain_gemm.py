@@ -11,7 +11,9 @@ from tilewise.explain.gemm import explain
 
 
 def test_seed_numbers():
-    r = explain()  # C[64, 24576] = A[64, 8192] x B[8192, 24576], 64x128 tiles, BLOCK_K 16, H100 SXM
+    r = explain(
+        gpu="h100-sxm"
+    )  # C[64, 24576] = A[64, 8192] x B[8192, 24576], 64x128 tiles, BLOCK_K 16: the article's GPU
     assert r["tiling"]["blocks"] == 192  # "切成 192 个 Block"
     assert r["waves"]["sms"] == 132
     assert round(r["waves"]["waves"], 2) == 1.45  # 192 / 132
@@ -46,7 +48,7 @@ def test_batch_one_pads_fragments():
 
 
 def test_json_and_text(capsys):
-    assert main(["explain"]) == 0
+    assert main(["explain", "gemm", "--gpu", "h100-sxm"]) == 0
     text = capsys.readouterr().out
     for needle in ("192 blocks", "1.45 waves", "2 KB", "4 KB", "512 steps", "8192 FLOPs", "295 FLOP/B", "6.25%"):
         assert needle in text, needle

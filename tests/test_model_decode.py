@@ -33,8 +33,8 @@ def test_batch_64_still_memory_bound():
 
 def test_batch_for_compute_bound():
     b = dc.batch_for_compute_bound(8192, 24576, "bf16", "h100-sxm")
-    assert dc.decode_gemm_point(b, 8192, 24576).bound == "compute"
-    assert dc.decode_gemm_point(b - 1, 8192, 24576).bound == "memory"
+    assert dc.decode_gemm_point(b, 8192, 24576, gpu="h100-sxm").bound == "compute"
+    assert dc.decode_gemm_point(b - 1, 8192, 24576, gpu="h100-sxm").bound == "memory"
     assert 295 < b < 330
 
 

@@ -13,12 +13,12 @@ def test_littles_law():
 
 
 def test_memory_h100():
-    r = lat.warps_to_hide_memory(600, 16)
+    r = lat.warps_to_hide_memory(600, 16, gpu="h100-sxm")
     assert r.throughput_per_cycle == pytest.approx(3.35e12 / 132 / 1.83e9)
     assert r.in_flight_needed == pytest.approx(600 * 3.35e12 / 132 / 1.83e9)
     assert r.per_warp == 512 and r.warps_needed == 17 and r.hidden_fraction == 1
     # 4-byte loads need 4x the warps: more than an SM can hold.
-    assert lat.warps_to_hide_memory(600, 4).warps_needed > 64
+    assert lat.warps_to_hide_memory(600, 4, gpu="h100-sxm").warps_needed > 64
 
 
 def test_capped_by_occupancy():
@@ -64,5 +64,5 @@ def test_bad_input(call, text):
 
 
 def test_loads_needed():
-    r = lat.warps_to_hide_memory(600, 16)
+    r = lat.warps_to_hide_memory(600, 16, gpu="h100-sxm")
     assert r.loads_needed == 521  # ceil(8320.9 B / 16 B)

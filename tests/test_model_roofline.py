@@ -28,11 +28,11 @@ def test_hit_rate_78_percent():
     h = rf.hit_rate_for_compute_roof(64, "h100-sxm")
     assert h == pytest.approx(1 - 64 / (989.4e12 / 3.35e12), abs=1e-3)
     assert round(100 * h) == 78
-    reuse = rf.l2_reuse(64, 0.80)
+    reuse = rf.l2_reuse(64, 0.80, "h100-sxm")
     assert reuse.hbm_intensity == pytest.approx(320)
     assert reuse.bound == "compute"
-    assert rf.l2_reuse(64, 0.70).bound == "hbm"
-    assert rf.hit_rate_for_compute_roof(400) == 0.0
+    assert rf.l2_reuse(64, 0.70, "h100-sxm").bound == "hbm"
+    assert rf.hit_rate_for_compute_roof(400, "h100-sxm") == 0.0
 
 
 def test_effective_bytes_and_ideal():

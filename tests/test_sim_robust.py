@@ -364,3 +364,16 @@ def test_array_access_outside_rewritten_code_runs_on_its_launch_and_only_during_
     assert x.tolist() == [3.0, 3.0]  # the device function's load and store ran on the launch's executor
     with pytest.raises(InputError, match="inside a @kernel function run by launch"):
         kept[0][0]  # the launch is over
+
+
+def test_the_executor_defines_every_method_its_mixins_call_on_each_other():
+    """sim.state.LaunchState names the methods one mixin of the executor calls on another; each must be
+    defined by a class before it in the executor's method order (its own bodies only raise)."""
+    from tilewise.sim.runtime import Executor
+    from tilewise.sim.state import LaunchState
+
+    stubs = {n: f for n, f in vars(LaunchState).items() if callable(f) and not n.startswith("__")}
+    assert {"record", "touch", "index", "tick", "check_limits", "load", "store"} <= set(stubs)
+    for name, stub in stubs.items():
+        assert getattr(Executor, name) is not stub, name
+    assert Executor.__mro__.index(LaunchState) == len(Executor.__mro__) - 2  # just before object

@@ -112,7 +112,7 @@ def test_occupancy_bad_parameters(client):
 
 
 def test_hierarchy_the_articles_grid(client):
-    d = get(client, "/api/hierarchy")
+    d = get(client, "/api/hierarchy", gpu="h100-sxm")  # the article's GPU
     assert d["grid"] == [1, 192] and d["blocks"] == 192
     w = waves.grid_waves(192, 132, 1)
     assert d["waves"] == w.to_dict()
@@ -155,15 +155,15 @@ def test_tiling_steps_are_the_models_traffic(client):
 
 def test_decode_equals_model(client):
     for batch in (1, 7, 64, 300):
-        d = get(client, "/api/decode", batch=batch)
+        d = get(client, "/api/decode", batch=batch, gpu="h100-sxm")
         p = decode.decode_gemm_point(batch, 8192, 24576, "bf16", "h100-sxm").to_dict()
         for k, v in p.items():
             assert d["current"][k] == v
         assert d["fragments"]["mma"]["fill"] == decode.fragment_fill(batch, 16)
         assert d["fragments"]["wgmma"]["fill"] == decode.fragment_fill(batch, 64)
-    d = get(client, "/api/decode", batch=1)
+    d = get(client, "/api/decode", batch=1, gpu="h100-sxm")
     assert d["fragments"]["mma"]["fill"] == 1 / 16 and d["current"]["bound"] == "memory"
-    assert d["batch_for_compute_bound"] == decode.batch_for_compute_bound(8192, 24576)
+    assert d["batch_for_compute_bound"] == decode.batch_for_compute_bound(8192, 24576, "bf16", "h100-sxm")
     assert d["roof"][1]["attainable_flops"] == pytest.approx(gpus.peak_flops(gpus.get("h100"), "bf16"))
     bad(client, "/api/decode", "batch must be an integer in [1, 4096], got 0", batch=0)
     bad(client, "/api/decode", "dtype must be one of", dtype="fp64")
@@ -192,11 +192,11 @@ def test_hopper_panels_equal_model(client):
         assert d["rs"]["ratio"] == pytest.approx(2.0)
     bad(client, "/api/tensorcore", "N must be a multiple of 8", n=20)
     bad(client, "/api/tensorcore", "gpu must have wgmma", gpu="a100")
-    d = get(client, "/api/registers", n=256, head_dim=128)
+    d = get(client, "/api/registers", n=256, head_dim=128, gpu="h100-sxm")
     assert d["budget"] == tensorcore.attention_tile_budget(128, 256, 64, "bf16", 2, "h100-sxm")
     assert d["budget"]["registers"]["accumulators"] == 192
     bad(client, "/api/registers", "n must be a multiple of 16", n=24)
-    d = get(client, "/api/l2", m=64, hit=0.8)
+    d = get(client, "/api/l2", m=64, hit=0.8, gpu="h100-sxm")
     assert d["kv"]["intensity"] == 64
     assert d["current"] == roofline.l2_reuse(64, 0.8, "h100-sxm").to_dict()
     assert round(100 * d["current"]["needed_hit_rate"]) == 78
@@ -205,11 +205,11 @@ def test_hopper_panels_equal_model(client):
 
 
 def test_latency_and_pipeline_equal_model(client):
-    d = get(client, "/api/latency", threads=128, registers=128)
+    d = get(client, "/api/latency", threads=128, registers=128, gpu="h100-sxm")
     assert d["current"] == latency.warps_to_hide_memory(600, 16, 1, "h100-sxm", 128, 128).to_dict()
     assert d["current"]["warps_needed"] == 17
     bad(client, "/api/latency", "kind must be one of", kind="disk")
-    d = get(client, "/api/pipeline", hit=0.5, stages=3, tiles=4)
+    d = get(client, "/api/pipeline", hit=0.5, stages=3, tiles=4, gpu="h100-sxm")
     t = pipeline.attention_tile_times(128, 128, 64, "bf16", 0.5, "h100-sxm")
     want = pipeline.compare(4, t.load, t.mma, t.softmax, 3)
     assert [x["design"] for x in d["designs"]] == list(want)

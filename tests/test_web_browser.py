@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tilewise.gpus import DEFAULT_GPU
 from tilewise.model import decode, tensorcore
 from tilewise.model.occupancy import occupancy
 from tilewise.sim import analyze_access
@@ -125,7 +126,7 @@ def test_occupancy_sliders_show_the_models_numbers(page):
         threads = int(page.locator("input[data-k='occ-threads']").input_value())
         regs = int(page.locator("input[data-k='occ-registers']").input_value())
         smem_kb = int(page.locator("input[data-k='occ-smem']").input_value())
-        o = occupancy("h100-sxm", threads, regs, 0, smem_kb * 1024)
+        o = occupancy(DEFAULT_GPU, threads, regs, 0, smem_kb * 1024)  # the page opens on the default GPU
         assert text(page, "occ-blocks") == str(o.blocks_per_sm)
         assert text(page, "occ-warps") == f"{o.warps_per_sm} / {o.max_warps_per_sm}"
         assert text(page, "occ-occupancy") == f"{100 * o.occupancy:.1f}%"
@@ -167,7 +168,7 @@ def test_batch_slider_and_waves(page):
     settle(page, "decode")
     b = move(page, "dec-batch", ["ArrowRight"] * 63, "decode")
     assert b == 64
-    p = decode.decode_gemm_point(64, 8192, 24576, "bf16", "h100-sxm")
+    p = decode.decode_gemm_point(64, 8192, 24576, "bf16", DEFAULT_GPU)
     assert text(page, "dec-fill-mma") == "100.0%"
     assert text(page, "dec-intensity") == f"{p.intensity:,.1f}"
     assert text(page, "dec-bound") == "memory"  # full fragments, still memory-bound
@@ -214,7 +215,7 @@ def test_every_gpu_of_the_registry(page):
     """Switching the GPU redraws every panel from the model without an error (Hopper-only panels say so)."""
     from tilewise import gpus
 
-    for g in [*gpus.list(), gpus.get("h100-sxm")]:
+    for g in [*gpus.list(), gpus.get(DEFAULT_GPU)]:  # ends back on the default
         page.locator("#gpu").select_option(g.key)
         settle(page)
         errors = page.locator(".panel > .err[role='alert']:visible")
@@ -286,25 +287,27 @@ def test_url_round_trip_back_forward_and_reload(page):
     pg.locator("select[data-k='acc-preset']").select_option("padded")
     pg.locator(f"#panel-access[data-busy='0']:not([data-updates='{before}'])").wait_for()
     wait_url(pg, "acc-preset=padded")
-    pg.locator("#gpu").select_option("h200")
+    other = "h100-sxm"  # a GPU other than the default
+    assert other != DEFAULT_GPU
+    pg.locator("#gpu").select_option(other)
     settle(pg)
-    wait_url(pg, "gpu=h200")
+    wait_url(pg, f"gpu={other}")
     url = pg.url
-    assert "occ-threads=320" in url and "acc-preset=padded" in url and "gpu=h200" in url
+    assert "occ-threads=320" in url and "acc-preset=padded" in url and f"gpu={other}" in url
     # reload: the same view
     pg.reload()
     pg.wait_for_selector("body[data-ready='1']")
     settle(pg)
     assert pg.locator("input[data-k='occ-threads']").input_value() == "320"
     assert pg.locator("select[data-k='acc-preset']").input_value() == "padded"
-    assert pg.locator("#gpu").input_value() == "h200"
-    o = occupancy("h200", 320, 64, 0, 48 * 1024)
+    assert pg.locator("#gpu").input_value() == other
+    o = occupancy(other, 320, 64, 0, 48 * 1024)
     assert text(pg, "occ-blocks") == str(o.blocks_per_sm)
     assert text(pg, "acc-main") == "1"  # padded: no conflict
     # back: the GPU returns to the default, then the preset; forward brings the GPU back
     pg.go_back()
     pg.locator("#gpu").wait_for()
-    sync_api.expect(pg.locator("#gpu")).to_have_value("h100-sxm")
+    sync_api.expect(pg.locator("#gpu")).to_have_value(DEFAULT_GPU)
     settle(pg)
     pg.go_back()
     sync_api.expect(pg.locator("select[data-k='acc-preset']")).to_have_value("column")

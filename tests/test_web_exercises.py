@@ -38,7 +38,7 @@ def _hbm_bytes_per_cycle_per_sm(g) -> float:
 def independent_answer(topic: str, v: dict):
     """Each topic's answer from first principles and the registry's datasheet figures, never through the
     model function the endpoint calls."""
-    g = gpus.get(v.get("gpu", "h100-sxm"))
+    g = gpus.get(v.get("gpu", gpus.DEFAULT_GPU))  # the endpoint's default GPU where the variant names none
     if topic == "access":  # 4-byte elements
         idx = _lanes(v["expr"])
         if v["space"] == "shared":  # a bank serves one 4-byte word per pass; one word for many lanes is a broadcast

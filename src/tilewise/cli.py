@@ -212,7 +212,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    o.add_argument("--gpu", default="h100-sxm", help="registry name or a GPU file (.toml/.json) (default h100-sxm)")
+    o.add_argument(
+        "--gpu",
+        default=_gpus.DEFAULT_GPU,
+        help=f"registry name or a GPU file (.toml/.json) (default {_gpus.DEFAULT_GPU})",
+    )
     o.add_argument("--threads", type=cli_int, required=True, help="threads per block")
     o.add_argument("--registers", type=cli_int, required=True, help="registers per thread (ptxas -v)")
     o.add_argument("--smem", default="0", help="shared memory per block, static + dynamic (e.g. 48K)")

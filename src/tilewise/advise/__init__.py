@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import json
 from dataclasses import dataclass
+from typing import Any
 
 from tilewise import gpus as _gpus
 from tilewise.advise import problems as _problems
@@ -27,14 +28,14 @@ KERNELS = _problems.KERNELS
 @dataclass(frozen=True)
 class Advice:
     kernel: str
-    config: dict
+    config: dict[str, Any]
     tag: str
     prediction: Prediction
     tflops: float  # useful FLOPs / predicted time
     tbps: float  # compulsory bytes / predicted time
     reason: str
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "kernel": self.kernel,
             "config": dict(self.config),
@@ -48,7 +49,7 @@ class Advice:
         }
 
 
-def candidates(kernel: str, p: dict, gpu: str) -> list[dict]:
+def candidates(kernel: str, p: dict[str, Any], gpu: str) -> list[dict[str, Any]]:
     """The kernel's configuration space for this problem on this GPU (every entry fits)."""
     if kernel == "gemm":
         return space.gemm_space(p["m"], p["n"], p["k"], p["dtype"], gpu, p["layout"])
@@ -59,7 +60,7 @@ def candidates(kernel: str, p: dict, gpu: str) -> list[dict]:
     return space.grouped_space(p["rows_per_expert"], p["n"], p["k"], p["dtype"], gpu)
 
 
-def work(kernel: str, p: dict) -> tuple[float, float]:
+def work(kernel: str, p: dict[str, Any]) -> tuple[float, float]:
     """(useful FLOPs, compulsory bytes) of the problem."""
     e = _gpus.element_bytes(p["dtype"])
     if kernel == "gemm":
@@ -98,7 +99,7 @@ def _reason(kernel: str, adv: Prediction, tag: str, nxt: tuple[str, Prediction] 
 
 
 @functools.lru_cache(maxsize=4096)
-def _advise_cached(kernel: str, frozen: str, gpu: str, top_k: int) -> tuple:
+def _advise_cached(kernel: str, frozen: str, gpu: str, top_k: int) -> tuple[Any, ...]:
     p = json.loads(frozen)
     ranked = []
     for c in candidates(kernel, p, gpu):
@@ -116,7 +117,7 @@ def _advise_cached(kernel: str, frozen: str, gpu: str, top_k: int) -> tuple:
     return tuple(out)
 
 
-def advise(kernel: str, problem: dict, gpu: str = "h200", top_k: int = 5) -> list[Advice]:
+def advise(kernel: str, problem: dict[str, Any], gpu: str = _gpus.DEFAULT_GPU, top_k: int = 5) -> list[Advice]:
     """The `top_k` configurations of `kernel`'s space for `problem` on `gpu`, fastest predicted first."""
     kernel = _problems.check_kernel(kernel)
     gpu = _problems.check_gpu(gpu)
@@ -130,7 +131,7 @@ def _copy(a: Advice) -> Advice:
     return Advice(a.kernel, dict(a.config), a.tag, a.prediction, a.tflops, a.tbps, a.reason)
 
 
-def default_config(kernel: str, problem: dict, gpu: str = "h200") -> dict:
+def default_config(kernel: str, problem: dict[str, Any], gpu: str = _gpus.DEFAULT_GPU) -> dict[str, Any]:
     """The advisor's top-1 configuration (a fresh dict; cached, so a kernel launch pays ~1 us)."""
     kernel = _problems.check_kernel(kernel)
     gpu = _problems.check_gpu(gpu)
@@ -138,7 +139,7 @@ def default_config(kernel: str, problem: dict, gpu: str = "h200") -> dict:
 
 
 @functools.lru_cache(maxsize=8192)
-def _default_cached(kernel: str, frozen: str, gpu: str) -> tuple:
+def _default_cached(kernel: str, frozen: str, gpu: str) -> tuple[Any, ...]:
     best = _advise_cached(kernel, frozen, gpu, 1)[0]
     return tuple(best.config.items())
 

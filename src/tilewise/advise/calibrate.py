@@ -84,7 +84,10 @@ def design(n_configs: int, n_shapes: int) -> list[tuple[int, int]]:
 
 def _gpu_matches(desc: KernelDescription, name: str) -> bool:
     g = _gpus.get(desc.gpu)
-    norm = lambda s: "".join(ch for ch in s.lower() if ch.isalnum())
+
+    def norm(s: str) -> str:
+        return "".join(ch for ch in s.lower() if ch.isalnum())
+
     return norm(g.name) in norm(name) or norm(g.key) in norm(name)
 
 
@@ -130,7 +133,7 @@ def measure(
             continue
         kw = {k: v for k, v in kw.items() if v is not None and k != "ir_override"}
 
-        def call(kw=kw, args=args, grid=grid):
+        def call(kw: dict[str, Any] = kw, args: Any = args, grid: Any = grid) -> None:
             t.kernel[grid](*args, **kw)
 
         ms = float(triton.testing.do_bench(call, warmup=5, rep=20))
@@ -170,7 +173,9 @@ def read_rows(path: str) -> list[dict[str, Any]]:
     return rows
 
 
-def _named(desc: KernelDescription, row: Mapping[str, Any], named_of: Callable[..., dict[str, Any]] | None) -> dict:
+def _named(
+    desc: KernelDescription, row: Mapping[str, Any], named_of: Callable[..., dict[str, Any]] | None
+) -> dict[str, Any]:
     return named_of(row["shape"]) if named_of else dict(row["shape"])
 
 

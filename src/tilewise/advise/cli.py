@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from tilewise import gpus as _gpus
 from tilewise.advise import advise, validate
@@ -78,7 +79,7 @@ def _refuse_unused(a: argparse.Namespace) -> None:
         )
 
 
-def _problem(kind: str, a: argparse.Namespace) -> dict:
+def _problem(kind: str, a: argparse.Namespace) -> dict[str, Any]:
     p = {name: getattr(a, name) for name, _ in ARGS[kind]}
     p["dtype"] = a.dtype or "bf16"
     if kind == "gemm":
@@ -133,7 +134,7 @@ def _run(a: argparse.Namespace) -> int:
     return 0
 
 
-def _backward(a: argparse.Namespace, prob: dict) -> int:
+def _backward(a: argparse.Namespace, prob: dict[str, Any]) -> int:
     out = advise_backward(prob, a.gpu, a.top)
     if a.json:
         print(json.dumps({"kernel": "attention_backward", "problem": prob, "gpu": _gpus.get(a.gpu).key,
@@ -215,7 +216,7 @@ def _calibrate(a: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     c = sub.add_parser(
         "calibrate",
         help="fit the time model's rates for your own Triton kernel from a few GPU timings",
@@ -255,7 +256,11 @@ def register(sub) -> None:
     p.add_argument("--layout", default=None, help="gemm: nn (B [K, N]) or nt (a @ w.T, w [N, K]); default nn")
     p.add_argument("--causal", action="store_true", help="attention: causal mask")
     p.add_argument("--backward", action="store_true", help="attention: the backward's tiles (dK/dV, dQ)")
-    p.add_argument("--gpu", default="h200", help="a registry GPU (tilewise gpus) or a GPU file (.toml/.json)")
+    p.add_argument(
+        "--gpu",
+        default=_gpus.DEFAULT_GPU,
+        help=f"a registry GPU (tilewise gpus) or a GPU file (.toml/.json) (default {_gpus.DEFAULT_GPU})",
+    )
     p.add_argument("--top", type=cli_int, default=None, help="how many configs (default 5)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--validate", action="store_true", help="the verdict on the committed sweep fixtures")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 from tilewise.errors import InputError
 
@@ -22,11 +23,11 @@ DEFAULT_DIR = os.path.join(ROOT, "tests", "data", "sweeps", "h200")
 class ProblemRecord:
     family: str
     key: str
-    problem: dict
-    space: dict = field(default_factory=dict)  # tag -> ms
-    configs: dict = field(default_factory=dict)  # tag -> config dict
-    others: dict = field(default_factory=dict)  # source -> (tag, ms, config)
-    errors: dict = field(default_factory=dict)  # tag -> error text
+    problem: dict[str, Any]
+    space: dict[str, Any] = field(default_factory=dict)  # tag -> ms
+    configs: dict[str, Any] = field(default_factory=dict)  # tag -> config dict
+    others: dict[str, Any] = field(default_factory=dict)  # source -> (tag, ms, config)
+    errors: dict[str, Any] = field(default_factory=dict)  # tag -> error text
 
     def best(self) -> tuple[str, float]:
         tag = min(self.space, key=lambda t: self.space[t])
@@ -72,10 +73,11 @@ def load(family: str, directory: str | None = None) -> dict[str, ProblemRecord]:
     return {k: v for k, v in out.items() if v.space}
 
 
-def meta(directory: str | None = None) -> dict:
+def meta(directory: str | None = None) -> dict[str, Any]:
     path = os.path.join(directory or DEFAULT_DIR, "meta.json")
     try:
         with open(path) as f:
-            return json.load(f)
+            data: dict[str, Any] = json.load(f)
+            return data
     except (OSError, ValueError):
         return {}

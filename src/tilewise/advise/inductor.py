@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from tilewise import gpus as _gpus
 from tilewise.advise.autotune import fits, load_calibration, rates_for
 from tilewise.advise.kernel import KernelDescription, config_tag, describe, predict_ms
 from tilewise.errors import InputError
@@ -30,7 +31,7 @@ NEUTRAL_META = ("EVEN_K", "ALLOW_TF32", "USE_FAST_ACCUM", "ACC_TYPE", "num_ctas"
 DTYPES = {"torch.float16": "fp16", "torch.bfloat16": "bf16", "torch.float32": "fp32"}
 
 
-def description(gpu: str = "h200") -> KernelDescription:
+def description(gpu: str = _gpus.DEFAULT_GPU) -> KernelDescription:
     """Inductor's Triton mm template in the model's terms."""
     return describe("gemm", name="inductor.triton_mm", gpu=gpu, ignore=NEUTRAL_META)
 
@@ -73,7 +74,7 @@ def prune(ktcs: Iterable[Any], kernel_inputs: Any, top_k: int, desc: KernelDescr
     return [c for i, c in enumerate(ktcs) if i not in drop]
 
 
-def choices(top_k: int = 3, gpu: str = "h200", calibration: str | None = None) -> Any:
+def choices(top_k: int = 3, gpu: str = _gpus.DEFAULT_GPU, calibration: str | None = None) -> Any:
     """An InductorChoices instance whose Triton mm template choices are the model's `top_k`."""
     from torch._inductor.choices import InductorChoices
 
@@ -86,8 +87,8 @@ def choices(top_k: int = 3, gpu: str = "h200", calibration: str | None = None) -
         def uuid(self) -> str:
             return f"tilewise:{desc.gpu}:top{top_k}:{desc.fingerprint()}"
 
-        def _finalize_template_configs(self, template_choices, kernel_inputs, templates, op_name,
-                                       kwarg_overrides=None):  # type: ignore[no-untyped-def]  # fmt: skip
+        def _finalize_template_configs(self, template_choices: Any, kernel_inputs: Any, templates: Any, op_name: Any,
+                                       kwarg_overrides: Any = None) -> Any:  # fmt: skip
             out = super()._finalize_template_configs(
                 template_choices, kernel_inputs, templates, op_name, kwarg_overrides
             )

@@ -227,7 +227,7 @@ def describe(
     ignore: tuple[str, ...] | list[str] = (),
     dtype_from: str | tuple[str, ...] | None = None,
     layout_from: str | tuple[str, ...] | None = None,
-    gpu: str = "h200",
+    gpu: str = _gpus.DEFAULT_GPU,
     bytes_per_program: ArgFn | None = None,
     flops_per_program: ArgFn | None = None,
     programs: ArgFn | None = None,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from tilewise import gpus as _gpus
 from tilewise.errors import InputError, shown, whole
 from tilewise.validate import MAX_SIZE
@@ -54,7 +56,7 @@ def check_gpu(gpu: object) -> str:
     return _gpus.get(gpu).key
 
 
-def normalize(kernel: str, problem: dict) -> dict:
+def normalize(kernel: str, problem: dict[str, Any]) -> dict[str, Any]:
     """The problem with defaults filled in and every field checked; raises InputError."""
     kernel = check_kernel(kernel)
     if not isinstance(problem, dict):

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import Any
 
 from tilewise import gpus as _gpus
 from tilewise.model.tensorcore import attention_tile_budget
@@ -101,7 +102,19 @@ GEMM_PERSISTENT = (
 )
 
 
-def _gemm_cfg(bm, bn, bk, w, st, *, group_m=8, split_k=1, persistent=False, ws=False, stream_b=False) -> dict:
+def _gemm_cfg(
+    bm: int,
+    bn: int,
+    bk: int,
+    w: int,
+    st: int,
+    *,
+    group_m: int = 8,
+    split_k: int = 1,
+    persistent: bool = False,
+    ws: bool = False,
+    stream_b: bool = False,
+) -> dict[str, Any]:
     return {
         "block_m": bm,
         "block_n": bn,
@@ -116,7 +129,7 @@ def _gemm_cfg(bm, bn, bk, w, st, *, group_m=8, split_k=1, persistent=False, ws=F
     }
 
 
-def gemm_fits(c: dict, m: int, n: int, k: int, dtype: str, gpu: str | _gpus.GPU, layout: str = "nn") -> str:
+def gemm_fits(c: dict[str, Any], m: int, n: int, k: int, dtype: str, gpu: str | _gpus.GPU, layout: str = "nn") -> str:
     """'' when `c` fits the GPU and the problem, else the reason it does not."""
     g = _gpus.get(gpu)
     e = _gpus.element_bytes(dtype)
@@ -140,7 +153,7 @@ def gemm_fits(c: dict, m: int, n: int, k: int, dtype: str, gpu: str | _gpus.GPU,
     return ""
 
 
-def gemm_grid() -> list[dict]:
+def gemm_grid() -> list[dict[str, Any]]:
     """Every GEMM configuration of the knob grid, before the fit rules."""
     out = []
     for bm, bn, bk, w in GEMM_TILES:
@@ -162,8 +175,8 @@ _GRID = gemm_grid()
 
 
 def gemm_space(
-    m: int, n: int, k: int, dtype: str = "bf16", gpu: str | _gpus.GPU = "h200", layout: str = "nn"
-) -> list[dict]:
+    m: int, n: int, k: int, dtype: str = "bf16", gpu: str | _gpus.GPU = _gpus.DEFAULT_GPU, layout: str = "nn"
+) -> list[dict[str, Any]]:
     """The GEMM configurations that fit `gpu` for an M x N x K problem (each a fresh dict).
 
     layout "nn": B is [K, N] row-major; "nt": B = w.T for a row-major weight w [N, K] (`a @ w.T`)."""
@@ -192,7 +205,9 @@ GEMM_GLUON = (
 )
 
 
-def gemm_gluon_fits(c: dict, m: int, n: int, k: int, dtype: str, gpu: str | _gpus.GPU, layout: str = "nn") -> str:
+def gemm_gluon_fits(
+    c: dict[str, Any], m: int, n: int, k: int, dtype: str, gpu: str | _gpus.GPU, layout: str = "nn"
+) -> str:
     """'' when the Gluon config can run the problem on `gpu`, else the reason it cannot."""
     g = _gpus.get(gpu)
     e = _gpus.element_bytes(dtype)
@@ -210,8 +225,8 @@ def gemm_gluon_fits(c: dict, m: int, n: int, k: int, dtype: str, gpu: str | _gpu
 
 
 def gemm_gluon_space(
-    m: int, n: int, k: int, dtype: str = "bf16", gpu: str | _gpus.GPU = "h200", layout: str = "nn"
-) -> list[dict]:
+    m: int, n: int, k: int, dtype: str = "bf16", gpu: str | _gpus.GPU = _gpus.DEFAULT_GPU, layout: str = "nn"
+) -> list[dict[str, Any]]:
     """The Gluon GEMM configurations that fit `gpu` for an M x N x K problem (each a fresh dict)."""
     out = []
     for sched, bm, bn, bk, st, g in GEMM_GLUON:
@@ -229,7 +244,7 @@ ATTN_WARPS = (4, 8)
 ATTN_STAGES = (2, 3)
 
 
-def attention_fits(c: dict, head_dim: int, dtype: str, gpu: str | _gpus.GPU) -> str:
+def attention_fits(c: dict[str, Any], head_dim: int, dtype: str, gpu: str | _gpus.GPU) -> str:
     g = _gpus.get(gpu)
     groups = max(1, c["num_warps"] // 4)
     if c["block_m"] // groups < 16:
@@ -249,12 +264,14 @@ def attention_fits(c: dict, head_dim: int, dtype: str, gpu: str | _gpus.GPU) -> 
     return ""
 
 
-def attention_space(head_dim: int, dtype: str = "bf16", gpu: str | _gpus.GPU = "h200") -> list[dict]:
+def attention_space(
+    head_dim: int, dtype: str = "bf16", gpu: str | _gpus.GPU = _gpus.DEFAULT_GPU
+) -> list[dict[str, Any]]:
     return [dict(c) for c in _attention_space(head_dim, dtype, _gpus.get(gpu).key)]
 
 
 @functools.lru_cache(maxsize=256)
-def _attention_space(head_dim: int, dtype: str, gpu: str) -> tuple:
+def _attention_space(head_dim: int, dtype: str, gpu: str) -> tuple[Any, ...]:
     out = []
     for bm in ATTN_BLOCK_M:
         for bn in ATTN_BLOCK_N:
@@ -275,8 +292,13 @@ DECODE_SMEM = 192 * 1024  # the kernel's K/V stage budget (kernels/decode.py _DE
 
 
 def decode_space(
-    batch: int, kv_heads: int, seq_len: int, head_dim: int, dtype: str = "bf16", gpu: str | _gpus.GPU = "h200"
-) -> list[dict]:
+    batch: int,
+    kv_heads: int,
+    seq_len: int,
+    head_dim: int,
+    dtype: str = "bf16",
+    gpu: str | _gpus.GPU = _gpus.DEFAULT_GPU,
+) -> list[dict[str, Any]]:
     """(block_n, warps, stages) x num_splits; a split keeps at least one key tile."""
     e = _gpus.element_bytes(dtype)
     out = []
@@ -302,7 +324,7 @@ _GEMM_TAG = re.compile(r"^(pws|p|sb)?(\d+)x(\d+)x(\d+)_g(\d+)_s(\d+)_w(\d+)_st(\
 _GROUPED_TAG = re.compile(r"^m(\d+)n(\d+)k(\d+)w(\d+)s(\d+)-(map|search|inline)")
 
 
-def gemm_config_from_tag(tag: str) -> dict | None:
+def gemm_config_from_tag(tag: str) -> dict[str, Any] | None:
     """`gemm_tag` read back: the config dict of a GEMM config tag, or None for a tag of another spelling."""
     hit = _GEMM_TAG.match(tag or "")
     if hit is None:
@@ -313,7 +335,7 @@ def gemm_config_from_tag(tag: str) -> dict | None:
             "stream_b": p == "sb"}  # fmt: skip
 
 
-def grouped_config_from_tag(tag: str) -> dict | None:
+def grouped_config_from_tag(tag: str) -> dict[str, Any] | None:
     """The config dict of a grouped config tag (`grouped_tag`'s spelling, a `-flat`/`-tma` suffix allowed), or None."""
     hit = _GROUPED_TAG.match(tag or "")
     if hit is None:

@@ -21,7 +21,9 @@ import json
 import math
 import os
 import statistics
+from typing import Any
 
+from tilewise import gpus as _gpus
 from tilewise.advise import advise, fixtures, space
 from tilewise.errors import InputError
 from tilewise.model import roofline, traffic
@@ -31,7 +33,7 @@ DO_BENCH_S = 0.125
 # The calibration anchors: always in the calibration split (calibrate.py reads the per-config MMA rate and the
 # memory-bound stream rate there), named before any model constant was fitted. benchmarks/sweeps/problems.py
 # reads them from here. "more" are GEMM shapes held in the calibration split beside the two anchors.
-CAL_ANCHORS: dict[str, dict] = {
+CAL_ANCHORS: dict[str, dict[str, Any]] = {
     "gemm": {"mma": "8192x8192x8192_bf16_nn", "stream": "1x28672x4096_bf16_nt",
              "more": ("8192x8192x8192_fp16_nt", "4096x28672x4096_bf16_nt", "64x28672x4096_bf16_nt")},
     "attention": {"mma": {64: "b4h32kv32q4096k4096d64n_bf16", 128: "b4h32kv32q4096k4096d128n_bf16",
@@ -69,7 +71,7 @@ def _pct(xs: list[float], q: float) -> float:
     return xs[i]
 
 
-def _floor_ms(family: str, p: dict) -> float:
+def _floor_ms(family: str, p: dict[str, Any]) -> float:
     """The roofline floor the benchmark rows carried as `predicted_ms` (the previous 'model')."""
     if family == "gemm":
         f, b = traffic.gemm_flops(p["m"], p["n"], p["k"]), traffic.gemm_bytes(p["m"], p["n"], p["k"], p["dtype"])
@@ -89,9 +91,9 @@ def _floor_ms(family: str, p: dict) -> float:
     return roofline.time("h200", f, b, p["dtype"]).time_s * 1e3
 
 
-def _compile_seconds(directory: str) -> dict:
+def _compile_seconds(directory: str) -> dict[str, Any]:
     path = os.path.join(directory, "compile.jsonl")
-    out: dict = {}
+    out: dict[str, Any] = {}
     if not os.path.exists(path):
         return out
     with open(path) as f:
@@ -105,7 +107,7 @@ def _compile_seconds(directory: str) -> dict:
     return out
 
 
-def split_figures(family: str, recs: dict, gpu: str, split: str) -> dict:
+def split_figures(family: str, recs: dict[str, Any], gpu: str, split: str) -> dict[str, Any]:
     """top-1 within 5% and the error figures over the problems of one split (the calibration split's are the
     in-sample figures, printed beside the held-out verdict)."""
     top1, errs = [], []
@@ -127,7 +129,7 @@ def split_figures(family: str, recs: dict, gpu: str, split: str) -> dict:
     }
 
 
-def defaults_vs_cublas(directory: str | None = None, gpu: str = "h200") -> dict:
+def defaults_vs_cublas(directory: str | None = None, gpu: str = _gpus.DEFAULT_GPU) -> dict[str, Any]:
     """The advisor's top-1 (every GEMM's default config) against cuBLAS over every problem of the sweep (both
     splits): the sweep times every config of the space and cuBLAS side by side (CUDA graphs), so the default's
     measured time is read from the fixture without a GPU."""
@@ -152,7 +154,7 @@ def defaults_vs_cublas(directory: str | None = None, gpu: str = "h200") -> dict:
     }
 
 
-def family_verdict(family: str, directory: str | None = None, gpu: str = "h200") -> dict:
+def family_verdict(family: str, directory: str | None = None, gpu: str = _gpus.DEFAULT_GPU) -> dict[str, Any]:
     recs = fixtures.load(family, directory)
     comp = _compile_seconds(directory or fixtures.DEFAULT_DIR)
     nmh_pred = {}
@@ -249,7 +251,7 @@ def family_verdict(family: str, directory: str | None = None, gpu: str = "h200")
     return out
 
 
-def fresh_figures(family: str, directory: str, gpu: str = "h200") -> dict:
+def fresh_figures(family: str, directory: str, gpu: str = _gpus.DEFAULT_GPU) -> dict[str, Any]:
     """The advisor on the fresh held-out set (problems drawn at random with a recorded seed, never read by the
     calibration): every problem counts, top-1 within 5% of the best measured config, prediction error."""
     path = os.path.join(directory, f"{family}.jsonl")
@@ -267,7 +269,7 @@ def fresh_figures(family: str, directory: str, gpu: str = "h200") -> dict:
             missing += 1  # the sweep could not time the advisor's pick (an error row): not scored
         for t, ms in rec.space.items():
             errs.append(abs(predict(family, rec.problem, rec.configs[t], gpu).ms - ms) / ms)
-    out: dict = {}
+    out: dict[str, Any] = {}
     if nmh:
         out["nmh"] = {"problems": len(nmh), "top1_within_5pct": sum(r <= 1.05 for r in nmh) / len(nmh)}
     return {
@@ -293,7 +295,9 @@ def check_sweep_dir(directory: str | None) -> str:
     return d
 
 
-def verdict(directory: str | None = None, gpu: str = "h200", families=fixtures.FAMILIES) -> dict:
+def verdict(
+    directory: str | None = None, gpu: str = _gpus.DEFAULT_GPU, families: tuple[str, ...] = fixtures.FAMILIES
+) -> dict[str, Any]:
     directory = check_sweep_dir(directory)
     meta = fixtures.meta(directory)
     out = {"sweep": {k: meta.get(k) for k in ("gpu", "date", "torch", "triton", "host_cpu", "command")},

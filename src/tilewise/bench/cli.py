@@ -7,6 +7,7 @@ import importlib
 import pkgutil
 import sys
 from types import ModuleType
+from typing import Any
 
 import tilewise.bench.suites as pkg
 from tilewise.bench import harness, plot
@@ -22,7 +23,7 @@ def _suites() -> dict[str, ModuleType]:
     return out
 
 
-def _progress(iterable, total=None, desc=None):
+def _progress(iterable: Any, total: int | None = None, desc: str | None = None) -> Any:
     try:
         from tqdm import tqdm
 
@@ -54,7 +55,7 @@ def _run(a: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     suites = _suites()
     p = sub.add_parser(
         "bench",

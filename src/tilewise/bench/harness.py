@@ -185,7 +185,9 @@ def time_pair(
         raw = {"ours": ours, "peer": peer}
         for name in fns:
             try:
-                graphs[name] = timing.capture(raw[name], rotate, warmup=rotate, refuse_sync=True)
+                side = raw[name]
+                assert side is not None  # fns holds peer only when there is one
+                graphs[name] = timing.capture(side, rotate, warmup=rotate, refuse_sync=True)
             except Exception as e:  # a side that syncs with the host (or allocates oddly) cannot be captured
                 notes.append(f"{name}: not capturable ({type(e).__name__}: {str(e)[:120]})")
     medians: dict[str, list[float]] = {k: [] for k in [*fns, *(f"{g}_graph" for g in graphs)]}
@@ -229,7 +231,7 @@ def timing_fields(t: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def progress(iterable, total: int | None = None, desc: str | None = None, file=None):
+def progress(iterable: Any, total: int | None = None, desc: str | None = None, file: Any = None) -> Any:
     """A progress bar over a sweep: tqdm when installed, else a plain one-line bar on stderr.
 
     The device machine has no tqdm; the bar still shows item i of n, the elapsed time and an
@@ -243,7 +245,7 @@ def progress(iterable, total: int | None = None, desc: str | None = None, file=N
         return _plain_progress(iterable, total, desc, file or sys.stderr)
 
 
-def _plain_progress(iterable, total, desc, file):
+def _plain_progress(iterable: Any, total: int | None, desc: str | None, file: Any) -> Any:
     items = list(iterable) if total is None else iterable
     n = total if total is not None else len(items)
     t0 = time.perf_counter()
@@ -271,7 +273,7 @@ def make_row(
     gpu_key: str | None = None,
     model_dtype: str | None = None,
     extra: dict[str, Any] | None = None,
-    model: tuple[str, dict, dict] | None = None,
+    model: tuple[str, dict[str, Any], dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """One result row. `flops` and `nbytes` must come from `tilewise.model.traffic`.
 
@@ -308,7 +310,9 @@ def make_row(
     return row
 
 
-def model_columns(kernel: str, problem: dict, config: dict, gpu_key: str = "h200") -> dict[str, Any]:
+def model_columns(
+    kernel: str, problem: dict[str, Any], config: dict[str, Any], gpu_key: str = _gpus.DEFAULT_GPU
+) -> dict[str, Any]:
     """{"model_ms", "model_binding"} of `tilewise.model.predict` (None with "model_error" when it refuses).
 
     The advisor's families are normalised by `tilewise.advise.problems`; the composed ones (moe, ffn, sum:
@@ -329,7 +333,8 @@ def write_rows(path: str, rows: list[dict[str, Any]], *, meta: dict[str, Any] | 
 
 def read_rows(path: str) -> list[dict[str, Any]]:
     with open(path) as f:
-        return json.load(f)["rows"]
+        rows: list[dict[str, Any]] = json.load(f)["rows"]
+        return rows
 
 
 def format_table(rows: list[dict[str, Any]], cols: Sequence[str] | None = None) -> str:

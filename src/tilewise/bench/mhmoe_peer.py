@@ -7,10 +7,12 @@ the forward + backward peer. Not part of the kernels: the spec and the peer live
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 
-def experts_forward_torch(z: torch.Tensor, p, w_gate_up: torch.Tensor, w_down: torch.Tensor) -> torch.Tensor:
+def experts_forward_torch(z: torch.Tensor, p: Any, w_gate_up: torch.Tensor, w_down: torch.Tensor) -> torch.Tensor:
     """z [R, d_h] routed by `p` (a `tilewise.kernels.mhmoe.Plan`) -> [R, d_h]: gather, two grouped GEMMs,
     SiLU * mul, routing weight, scatter back to slot order and the sum over the k slots of each row."""
     R, d = z.shape

@@ -30,17 +30,17 @@ _GROUPED_SHAPE = re.compile(r"^E(\d+) rows\S* K(\d+) N(\d+) \(T (\d+)\)")
 _MOE_SHAPE = re.compile(r"T(\d+) d(\d+) d_ff(\d+) E(\d+) top(\d+) (softmax|sigmoid)")
 
 
-def _ints(m: re.Match) -> list[int]:
+def _ints(m: re.Match[str]) -> list[int]:
     return [int(x) for x in m.groups() if x is not None and x.isdigit()]
 
 
-def _gemm(r):
+def _gemm(r: dict[str, Any]) -> Any:
     m, n, k = (int(x) for x in r["shape"].split("x"))
     cfg = gemm_config_from_tag(r.get("config", ""))
     return None if cfg is None else ("gemm", {"m": m, "n": n, "k": k, "dtype": r["dtype"], "layout": "nn"}, cfg)
 
 
-def _attention(r):
+def _attention(r: dict[str, Any]) -> Any:
     s, c = _ATTN_SHAPE.match(r["shape"]), _ATTN_CFG.search(r.get("config") or "")
     if s is None or c is None:
         return None
@@ -50,7 +50,7 @@ def _attention(r):
     return "attention", p, dict(zip(("block_m", "block_n", "num_warps", "num_stages"), _ints(c)))
 
 
-def _decode(r):
+def _decode(r: dict[str, Any]) -> Any:
     s, t = _DECODE_SHAPE.match(r["shape"]), _DECODE_TILE.search(r.get("tile") or "")
     if s is None or t is None or not r.get("splits"):
         return None
@@ -61,7 +61,7 @@ def _decode(r):
     return "decode", p, cfg
 
 
-def _grouped(r):
+def _grouped(r: dict[str, Any]) -> Any:
     s, cfg = _GROUPED_SHAPE.match(r["shape"]), grouped_config_from_tag(r.get("config", ""))
     if s is None or cfg is None:
         return None
@@ -69,7 +69,7 @@ def _grouped(r):
     return "grouped", {"experts": E, "rows_per_expert": max(1, round(T / E)), "n": N, "k": K, "dtype": r["dtype"]}, cfg
 
 
-def _moe(r):
+def _moe(r: dict[str, Any]) -> Any:
     s = _MOE_SHAPE.search(r["shape"])
     up, down = grouped_config_from_tag(r.get("up_config", "")), grouped_config_from_tag(r.get("down_config", ""))
     if s is None or up is None or down is None:
@@ -79,7 +79,7 @@ def _moe(r):
     return "moe", p, {"up": up, "down": down}
 
 
-def _ffn(r, backward=None):
+def _ffn(r: dict[str, Any], backward: Any = None) -> Any:
     if not all(k in r for k in ("tokens", "heads", "head_dim", "intermediate")):
         return None
     p = {"tokens": r["tokens"], "heads": r["heads"], "head_dim": r["head_dim"], "intermediate": r["intermediate"],
@@ -87,7 +87,7 @@ def _ffn(r, backward=None):
     return "ffn", (p if backward is None else {**p, "backward": backward}), {}
 
 
-def _mhmoe(r):
+def _mhmoe(r: dict[str, Any]) -> Any:
     need = ("tokens", "heads", "head_dim", "experts_per_head", "expert_width", "top_k")
     if not all(k in r for k in need):
         return None
@@ -96,7 +96,7 @@ def _mhmoe(r):
     return "moe", p, {}
 
 
-def _sum(r):
+def _sum(r: dict[str, Any]) -> Any:
     dims = r["shape"].split(" ")
     shape = [int(x) for x in dims[0].split("x")]
     numel = shape[0] * (shape[1] if len(shape) == 2 else 1)
@@ -118,7 +118,7 @@ _READERS = {
 }
 
 
-def model_spec(row: dict[str, Any]) -> tuple[str, dict, dict] | None:
+def model_spec(row: dict[str, Any]) -> tuple[str, dict[str, Any], dict[str, Any]] | None:
     """(kernel, problem, config) of `tilewise.model.predict` for a benchmark row, or None where it cannot be read."""
     read = _READERS.get(str(row.get("kernel")))
     try:

@@ -18,7 +18,7 @@ from tilewise.errors import require_extra
 MEASURED_COPY_BYTES_PER_S = {"h200": 4.28e12}
 
 
-def _points(rows: list[dict[str, Any]]):
+def _points(rows: list[dict[str, Any]]) -> Any:
     for r in rows:
         flops, nbytes = r.get("flops"), r.get("bytes")
         if not flops or not nbytes:
@@ -34,7 +34,7 @@ def roofline_plot(rows: list[dict[str, Any]], path: str, *, gpu: str | None = No
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    key = gpu or next((r.get("model_gpu") for r in rows if r.get("model_gpu")), None) or "h200"
+    key = gpu or next((r.get("model_gpu") for r in rows if r.get("model_gpu")), None) or _gpus.DEFAULT_GPU
     g = _gpus.get(key)
     pts = list(_points(rows))
     fig, ax = plt.subplots(figsize=(8, 5.5), dpi=120)
@@ -75,12 +75,12 @@ def roofline_plot(rows: list[dict[str, Any]], path: str, *, gpu: str | None = No
             if r.get("tflops") and r.get("peer_tflops"):
                 ax.plot([x, x], [r["tflops"], r["peer_tflops"]], "-", color="lightgray", lw=0.8, zorder=1)
         if ours:
-            ax.scatter(*zip(*ours), marker=markers[kern], s=28, zorder=3, label=f"tilewise {kern}")
+            ox, oy = zip(*ours)
+            ax.scatter(ox, oy, marker=markers[kern], s=28, zorder=3, label=f"tilewise {kern}")
         if peer:
             peer_name = next((r.get("peer") for r, _ in sel if r.get("peer")), "peer")
-            ax.scatter(
-                *zip(*peer), marker=markers[kern], s=28, facecolors="none", edgecolors="k", zorder=2, label=peer_name
-            )
+            px, py = zip(*peer)
+            ax.scatter(px, py, marker=markers[kern], s=28, facecolors="none", edgecolors="k", zorder=2, label=peer_name)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)

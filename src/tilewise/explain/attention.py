@@ -50,7 +50,7 @@ DEFAULTS = dict(
     block_n=128,
     stages=2,
     dtype="bf16",
-    gpu="h100-sxm",
+    gpu=_gpus.DEFAULT_GPU,
     hit_rate=None,
 )
 
@@ -68,7 +68,7 @@ def explain(
     block_n: int = 128,
     stages: int = 2,
     dtype: str = "bf16",
-    gpu: str = "h100-sxm",
+    gpu: str = _gpus.DEFAULT_GPU,
     hit_rate: float | None = None,
 ) -> Report:
     """Report for an attention forward of Q [batch, heads, seq_q, d] against K, V [batch, kv_heads, seq_k, d]."""
@@ -741,7 +741,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--block-n", type=cli_int, default=128, help="K/V tile N, the wgmma's N (default 128)")
     p.add_argument("--stages", type=cli_int, default=2, help="K/V ring-buffer stages (default 2)")
     p.add_argument("--dtype", default="bf16", help="bf16 or fp16 (default bf16)")
-    p.add_argument("--gpu", default="h100-sxm", help="a Hopper registry name (default h100-sxm)")
+    p.add_argument("--gpu", default=_gpus.DEFAULT_GPU, help=f"a Hopper registry name (default {_gpus.DEFAULT_GPU})")
     p.add_argument("--hit-rate", type=float, default=None, help="L2 hit rate of K/V reads (default: ideal reuse)")
     attention_backward.add_arguments(p)
 

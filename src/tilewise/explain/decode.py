@@ -29,7 +29,9 @@ from tilewise.explain.report import (
 )
 from tilewise.model import decode, latency, mma, traffic
 
-DEFAULTS = dict(batch=8, heads=32, kv_heads=8, seq_len=8192, head_dim=128, dtype="bf16", gpu="h100-sxm", block_n=128)
+DEFAULTS = dict(
+    batch=8, heads=32, kv_heads=8, seq_len=8192, head_dim=128, dtype="bf16", gpu=_gpus.DEFAULT_GPU, block_n=128
+)
 
 
 def explain(
@@ -39,7 +41,7 @@ def explain(
     seq_len: int = 8192,
     head_dim: int = 128,
     dtype: str = "bf16",
-    gpu: str = "h100-sxm",
+    gpu: str = _gpus.DEFAULT_GPU,
     block_n: int = 128,
     gemm_k: int = 8192,
     gemm_n: int = 24576,
@@ -295,7 +297,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seq-len", type=cli_int, default=8192, help="cached tokens per sequence (default 8192)")
     p.add_argument("--head-dim", type=cli_int, default=128, help="head dimension (default 128)")
     p.add_argument("--dtype", default="bf16", help="K/V cache dtype (default bf16)")
-    p.add_argument("--gpu", default="h100-sxm", help="registry name (default h100-sxm)")
+    p.add_argument("--gpu", default=_gpus.DEFAULT_GPU, help=f"registry name (default {_gpus.DEFAULT_GPU})")
     p.add_argument(
         "--block-n",
         type=cli_int,

@@ -43,7 +43,7 @@ from tilewise.gpus import element_bytes
 from tilewise.model import mma, roofline, tensorcore, traffic
 from tilewise.util import cdiv
 
-DEFAULTS = dict(tokens=16384, d_model=2048, heads=16, intermediate=512, block_m=128, block_n=64, gpu="h200")
+DEFAULTS = dict(tokens=16384, d_model=2048, heads=16, intermediate=512, block_m=128, block_n=64, gpu=_gpus.DEFAULT_GPU)
 
 # The counts live in tilewise.model.traffic and the register budget in tilewise.model.tensorcore;
 # they are re-exported here for the report's readers.
@@ -68,7 +68,7 @@ def explain(
     block_m: int = 128,
     block_n: int = 64,
     dtype: str = "bf16",
-    gpu: str = "h200",
+    gpu: str = _gpus.DEFAULT_GPU,
 ) -> Report:
     """FlashFFN for x [tokens, d_model] split into `heads` heads of d_model / heads, I per head."""
     T = validate.size("tokens", tokens)
@@ -434,7 +434,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--block-m", type=cli_int, default=DEFAULTS["block_m"], help="token rows per block (default 128)")
     p.add_argument("--block-n", type=cli_int, default=DEFAULTS["block_n"], help="intermediate chunk N (default 64)")
     p.add_argument("--dtype", default="bf16", help="bf16 or fp16 (default bf16)")
-    p.add_argument("--gpu", default=DEFAULTS["gpu"], help="registry name (default h200)")
+    p.add_argument("--gpu", default=DEFAULTS["gpu"], help=f"registry name (default {_gpus.DEFAULT_GPU})")
 
 
 def from_args(a: argparse.Namespace) -> Report:

@@ -30,7 +30,9 @@ from tilewise.model import decode, mma, roofline, traffic, waves
 from tilewise.model.occupancy import occupancy
 from tilewise.util import cdiv
 
-DEFAULTS = dict(m=64, n=24576, k=8192, dtype="bf16", gpu="h100-sxm", tile="64x128", block_k=16, threads=256, stages=2)
+DEFAULTS = dict(
+    m=64, n=24576, k=8192, dtype="bf16", gpu=_gpus.DEFAULT_GPU, tile="64x128", block_k=16, threads=256, stages=2
+)
 MMA_SHAPE = (16, 16, 16)  # the wmma fragment for 16-bit types: m16 n16 k16 (tf32: k8)
 TILE_MAX = 256
 
@@ -62,7 +64,7 @@ def explain(
     n: int = 24576,
     k: int = 8192,
     dtype: str = "bf16",
-    gpu: str = "h100-sxm",
+    gpu: str = _gpus.DEFAULT_GPU,
     tile: str | tuple[int, int] = "64x128",
     block_k: int = 16,
     threads: int = 256,
@@ -380,7 +382,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--n", type=cli_int, default=DEFAULTS["n"], help="columns of B and C (default 24576)")
     p.add_argument("--k", type=cli_int, default=DEFAULTS["k"], help="inner dimension (default 8192)")
     p.add_argument("--dtype", default="bf16", help="bf16, fp16, tf32 or fp8 (default bf16)")
-    p.add_argument("--gpu", default="h100-sxm", help="registry name, see `tilewise gpus` (default h100-sxm)")
+    p.add_argument(
+        "--gpu", default=_gpus.DEFAULT_GPU, help=f"registry name, see `tilewise gpus` (default {_gpus.DEFAULT_GPU})"
+    )
     p.add_argument("--tile", default="64x128", help="output tile MxN per block (default 64x128)")
     p.add_argument("--block-k", type=cli_int, default=16, help="K step per iteration (default 16)")
     p.add_argument("--threads", type=cli_int, default=256, help="threads per block (default 256)")

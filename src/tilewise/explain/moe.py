@@ -58,7 +58,7 @@ def explain(
     block_n: int | None = None,
     block_k: int | None = None,
     dtype: str = "bf16",
-    gpu: str = "h100-sxm",
+    gpu: str = _gpus.DEFAULT_GPU,
 ) -> Report:
     """Report for an MoE layer (gate/up [d_model, 2 d_ff] and down [d_ff, d_model] per expert)."""
     experts, tokens = validate.size("experts", experts), validate.size("tokens", tokens)
@@ -336,7 +336,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--block-n", type=cli_int, default=None, help="tile N (default: the kernel's choice)")
     p.add_argument("--block-k", type=cli_int, default=None, help="K step (default: the kernel's choice)")
     p.add_argument("--dtype", default="bf16", help="bf16 or fp16 (default bf16)")
-    p.add_argument("--gpu", default="h100-sxm", help="registry name (default h100-sxm)")
+    p.add_argument("--gpu", default=_gpus.DEFAULT_GPU, help=f"registry name (default {_gpus.DEFAULT_GPU})")
 
 
 def from_args(a: argparse.Namespace) -> Report:

@@ -32,6 +32,7 @@ too and runs its dots as tf32 on the GPU). d_h in {64, 128}; any T and I.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import triton
@@ -65,7 +66,7 @@ class Config:
     num_warps: int
     num_stages: int
 
-    def kwargs(self) -> dict:
+    def kwargs(self) -> dict[str, Any]:
         return dict(BLOCK_M=self.block_m, BLOCK_N=self.block_n, num_warps=self.num_warps, num_stages=self.num_stages)
 
 
@@ -96,7 +97,7 @@ MODE = "split"  # the default backward mode
 _FP32 = Config(block_m=64, block_n=32, num_warps=4, num_stages=2)
 
 
-def _tiles(table: dict, head_dim: int, dtype: torch.dtype) -> Config:
+def _tiles(table: dict[int, Config], head_dim: int, dtype: torch.dtype) -> Config:
     return _FP32 if dtype == torch.float32 else table[head_dim]
 
 
@@ -122,8 +123,8 @@ def dw_splits(tokens: int, heads: int, intermediate: int, cfg: Config, sms: int)
 # ---------------------------------------------------------------------------- kernels
 
 
-@triton.jit
-def _fwd_kernel(
+@triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
+def _fwd_kernel(  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
     # pointers
     Z,
     WG,
@@ -187,8 +188,8 @@ def _fwd_kernel(
         tl.store(y_ptrs, acc.to(Y.dtype.element_ty), mask=offs_m[:, None] < T)
 
 
-@triton.jit
-def _bwd_dz_kernel(
+@triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
+def _bwd_dz_kernel(  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
     # pointers
     Z,
     DY,
@@ -262,8 +263,8 @@ def _bwd_dz_kernel(
         tl.store(dz_ptrs, acc.to(DZ.dtype.element_ty), mask=offs_m[:, None] < T)
 
 
-@triton.jit
-def _bwd_dw_kernel(
+@triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
+def _bwd_dw_kernel(  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
     # pointers
     Z,
     DY,
@@ -357,8 +358,8 @@ def _bwd_dw_kernel(
         tl.store(DWD + wd_off, acc_d.to(DWD.dtype.element_ty), mask=nmask[None, :])
 
 
-@triton.jit
-def _dw_finish_kernel(
+@triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
+def _dw_finish_kernel(  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
     DWP,  # fp32 partials [S, 3, H, D, I]
     DWG,  # [H, D, I]
     DWU,  # [H, D, I]
@@ -391,7 +392,11 @@ def _dw_finish_kernel(
 
 
 def _check(
-    z: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_down: torch.Tensor, dtypes=DTYPES
+    z: torch.Tensor,
+    w_gate: torch.Tensor,
+    w_up: torch.Tensor,
+    w_down: torch.Tensor,
+    dtypes: tuple[torch.dtype, ...] = DTYPES,
 ) -> tuple[int, ...]:
     for name, t in (("z", z), ("w_gate", w_gate), ("w_up", w_up), ("w_down", w_down)):
         if not isinstance(t, torch.Tensor):
@@ -433,13 +438,18 @@ def _contig(t: torch.Tensor) -> torch.Tensor:
 
 class _FwdPlan:
     __slots__ = ("contig_w", "ints", "launcher", "row_z", "shape")
+    contig_w: tuple[bool, bool, bool]  # which weights are copied contiguous first
+    ints: tuple[int, ...]
+    launcher: Launcher
+    row_z: bool  # z is read through a copy with unit-stride rows
+    shape: tuple[int, int, int]
 
 
 # Forward launch plans by call signature (z and the three weights; the config).
 _FWD_PLANS = PlanCache()
 
 
-def _fwd_plan(z, wg, wu, wd, cfg: Config | None) -> _FwdPlan:
+def _fwd_plan(z: Any, wg: Any, wu: Any, wd: Any, cfg: Config | None) -> _FwdPlan:
     T, H, d = z.shape
     I = wg.shape[2]
     plan = _FwdPlan()
@@ -457,13 +467,15 @@ def _fwd_plan(z, wg, wu, wd, cfg: Config | None) -> _FwdPlan:
     return plan
 
 
-def _fwd(z, wg, wu, wd, cfg: Config | None = None, check: bool = True) -> torch.Tensor:
+def _fwd(z: Any, wg: Any, wu: Any, wd: Any, cfg: Config | None = None, check: bool = True) -> torch.Tensor:
     """Launch the forward. The checks run once per call signature (`check=False`: the caller did them)."""
+    key: tuple[Any, ...] | None
+    plan: _FwdPlan | None
     try:
         key = (signature(z), signature(wg), signature(wu), signature(wd), cfg)
         plan = _FWD_PLANS.get(key)
     except (AttributeError, TypeError):  # not tensors: the checks refuse them
-        key = plan = None
+        key, plan = None, None
     if plan is None:
         if check or key is None:
             _check(z, wg, wu, wd)
@@ -483,11 +495,11 @@ def _fwd(z, wg, wu, wd, cfg: Config | None = None, check: bool = True) -> torch.
 
 
 def _bwd(
-    z,
-    wg,
-    wu,
-    wd,
-    dy,
+    z: torch.Tensor,
+    wg: torch.Tensor,
+    wu: torch.Tensor,
+    wd: torch.Tensor,
+    dy: torch.Tensor,
     mode: str | None = None,
     dz_cfg: Config | None = None,
     dw_cfg: Config | None = None,
@@ -553,8 +565,8 @@ def _bwd(
         dz = None
     else:
         dz = _empty((T, H, d), dev, z.dtype)
-        grid = (cdiv(T, dz_cfg.block_m), H)
-        _bwd_dz_kernel[grid](
+        dz_grid = (cdiv(T, dz_cfg.block_m), H)
+        _bwd_dz_kernel[dz_grid](
             z, dy, wg, wu, wd, dz, T, I,
             z.stride(0), z.stride(1), dy.stride(0), dy.stride(1), dz.stride(0), dz.stride(1),
             D=d, EVEN_M=T % dz_cfg.block_m == 0, EVEN_N=I % dz_cfg.block_n == 0, **dz_cfg.kwargs(),
@@ -565,17 +577,17 @@ def _bwd(
 # --------------------------------------------------------------------------- public ops
 
 
-class FlashFFNFunction(torch.autograd.Function):
+class FlashFFNFunction(torch.autograd.Function):  # type: ignore[misc]  # torch is read as Any (unchecked)
     """Autograd wrapper: saves only z and the weights; the backward recomputes the intermediate."""
 
     @staticmethod
-    def forward(ctx, z, w_gate, w_up, w_down):
+    def forward(ctx: Any, z: Any, w_gate: Any, w_up: Any, w_down: Any) -> Any:
         y = _fwd(z, w_gate, w_up, w_down)  # checks once per call signature
         ctx.save_for_backward(z, w_gate, w_up, w_down)
         return y
 
     @staticmethod
-    def backward(ctx, dy):
+    def backward(ctx: Any, dy: Any) -> Any:
         z, wg, wu, wd = ctx.saved_tensors
         need = ctx.needs_input_grad
         return _bwd(z, wg, wu, wd, dy, need_dz=need[0], need_dw=any(need[1:]), check=False)

@@ -23,6 +23,7 @@ gather_div: a token slot t k + j reads token t), and `dy_scale` [rows] multiplie
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import triton
@@ -74,8 +75,8 @@ def choose_splits(rows: int, experts: int, k: int, n: int, cfg: DwConfig, sms: i
 # ------------------------------------------------------------------------------ kernel
 
 
-@triton.jit
-def _grouped_dw_kernel(
+@triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
+def _grouped_dw_kernel(  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
     # pointers
     x_ptr,  # [T_x, K]
     dy_ptr,  # [T_dy, N]
@@ -160,7 +161,9 @@ def _grouped_dw_kernel(
 # ----------------------------------------------------------------------- launcher with checks
 
 
-def check_grouped_matmul_dw(x, dy, offsets, x_gather, dy_gather, dy_scale, gather_div) -> None:
+def check_grouped_matmul_dw(
+    x: Any, dy: Any, offsets: Any, x_gather: Any, dy_gather: Any, dy_scale: Any, gather_div: Any
+) -> None:
     """The input checks (no device queries: the fake impl of torch.ops.tilewise.grouped_matmul_dw runs them)."""
     for name, t in (("x", x), ("dy", dy), ("offsets", offsets)):
         if not isinstance(t, torch.Tensor):
@@ -189,13 +192,13 @@ def check_grouped_matmul_dw(x, dy, offsets, x_gather, dy_gather, dy_scale, gathe
         raise InputError(f"grouped_matmul_dw: all tensors must be on one device, got {sorted(map(str, devs))}")
 
 
-def dw_rows(x: torch.Tensor, dy: torch.Tensor, x_gather, dy_gather) -> int:
+def dw_rows(x: torch.Tensor, dy: torch.Tensor, x_gather: Any, dy_gather: Any) -> int:
     """Sorted rows the product walks: the gather's length, else the rows of x (or dy)."""
     if x_gather is not None:
-        return x_gather.shape[0]
+        return int(x_gather.shape[0])
     if dy_gather is not None:
-        return dy_gather.shape[0]
-    return x.shape[0]
+        return int(dy_gather.shape[0])
+    return int(x.shape[0])
 
 
 def grouped_matmul_dw(

@@ -37,12 +37,14 @@ import dataclasses
 import functools
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
+from tilewise import gpus as _gpus
 from tilewise.advise import default_config
 from tilewise.errors import InputError
 from tilewise.kernels.utils import Launcher, PlanCache, gpu_key, interpreting, long_kernel, signature, sm_count
@@ -99,7 +101,7 @@ def choose_config(
     on_gpu: bool = True,
     glu: bool = False,
     experts: int | None = None,
-    gpu: str = "h200",
+    gpu: str = _gpus.DEFAULT_GPU,
 ) -> GroupedConfig:
     """A tile for the average rows per expert.
 
@@ -122,9 +124,8 @@ def choose_config(
         )
         if adv is not None:
             return adv
-    f = dict(tma=True, flatten=True)
     if dtype == torch.float32:
-        cfg = GroupedConfig(block_m=64, block_n=64, block_k=32, num_warps=4, num_stages=3, **f)
+        cfg = GroupedConfig(block_m=64, block_n=64, block_k=32, num_warps=4, num_stages=3, tma=True, flatten=True)
     else:
         # the tile shape is the model's (tilewise.model.waves.grouped_tile), so explain moe predicts these tiles
         bm, bn, bk = grouped_tile(rows_per_expert, n)
@@ -133,7 +134,9 @@ def choose_config(
         if bm == 128 and rows_per_expert >= 512 and n >= 4096:
             cfg = GroupedConfig(block_m=bm, block_n=bn, block_k=bk, num_warps=warps, num_stages=4, tma=True)
         else:
-            cfg = GroupedConfig(block_m=bm, block_n=bn, block_k=bk, num_warps=warps, num_stages=stages, **f)
+            cfg = GroupedConfig(
+                block_m=bm, block_n=bn, block_k=bk, num_warps=warps, num_stages=stages, tma=True, flatten=True
+            )
     if glu:
         cfg = dataclasses.replace(cfg, block_n=max(16, cfg.block_n // 2))
     return cfg
@@ -153,8 +156,8 @@ def _advised(experts: int, rows: int, n: int, k: int, dtype: str, gpu: str) -> G
 # ------------------------------------------------------------------------------ kernels
 
 
-@triton.jit
-def _schedule_kernel(
+@triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
+def _schedule_kernel(  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
     offsets_ptr,  # int32 [E]: cumulative row ends
     prefix_ptr,  # int32 [E + 1]: exclusive prefix sum of tiles per expert (out)
     map_e_ptr,  # int32 [bound]: expert of each global tile (out, WRITE_MAP)
@@ -187,8 +190,8 @@ def _schedule_kernel(
             tl.store(map_l_ptr + start + j, j, mask=j < count)
 
 
-@triton.jit
-def _grouped_mm_kernel(
+@triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
+def _grouped_mm_kernel(  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
     # pointers
     x_ptr,  # [T_in, K] activations (rows in expert order, or gathered through gather_ptr)
     w_ptr,  # [E, K, N_w] weights
@@ -363,7 +366,7 @@ def _grouped_mm_kernel(
 # ----------------------------------------------------------------------- launcher with checks
 
 
-def _check_inputs(x, w, offsets, *, glu: bool = False) -> None:
+def _check_inputs(x: Any, w: Any, offsets: Any, *, glu: bool = False) -> None:
     if not isinstance(x, torch.Tensor) or not isinstance(w, torch.Tensor) or not isinstance(offsets, torch.Tensor):
         raise InputError(
             f"x, w and offsets must be torch tensors, got {type(x).__name__}, {type(w).__name__}, "
@@ -437,9 +440,35 @@ class _Plan:
         "trace",
         "use_map",
     )  # fmt: skip
+    bound: int  # the tile count's upper bound (the map's length)
+    cfg: GroupedConfig
+    ints: tuple[Any, ...]  # the GEMM's integer arguments
+    ints_y: tuple[Any, ...]  # y's strides
+    kernel: Launcher
+    prefix_shape: tuple[int, ...]
+    schedule: Launcher | None  # the prefix-sum (and map) kernel; None when the GEMM computes it inline
+    schedule_ints: tuple[int, int]
+    tma_w: bool
+    tma_x: bool
+    trace: bool
+    use_map: bool
 
 
-def _make_plan(x, w, y, n, cfg, rows, glu, gather, scatter, scale, gather_div, trace, programs) -> _Plan:
+def _make_plan(
+    x: Any,
+    w: Any,
+    y: Any,
+    n: Any,
+    cfg: Any,
+    rows: int,
+    glu: Any,
+    gather: Any,
+    scatter: Any,
+    scale: Any,
+    gather_div: Any,
+    trace: Any,
+    programs: Any,
+) -> _Plan:
     E, K = w.shape[0], w.shape[1]
     if cfg.schedule not in SCHEDULES:
         raise InputError(f"config.schedule must be one of {list(SCHEDULES)}, got {cfg.schedule!r}")
@@ -484,7 +513,7 @@ def _make_plan(x, w, y, n, cfg, rows, glu, gather, scatter, scale, gather_div, t
     return plan
 
 
-def _run(plan: _Plan, x, w, offsets, y, gather, scatter, scale):
+def _run(plan: _Plan, x: Any, w: Any, offsets: Any, y: Any, gather: Any, scatter: Any, scale: Any) -> Any:
     dev = x.device
     prefix = torch.empty(plan.prefix_shape, dtype=torch.int32, device=dev)
     if plan.use_map:
@@ -581,7 +610,7 @@ def launch_planned(
 # ------------------------------------------------------------------------------ public op
 
 
-def _choose_checked(x, w, offsets, out, config) -> GroupedConfig:
+def _choose_checked(x: Any, w: Any, offsets: Any, out: Any, config: Any) -> GroupedConfig:
     """Check a call signature not seen before and pick its config."""
     _check_inputs(x, w, offsets)
     T, K = x.shape
@@ -591,7 +620,8 @@ def _choose_checked(x, w, offsets, out, config) -> GroupedConfig:
             f"out must be a {x.dtype} tensor of shape [{T}, {N}] on {x.device}, got {out.dtype} {list(out.shape)}"
         )
     if config is not None:
-        return config
+        chosen: GroupedConfig = config
+        return chosen
     cfg = choose_config(T / E, N, K, x.dtype, on_gpu=x.is_cuda, experts=E, gpu=gpu_key(x.device))
     if x.is_cuda and not long_kernel(x.device, 2.0 * T * K * N, (E * K * N + T * (K + N)) * x.element_size(), x.dtype):
         # Too short to hide the host: no TMA descriptors (utils.long_kernel), and the prefix sum inside the
@@ -615,7 +645,7 @@ def grouped_matmul(
     check_offsets: bool = True,
     programs: int | None = None,
     trace: bool = False,
-):
+) -> Any:
     """y = x @ w[e] for the rows of each expert e, in one persistent launch.
 
     x: [T, K] float16 / bfloat16 / float32, rows sorted by expert.
@@ -631,12 +661,12 @@ def grouped_matmul(
 
     Returns y [T, N] in the dtype of x (and the trace if asked).
     """
+    key: tuple[Any, ...] | None
     try:
         key = (signature(x), signature(w), signature(offsets), signature(out), config, programs, trace)
         entry = _CALLS.get(key)
     except (AttributeError, TypeError):  # not tensors, or an unhashable option: the checks refuse it
-        key = entry = None
-    T = entry[0] if entry is not None else None
+        key, entry = None, None
     if entry is None:
         cfg = _choose_checked(x, w, offsets, out, config)
         T, N = x.shape[0], w.shape[2]
@@ -645,7 +675,7 @@ def grouped_matmul(
         entry = (T, (T, N), plan)
         if key is not None:
             _CALLS.put(key, entry)
-    _, shape, plan = entry
+    T, shape, plan = entry
     if check_offsets:
         _check_offset_values(offsets, T)
     if out is None:

@@ -21,7 +21,7 @@ from tilewise.kernels.moe_layer import permute
 # ------------------------------------------------------------------------------ FlashFFN
 
 
-class MultiHeadFFN(torch.nn.Module):
+class MultiHeadFFN(torch.nn.Module):  # type: ignore[misc]  # torch is read as Any (unchecked)
     """x [..., d_model] -> W_in -> heads x FlashFFN -> W_out -> [..., d_model].
 
     Parameters: w_in [d_model, H d_h], w_gate / w_up [H, d_h, I], w_down [H, I, d_h],
@@ -99,7 +99,7 @@ def experts_forward_public(z: torch.Tensor, p: Plan, w_gate_up: torch.Tensor, w_
     return y.view(R, p.top_k, d).sum(dim=1)
 
 
-class MultiHeadMoE(torch.nn.Module):
+class MultiHeadMoE(torch.nn.Module):  # type: ignore[misc]  # torch is read as Any (unchecked)
     """x [..., d_model] -> W_in -> per-(token, head) top-k over the head's experts -> W_out.
 
     Parameters: w_in [d_model, H d_h], w_router [H, d_h, E_h], w_gate_up [H E_h, d_h, 2 f]

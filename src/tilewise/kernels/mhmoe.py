@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import triton
@@ -125,7 +126,7 @@ def plan(weights: torch.Tensor, experts: torch.Tensor, num_experts: int) -> Plan
 TRAIN_TILES = "advised"
 
 
-def _tile(slots: int, experts: int, n: int, k: int, dtype: torch.dtype, device: torch.device):
+def _tile(slots: int, experts: int, n: int, k: int, dtype: torch.dtype, device: torch.device) -> Any:
     """The grouped GEMM's tile for the rows per expert (the training products are plain grouped GEMMs)."""
     if TRAIN_TILES == "advised" and device.type == "cuda":
         return choose_config(slots / experts, n, k, dtype, on_gpu=True, experts=experts, gpu=gpu_key(device))
@@ -143,8 +144,10 @@ def _glu_block(f: int) -> tuple[int, int]:
 # ------------------------------------------------------------------------------ kernels
 
 
-@triton.jit
-def _glu_kernel(gu_ptr, a_ptr, S, F, stride_gu, stride_a, BLOCK_S: tl.constexpr, BLOCK_F: tl.constexpr):
+@triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
+def _glu_kernel(
+    gu_ptr: Any, a_ptr: Any, S: Any, F: Any, stride_gu: Any, stride_a: Any, BLOCK_S: tl.constexpr, BLOCK_F: tl.constexpr
+) -> Any:  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
     """a [S, F] = silu(g) * u of the gate/up activation gu [S, 2 F] = [g | u], in fp32, one rounding."""
     rows = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
     cols = tl.program_id(1) * BLOCK_F + tl.arange(0, BLOCK_F)
@@ -157,8 +160,8 @@ def _glu_kernel(gu_ptr, a_ptr, S, F, stride_gu, stride_a, BLOCK_S: tl.constexpr,
     tl.store(a_ptr + r * stride_a + cols[None, :], a.to(a_ptr.dtype.element_ty), mask=mask)
 
 
-@triton.jit
-def _glu_backward_kernel(
+@triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
+def _glu_backward_kernel(  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
     gu_ptr,  # [S, 2 F] gate/up activation, expert order
     da_ptr,  # [S, F] dL/da (unweighted: dout rows through Wd^T), expert order
     w_ptr,  # fp32 [S] routing weight of each slot (slot order)
@@ -205,7 +208,7 @@ def _glu_backward_kernel(
 # ----------------------------------------------------------------------- launchers with checks
 
 
-def check_experts(z, slot_weights, slot_of, offsets, w_gate_up, w_down) -> None:
+def check_experts(z: Any, slot_weights: Any, slot_of: Any, offsets: Any, w_gate_up: Any, w_down: Any) -> None:
     """Types, shapes, dtypes and devices of the expert FFN's operands (the fake impl of
     torch.ops.tilewise.moe_experts runs it; eager calls run it once per signature)."""
     for name, t in (("z", z), ("slot_weights", slot_weights), ("slot_of", slot_of), ("offsets", offsets),
@@ -244,6 +247,13 @@ class _ForwardPlan:
     """A checked inference call: sizes and the two grouped GEMMs' launch plans."""
 
     __slots__ = ("d", "down", "f", "rows", "slots", "top_k", "up")
+    d: int
+    down: Any  # the down GEMM's launch plan (grouped_gemm.launch_plan); None for no slots
+    f: int
+    rows: int
+    slots: int  # rows x top_k
+    top_k: int
+    up: Any  # the gate/up GEMM's launch plan
 
 
 # Checked inference calls by signature: the checks, the tile choice and the launch plans run once per
@@ -265,12 +275,14 @@ def experts_forward(
     position; offsets int32 [E]; w_gate_up [E, d, 2 f]; w_down [E, f, d]. Values are trusted (no
     host sync: CUDA graphs capture it); shapes, dtypes and devices are checked once per signature.
     """
+    key: tuple[Any, ...] | None
+    fp: _ForwardPlan | None
     try:
         key = (signature(z), signature(slot_weights), signature(slot_of), signature(offsets), signature(w_gate_up),
                signature(w_down))  # fmt: skip
         fp = _FWD_PLANS.get(key)
     except (AttributeError, TypeError):  # not tensors: the checks refuse them
-        key = fp = None
+        key, fp = None, None
     h = y = None
     if fp is None:
         check_experts(z, slot_weights, slot_of, offsets, w_gate_up, w_down)
@@ -300,6 +312,7 @@ def experts_forward(
     # y row slot_of[r] and scaled by that slot's weight
     launch_planned(fp.up, z, w_gate_up, offsets, h, gather=slot_of)
     launch_planned(fp.down, h, w_down, offsets, y, scatter=slot_of, scale=slot_weights.reshape(-1))
+    assert y is not None  # allocated above: the plan has slots
     return y if fp.top_k == 1 else y.view(fp.rows, fp.top_k, fp.d).sum(dim=1)
 
 
@@ -314,7 +327,7 @@ def glu(gu: torch.Tensor) -> torch.Tensor:
     return a
 
 
-def glu_backward(gu: torch.Tensor, da: torch.Tensor, slot_weights: torch.Tensor, slot_of: torch.Tensor):
+def glu_backward(gu: torch.Tensor, da: torch.Tensor, slot_weights: torch.Tensor, slot_of: torch.Tensor) -> Any:
     """The GLU's and the routing weight's backward in one pass over the sorted rows (fp32 math).
 
     gu [S, 2 f] and da [S, f] contiguous, expert order; slot_weights [S] (slot order); slot_of [S].

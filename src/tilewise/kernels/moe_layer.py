@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from typing import Any
 
 import torch
 
@@ -29,7 +30,7 @@ GATES = ("softmax", "sigmoid")
 # ----------------------------------------------------------------------------- helpers
 
 
-def route(router_logits: torch.Tensor, top_k: int, gate: str = "softmax", normalize: bool = True):
+def route(router_logits: torch.Tensor, top_k: int, gate: str = "softmax", normalize: bool = True) -> Any:
     """Top-k routing: (weights fp32 [T, k], experts int64 [T, k]).
 
     softmax: softmax over all E experts, keep the top k (normalize: divide by their sum, which
@@ -52,7 +53,7 @@ def route(router_logits: torch.Tensor, top_k: int, gate: str = "softmax", normal
     return weights, experts
 
 
-def permute(experts: torch.Tensor, num_experts: int):
+def permute(experts: torch.Tensor, num_experts: int) -> Any:
     """Slots sorted by expert: (order int64 [T k]: slot of each permuted row, offsets int32 [E]).
 
     No host sync (torch.bincount would read the maximum back to size its output): the offsets
@@ -76,7 +77,7 @@ def _expert_ids(num_experts: int, dtype: torch.dtype, device: torch.device) -> t
     return torch.arange(num_experts, dtype=dtype, device=device)
 
 
-def _check_moe(x, router_logits, w_gate_up, w_down, top_k, gate) -> None:
+def _check_moe(x: Any, router_logits: Any, w_gate_up: Any, w_down: Any, top_k: int, gate: Any) -> None:
     for name, t in (("x", x), ("router_logits", router_logits), ("w_gate_up", w_gate_up), ("w_down", w_down)):
         if not isinstance(t, torch.Tensor):
             raise InputError(f"{name} must be a torch tensor, got {type(t).__name__}")
@@ -134,7 +135,7 @@ def moe_configs(
     return dataclasses.replace(up, schedule="inline"), dataclasses.replace(down, schedule="inline")
 
 
-def default_configs(x, w_gate_up, top_k) -> tuple[GroupedConfig, GroupedConfig]:
+def default_configs(x: Any, w_gate_up: Any, top_k: int) -> tuple[GroupedConfig, GroupedConfig]:
     """`moe_configs` for x [T, d] (MH-MoE: z [T H, d_h]), without TMA descriptors where the GEMMs are too short
     to hide their host cost (utils.long_kernel)."""
     T, d = x.shape
@@ -177,6 +178,7 @@ def moe(
     gate: "softmax" or "sigmoid" (see `route`); normalize: divide the k weights by their sum.
     Returns [T, d] in the dtype of x.
     """
+    key: tuple[Any, ...] | None
     try:
         key = (
             signature(x),
@@ -191,7 +193,7 @@ def moe(
         )
         plan = _PLANS.get(key)
     except (AttributeError, TypeError):  # not tensors, or an unhashable option: the checks refuse it
-        key = plan = None
+        key, plan = None, None
     if plan is None:
         _check_moe(x, router_logits, w_gate_up, w_down, top_k, gate)
         plan = configs or default_configs(x, w_gate_up, top_k)
@@ -218,7 +220,17 @@ def moe(
     return y.view(T, top_k, d).sum(dim=1)
 
 
-def moe_reference(x, router_logits, w_gate_up, w_down, top_k, *, gate="softmax", normalize=True, dtype=torch.float64):
+def moe_reference(
+    x: Any,
+    router_logits: Any,
+    w_gate_up: Any,
+    w_down: Any,
+    top_k: int,
+    *,
+    gate: str = "softmax",
+    normalize: bool = True,
+    dtype: Any = torch.float64,
+) -> Any:
     """The specification: a plain loop over experts in `dtype` (float64 in the tests)."""
     weights, experts = route(router_logits, top_k, gate, normalize)
     f = w_gate_up.shape[2] // 2

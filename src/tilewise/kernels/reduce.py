@@ -23,6 +23,7 @@ launch too: when R is split across programs, the last split of each column block
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import torch
 import triton
@@ -57,8 +58,8 @@ def choose_config(numel: int, element_size: int, sms: int) -> SumConfig:
 # --------------------------------------------------------------------------- kernels
 
 
-@triton.jit
-def _sum_flat_kernel(
+@triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
+def _sum_flat_kernel(  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
     x_ptr, out_ptr, partial_ptr, counter_ptr,
     numel,
     BLOCK: tl.constexpr, NUM_PROGRAMS: tl.constexpr, PARTIALS: tl.constexpr, ACC: tl.constexpr, BIG: tl.constexpr,
@@ -70,7 +71,7 @@ def _sum_flat_kernel(
     offs = tl.arange(0, BLOCK)
     for blk in range(pid, n_full, NUM_PROGRAMS):
         if BIG:
-            start = blk.to(tl.int64) * BLOCK
+            start = blk.to(tl.int64) * BLOCK  # type: ignore[attr-defined]  # Triton's range yields tensors
         else:
             start = blk * BLOCK
         acc += tl.load(x_ptr + start + offs).to(ACC)
@@ -90,8 +91,8 @@ def _sum_flat_kernel(
         tl.atomic_xchg(counter_ptr, 0)
 
 
-@triton.jit
-def _sum_dim_kernel(
+@triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
+def _sum_dim_kernel(  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
     x_ptr, out_ptr, part_ptr, counter_ptr,
     R, R_PER_SPLIT, INNER, stride_o, stride_r, stride_i, stride_out_o, stride_out_i,
     BLOCK_R: tl.constexpr, BLOCK_I: tl.constexpr, SPLITS: tl.constexpr, BLOCK_S: tl.constexpr, ACC: tl.constexpr,
@@ -139,11 +140,11 @@ def _sum_dim_kernel(
 # --------------------------------------------------------------------------- launcher
 
 
-def _acc(dtype: torch.dtype):
+def _acc(dtype: torch.dtype) -> Any:
     return tl.float64 if dtype == torch.float64 else tl.float32
 
 
-def _check(x, dim):
+def _check(x: Any, dim: Any) -> Any:
     if not isinstance(x, torch.Tensor):
         raise InputError(f"sum: x must be a torch.Tensor, got {type(x).__name__}")
     if x.dtype not in _FLOATS:
@@ -165,6 +166,15 @@ class _Plan:
     workspace (counters, partials) it needs from `tilewise.kernels.utils.workspace` (0: none)."""
 
     __slots__ = ("acc_dtype", "copy", "counters", "ints", "launcher", "out_shape", "out_strides", "partials", "reshape")
+    acc_dtype: torch.dtype
+    copy: bool  # sum a contiguous copy (a strided full sum)
+    counters: int
+    ints: tuple[int, ...]  # the kernel's integer arguments
+    launcher: Launcher
+    out_shape: tuple[int, ...]
+    out_strides: tuple[int, ...]
+    partials: int
+    reshape: tuple[int, ...] | None  # the [outer, r, inner] view of x, where the sum needs one
 
 
 def _plan_all(x: torch.Tensor, cfg: SumConfig | None) -> _Plan:
@@ -190,7 +200,9 @@ def _plan_all(x: torch.Tensor, cfg: SumConfig | None) -> _Plan:
     return plan
 
 
-def _plan_3d(plan, n_outer, r, n_inner, x_strides, out_strides, sms, dtype) -> None:
+def _plan_3d(
+    plan: _Plan, n_outer: int, r: int, n_inner: int, x_strides: Any, out_strides: Any, sms: Any, dtype: Any
+) -> None:
     """The launch that sums x [n_outer, r, n_inner] (given strides) over r into out [n_outer, n_inner].
 
     Too few (outer, column-block) programs to keep the SMs streaming - summing the 32768 rows
@@ -270,7 +282,7 @@ def _run(plan: _Plan, x: torch.Tensor) -> torch.Tensor:
 _PLANS = PlanCache()
 
 
-def sum(x: torch.Tensor, dim: int | None = None, *, keepdim: bool = False, config: SumConfig | None = None):
+def sum(x: torch.Tensor, dim: int | None = None, *, keepdim: bool = False, config: SumConfig | None = None) -> Any:
     """Sum of x over all elements (dim=None) or over one dimension.
 
     Args:
@@ -283,11 +295,12 @@ def sum(x: torch.Tensor, dim: int | None = None, *, keepdim: bool = False, confi
         A tensor of x's dtype: 0-D for dim=None, else x's shape without `dim`. 16-bit
         inputs are accumulated in fp32, fp32 in fp32, fp64 in fp64.
     """
+    key: tuple[Any, ...] | None
     try:
         key = (x.shape, x.stride(), x.dtype, x.device, x.data_ptr() % 16 == 0, dim, type(dim), keepdim, config)
         plan = _PLANS.get(key)
     except (AttributeError, TypeError):  # not a tensor, or an unhashable dim: the checks refuse it
-        key = plan = None
+        key, plan = None, None
     if plan is None:
         _check(x, dim)
         if dim is None or x.dim() == 0:

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Callable
+from typing import Any
 
 import torch
 import triton
@@ -28,8 +30,8 @@ import triton.language as tl
 from tilewise import gpus as _gpus
 from tilewise.model import roofline as _roofline
 
-# The registry entry the CPU interpreter plans for (its SM count, its shared memory).
-CPU_GPU = "h200"
+# The registry entry the CPU interpreter plans for (its SM count, its shared memory): the default GPU.
+CPU_GPU = _gpus.DEFAULT_GPU
 
 
 def interpreting() -> bool:
@@ -38,12 +40,12 @@ def interpreting() -> bool:
 
 
 def _index(device: torch.device) -> int:
-    return device.index if device.index is not None else torch.cuda.current_device()
+    return int(device.index if device.index is not None else torch.cuda.current_device())
 
 
 @functools.lru_cache(maxsize=16)
 def _cuda_sms(index: int) -> int:
-    return torch.cuda.get_device_properties(index).multi_processor_count
+    return int(torch.cuda.get_device_properties(index).multi_processor_count)
 
 
 def sm_count(device: torch.device) -> int:
@@ -67,7 +69,8 @@ def gpu_key(device: torch.device) -> str:
 
 @functools.lru_cache(maxsize=16)
 def _cuda_capability(index: int) -> tuple[int, int]:
-    return torch.cuda.get_device_capability(index)
+    major, minor = torch.cuda.get_device_capability(index)
+    return int(major), int(minor)
 
 
 def capability(device: torch.device) -> tuple[int, int]:
@@ -78,7 +81,7 @@ def capability(device: torch.device) -> tuple[int, int]:
 # Grid counters: kernels whose programs meet (split-K tiles, the last program of a full sum) count
 # arrivals in a zeroed int32 buffer per (pool, device, stream), and the last program sets its counter
 # back to zero, so no memset kernel runs per call (a launch costs ~3 us: 3% of the 64 x 24576 x 8192 GEMM).
-_COUNTERS: dict[tuple, torch.Tensor] = {}
+_COUNTERS: dict[tuple[Any, ...], torch.Tensor] = {}
 # torch's current raw stream, the call Triton's own driver makes (a Stream object costs ~1 us more)
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
@@ -88,8 +91,8 @@ def current_stream(device: torch.device) -> int:
     if device.type != "cuda":
         return 0
     if _raw_stream is not None:
-        return _raw_stream(_index(device))
-    return torch.cuda.current_stream(device).cuda_stream
+        return int(_raw_stream(_index(device)))
+    return int(torch.cuda.current_stream(device).cuda_stream)
 
 
 # Per-stream buffers kept between calls: grid counters (`counters`) and scratch (`workspace`), for kernels whose
@@ -97,11 +100,11 @@ def current_stream(device: torch.device) -> int:
 # partials of `decode_attention`): a per-call torch.empty costs the host 2-4 us on the H200's host, as much as a
 # third of a short call. Kernels on one stream run one after another, so they may share a stream's buffers. A
 # buffer that grows keeps the old one alive (`_RETIRED`): a CUDA graph captured with it still holds its address.
-_SCRATCH: dict[tuple, torch.Tensor] = {}
+_SCRATCH: dict[tuple[Any, ...], torch.Tensor] = {}
 _RETIRED: list[torch.Tensor] = []
 
 
-def _kept(store: dict, key: tuple, n: int, make) -> torch.Tensor:
+def _kept(store: dict[tuple[Any, ...], torch.Tensor], key: tuple[Any, ...], n: int, make: Any) -> torch.Tensor:
     """store[key] if it holds >= n elements, else a new buffer from `make(old)` (the old one retired)."""
     buf = store.get(key)
     if buf is None or buf.numel() < n:
@@ -111,7 +114,7 @@ def _kept(store: dict, key: tuple, n: int, make) -> torch.Tensor:
     return buf
 
 
-def _zeroed_counters(device: torch.device, n: int):
+def _zeroed_counters(device: torch.device, n: int) -> Any:
     return lambda old: torch.zeros(max(n, 1024), dtype=torch.int32, device=device)
 
 
@@ -122,7 +125,7 @@ def counters(device: torch.device, n: int, pool: str = "grid") -> torch.Tensor:
     return _kept(_COUNTERS, (pool, device, current_stream(device)), n, _zeroed_counters(device, n))
 
 
-def workspace(device: torch.device, n_counters: int, n: int, dtype: torch.dtype, pool: str):
+def workspace(device: torch.device, n_counters: int, n: int, dtype: torch.dtype, pool: str) -> Any:
     """(counters, scratch) for `device`'s current stream, kept between calls: >= n_counters zeroed int32
     counters of `pool` (the kernels set back what they used) and >= n elements of `dtype` (contents undefined)."""
     stream = current_stream(device)
@@ -152,15 +155,15 @@ def flat_rows(t: torch.Tensor) -> bool:
     """True when a 4-D [B, H, S, D] tensor is one row-major [B*H*S, D] matrix (what a 2-D TMA descriptor needs)."""
     b, h, s, d = t.shape
     st = t.stride()
-    return st[3] == 1 and st[2] == d and st[1] == s * d and (st[0] == h * s * d or b == 1)
+    return bool(st[3] == 1 and st[2] == d and st[1] == s * d and (st[0] == h * s * d or b == 1))
 
 
 def aligned16(t: torch.Tensor) -> bool:
     """True when the tensor's first element sits on a 16-byte boundary (Triton specializes pointers on it)."""
-    return t.data_ptr() % 16 == 0
+    return bool(t.data_ptr() % 16 == 0)
 
 
-def contiguous_strides(shape) -> tuple:
+def contiguous_strides(shape: Any) -> tuple[Any, ...]:
     """Row-major strides of `shape` (what torch.empty would give): plans keep them for torch.empty_strided,
     which cost the H200's host 2.0 us per call against torch.empty's 3.1 (host_launch_profile.json)."""
     strides, step = [], 1
@@ -170,12 +173,12 @@ def contiguous_strides(shape) -> tuple:
     return tuple(reversed(strides))
 
 
-def signature(t: torch.Tensor | None) -> tuple | None:
+def signature(t: torch.Tensor | None) -> tuple[Any, ...] | None:
     """What a launch plan depends on in a tensor: shape, strides, dtype, device and 16-byte alignment (None: None)."""
     return None if t is None else (t.shape, t.stride(), t.dtype, t.device, t.data_ptr() % 16 == 0)
 
 
-class PlanCache(dict):
+class PlanCache(dict[Any, Any]):
     """Launch plans by call signature. Bounded: past `limit` plans the cache starts over (a decode loop
     with growing host-side lengths makes a new signature per step)."""
 
@@ -184,7 +187,7 @@ class PlanCache(dict):
         self.limit = limit
         self.misses = 0
 
-    def put(self, key, plan):
+    def put(self, key: Any, plan: Any) -> Any:
         if len(self) >= self.limit:
             self.clear()
         self.misses += 1
@@ -221,13 +224,13 @@ def fast_launch_enabled() -> bool:
     return _VERSION in FAST_LAUNCH_VERSIONS and not interpreting() and not os.environ.get("TILEWISE_JIT_LAUNCH")
 
 
-def _runtime_knobs():
+def _runtime_knobs() -> Any:
     """triton.knobs.runtime (its launch hooks), or None on a Triton without knobs."""
     knobs = getattr(triton, "knobs", None)
     return getattr(knobs, "runtime", None)
 
 
-def _hooked(rt) -> bool:
+def _hooked(rt: Any) -> bool:
     """Whether a launch hook is set: triton 3.6-3.9 keep each as a HookChain (empty unless a profiler such as
     proton adds to it; the runner then builds launch metadata and the C launcher calls the chain); a hook
     assigned as a plain function counts as set."""
@@ -237,15 +240,16 @@ def _hooked(rt) -> bool:
     )
 
 
-def direct_launch(compiled, grid: tuple, tail: tuple):
+def direct_launch(compiled: Any, grid: tuple[Any, ...], tail: tuple[Any, ...]) -> Any:
     """A function of the runtime arguments that launches `compiled` on `grid` (three entries) with the
     constexpr `tail`, through the C entry point; None where that is not known to be safe (see above)."""
     rt = _runtime_knobs()
-    cl = getattr(compiled, "run", None)
+    cl: Any = getattr(compiled, "run", None)
     launch = getattr(cl, "launch", None)
     if _VERSION not in DIRECT_LAUNCH_VERSIONS or rt is None or launch is None or _get_device is None:
         return None
-    if _raw_stream is None or getattr(cl, "global_scratch_size", 1) or getattr(cl, "profile_scratch_size", 1):
+    scratch = getattr(cl, "global_scratch_size", 1) or getattr(cl, "profile_scratch_size", 1)
+    if _raw_stream is None or scratch:
         return None
     if getattr(cl, "gsan_enabled", False):
         return None
@@ -259,15 +263,15 @@ def direct_launch(compiled, grid: tuple, tail: tuple):
         if annotations is None or signature is None:
             return None
 
-        def go(*args):
+        def go_39(*args: Any) -> Any:
             if _hooked(rt):
                 return runner(*args, *tail)
             launch(g0, g1, g2, stream(device()), function, coop, pdl, meta, None, None, None, None, None,
                    annotations, signature, (*args, *tail))  # fmt: skip
 
-        return go
+        return go_39
 
-    def go(*args):  # triton 3.6
+    def go(*args: Any) -> Any:  # triton 3.6
         if _hooked(rt):
             return runner(*args, *tail)
         launch(g0, g1, g2, stream(device()), function, coop, pdl, None, None, meta, None, None, None, *args, *tail)
@@ -285,18 +289,18 @@ class Launcher:
 
     __slots__ = ("consts", "fast", "grid", "kernel", "options", "path", "run", "tail")
 
-    def __init__(self, kernel, grid: tuple, consts: dict, **options) -> None:
+    def __init__(self, kernel: Any, grid: tuple[Any, ...], consts: dict[str, Any], **options: Any) -> None:
         self.kernel = kernel
         self.grid = grid
         self.consts = consts
         self.options = options
-        self.run = None
+        self.run: Callable[..., Any] | None = None
         self.path = "jit"
-        names = getattr(kernel, "arg_names", None)
+        names: Any = getattr(kernel, "arg_names", None)
         self.fast = bool(names) and list(names[len(names) - len(consts) :]) == list(consts) and fast_launch_enabled()
         self.tail = tuple(consts.values())
 
-    def __call__(self, *args) -> None:
+    def __call__(self, *args: Any) -> None:
         run = self.run
         if run is not None:
             run(*args)
@@ -321,8 +325,8 @@ class Launcher:
             self.path = "runner"
 
 
-@triton.jit
-def empty_kernel(x_ptr, n, BLOCK: tl.constexpr):
+@triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
+def empty_kernel(x_ptr: Any, n: Any, BLOCK: tl.constexpr) -> Any:  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
     """Does nothing: `tilewise bench overhead` times its launch, Triton's own cost per call."""
     pass
 

@@ -184,7 +184,7 @@ class DecodeGemmPoint:
 
 @typed
 def decode_gemm_point(
-    batch: int, k: int, n: int, dtype: str = "bf16", gpu: str | _gpus.GPU = "h100-sxm"
+    batch: int, k: int, n: int, dtype: str = "bf16", gpu: str | _gpus.GPU = _gpus.DEFAULT_GPU
 ) -> DecodeGemmPoint:
     """Roofline of the decode GEMM [batch, k] x [k, n] (weights read once from HBM)."""
     batch, k, n = positive_int("batch", batch), positive_int("k", k), positive_int("n", n)
@@ -217,7 +217,7 @@ def decode_gemm_roofline(
     n: int = 24576,
     batches: Sequence[int] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512),
     dtype: str = "bf16",
-    gpu: str | _gpus.GPU = "h100-sxm",
+    gpu: str | _gpus.GPU = _gpus.DEFAULT_GPU,
 ) -> list[DecodeGemmPoint]:
     """The decode GEMM's roofline at each batch: intensity grows about linearly with batch.
 
@@ -228,7 +228,9 @@ def decode_gemm_roofline(
 
 
 @typed
-def batch_for_compute_bound(k: int, n: int, dtype: str = "bf16", gpu: str | _gpus.GPU = "h100-sxm") -> int | None:
+def batch_for_compute_bound(
+    k: int, n: int, dtype: str = "bf16", gpu: str | _gpus.GPU = _gpus.DEFAULT_GPU
+) -> int | None:
     """Smallest batch at which the decode GEMM reaches the machine balance (None if never)."""
     k, n = positive_int("k", k), positive_int("n", n)
     g = _gpus.get(gpu)
@@ -284,7 +286,7 @@ def decode_attention(
     seq_len: int,
     head_dim: int = 128,
     dtype: str = "bf16",
-    gpu: str | _gpus.GPU = "h100-sxm",
+    gpu: str | _gpus.GPU = _gpus.DEFAULT_GPU,
 ) -> DecodeAttention:
     """One decode step of attention: every cached K/V byte read once, serving one GQA group.
 

@@ -49,7 +49,7 @@ def littles_law(latency: float, throughput: float) -> float:
 
 
 @typed
-def hbm_bytes_per_cycle_per_sm(gpu: str | _gpus.GPU = "h100-sxm", clock_mhz: float | None = None) -> float:
+def hbm_bytes_per_cycle_per_sm(gpu: str | _gpus.GPU = _gpus.DEFAULT_GPU, clock_mhz: float | None = None) -> float:
     """One SM's share of HBM bandwidth per SM cycle (HBM does not follow the SM clock)."""
     g = _gpus.get(gpu)
     clock = g.tensor_clock_mhz if clock_mhz is None else number("clock_mhz", clock_mhz, low=0.0, low_open=True)
@@ -89,7 +89,7 @@ def warps_to_hide_issue(
     latency_cycles: float = LATENCY_CYCLES["fma"],
     issue_per_cycle: float = 1.0,
     ilp: int = 1,
-    gpu: str | _gpus.GPU = "h100-sxm",
+    gpu: str | _gpus.GPU = _gpus.DEFAULT_GPU,
     threads: int | None = None,
     registers: int | None = None,
     smem: int = 0,
@@ -126,7 +126,7 @@ def warps_to_hide_memory(
     latency_cycles: float = LATENCY_CYCLES["hbm"],
     bytes_per_thread_load: int = 16,
     loads_in_flight_per_thread: int = 1,
-    gpu: str | _gpus.GPU = "h100-sxm",
+    gpu: str | _gpus.GPU = _gpus.DEFAULT_GPU,
     threads: int | None = None,
     registers: int | None = None,
     smem: int = 0,
@@ -164,7 +164,10 @@ def warps_to_hide_memory(
 
 @typed
 def async_in_flight(
-    stages: int, stage_bytes: int, latency_cycles: float = LATENCY_CYCLES["hbm"], gpu: str | _gpus.GPU = "h100-sxm"
+    stages: int,
+    stage_bytes: int,
+    latency_cycles: float = LATENCY_CYCLES["hbm"],
+    gpu: str | _gpus.GPU = _gpus.DEFAULT_GPU,
 ) -> dict[str, Any]:
     """Bytes a TMA ring buffer keeps in flight (stages - 1 tiles ahead of the consumer) vs what HBM needs."""
     g = _gpus.get(gpu)

@@ -327,7 +327,7 @@ def attention_tile_times(
     block_m: int = 64,
     dtype: str = "bf16",
     hit_rate: float = 0.0,
-    gpu: str | _gpus.GPU = "h100-sxm",
+    gpu: str | _gpus.GPU = _gpus.DEFAULT_GPU,
 ) -> AttentionTileTimes:
     """Per-(row block, K/V tile) cycles for `simulate`, from the GPU's published rates.
 
@@ -388,7 +388,7 @@ def kernel_tile_times(
     block_m: int = 64,
     dtype: str = "bf16",
     hit_rate: float = 0.0,
-    gpu: str | _gpus.GPU = "h200",
+    gpu: str | _gpus.GPU = _gpus.DEFAULT_GPU,
 ) -> AttentionTileTimes:
     """Per-(row block, K/V tile) cycles as the Gluon kernels measure, for `simulate` with KERNEL_STRUCTURE.
 
@@ -429,7 +429,7 @@ def predict_kernel_designs(
     block_n: int = 128,
     stages: dict[str, int] | None = None,
     dtype: str = "bf16",
-    gpu: str | _gpus.GPU = "h200",
+    gpu: str | _gpus.GPU = _gpus.DEFAULT_GPU,
 ) -> dict[str, Timeline]:
     """The three designs of tilewise.kernels.attention_gluon on one SM, non-causal, in steady state.
 

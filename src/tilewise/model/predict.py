@@ -508,7 +508,7 @@ def gluon_calibration(gpu: str) -> dict[str, Any]:
 
 
 def gemm_gluon(
-    p: dict[str, Any], c: dict[str, Any], gpu: str = "h200", efficiency: dict[str, Any] | None = None
+    p: dict[str, Any], c: dict[str, Any], gpu: str = _gpus.DEFAULT_GPU, efficiency: dict[str, Any] | None = None
 ) -> Prediction:
     """Predicted time of the Gluon GEMM (kernels/gemm_gluon.py) with config `c` (an advise.space.gemm_gluon_space
     entry: schedule, block_m, block_n, block_k, num_stages, group_m).
@@ -761,7 +761,7 @@ def predict(
     kernel: str,
     problem: dict[str, Any],
     config: dict[str, Any],
-    gpu: str = "h200",
+    gpu: str = _gpus.DEFAULT_GPU,
     *,
     efficiency: dict[str, Any] | None = None,
     constants: dict[str, Any] | None = None,

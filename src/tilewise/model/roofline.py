@@ -90,7 +90,7 @@ def time(
 
 
 @typed
-def machine_balance(gpu: str | _gpus.GPU = "h100-sxm", dtype: str = "bf16") -> dict[str, float]:
+def machine_balance(gpu: str | _gpus.GPU = _gpus.DEFAULT_GPU, dtype: str = "bf16") -> dict[str, float]:
     """FLOP per byte the Tensor Cores need from each level to stay busy: HBM ~295 on an H100 SXM.
 
     The L2 figure rests on an order-of-magnitude bandwidth (NVIDIA publishes none).
@@ -162,7 +162,7 @@ def effective_hbm_bytes(requested_bytes: float, hit_rate: float) -> float:
 
 
 @typed
-def hit_rate_for_compute_roof(intensity: float, gpu: str | _gpus.GPU = "h100-sxm", dtype: str = "bf16") -> float:
+def hit_rate_for_compute_roof(intensity: float, gpu: str | _gpus.GPU = _gpus.DEFAULT_GPU, dtype: str = "bf16") -> float:
     """L2 hit rate at which FLOPs / (HBM bytes) reaches the HBM balance: max(0, 1 - intensity / balance)."""
     if not intensity > 0:
         raise InputError(f"intensity must be > 0 FLOP/B, got {shown(intensity)}")
@@ -192,7 +192,11 @@ class L2Reuse:
 
 @typed
 def l2_reuse(
-    intensity: float, hit_rate: float, gpu: str | _gpus.GPU = "h100-sxm", dtype: str = "bf16", include_l2: bool = False
+    intensity: float,
+    hit_rate: float,
+    gpu: str | _gpus.GPU = _gpus.DEFAULT_GPU,
+    dtype: str = "bf16",
+    include_l2: bool = False,
 ) -> L2Reuse:
     """Where a kernel that re-reads a shared operand stands at a given L2 hit rate.
 

@@ -99,7 +99,7 @@ class Wgmma:
 
 
 @typed
-def wgmma(n: int = 128, dtype: str = "bf16", gpu: str | _gpus.GPU = "h100-sxm") -> Wgmma:
+def wgmma(n: int = 128, dtype: str = "bf16", gpu: str | _gpus.GPU = _gpus.DEFAULT_GPU) -> Wgmma:
     """One wgmma m64 nN kK: its FLOPs and the cycles it occupies the SM's Tensor Cores.
 
     bf16, N = 128: 2 x 64 x 128 x 16 = 262,144 FLOPs / 4096 per cycle = 64 cycles (0.5 N).
@@ -116,7 +116,7 @@ def wgmma(n: int = 128, dtype: str = "bf16", gpu: str | _gpus.GPU = "h100-sxm") 
 
 
 @typed
-def sm_flops_per_cycle(gpu: str | _gpus.GPU = "h100-sxm", dtype: str = "bf16") -> dict[str, Any]:
+def sm_flops_per_cycle(gpu: str | _gpus.GPU = _gpus.DEFAULT_GPU, dtype: str = "bf16") -> dict[str, Any]:
     """4096 = 4 Tensor Cores x 512 MACs x 2, and the peak it implies: x SMs x clock."""
     g = _gpus.get(gpu)
     dt = _gpus.dtype_name(dtype)
@@ -155,7 +155,7 @@ class Feed:
 
 
 @typed
-def smem_feed(n: int = 64, dtype: str = "bf16", form: str = "SS", gpu: str | _gpus.GPU = "h100-sxm") -> Feed:
+def smem_feed(n: int = 64, dtype: str = "bf16", form: str = "SS", gpu: str | _gpus.GPU = _gpus.DEFAULT_GPU) -> Feed:
     """Shared-memory cycles to feed one wgmma against its compute cycles.
 
     SS: 0.5 N >= 16 + 0.25 N -> N >= 64; ratio 1.00 / 1.33 / 1.60 at 64 / 128 / 256, limit 2.
@@ -197,7 +197,7 @@ def smem_feed(n: int = 64, dtype: str = "bf16", form: str = "SS", gpu: str | _gp
 
 @typed
 def feed_table(
-    ns: Sequence[int] = (64, 128, 256), dtype: str = "bf16", form: str = "SS", gpu: str | _gpus.GPU = "h100-sxm"
+    ns: Sequence[int] = (64, 128, 256), dtype: str = "bf16", form: str = "SS", gpu: str | _gpus.GPU = _gpus.DEFAULT_GPU
 ) -> list[Feed]:
     """`smem_feed` at each N (N = 64, 128, 256: compute / feed 1.00, 1.33, 1.60)."""
     return [smem_feed(n, dtype, form, gpu) for n in ns]
@@ -245,7 +245,7 @@ def register_budget(
     block_n: int = 128,
     block_m: int = 64,
     dtype: str = "bf16",
-    gpu: str | _gpus.GPU = "h100-sxm",
+    gpu: str | _gpus.GPU = _gpus.DEFAULT_GPU,
     limit: int | None = None,
     addresses: int = ADDRESS_REGISTERS,
 ) -> RegisterBudget:
@@ -291,7 +291,7 @@ def register_budget(
 
 @typed
 def setmaxnreg_split(
-    producers: int = 1, consumers: int = 2, producer_regs: int = 24, gpu: str | _gpus.GPU = "h100-sxm"
+    producers: int = 1, consumers: int = 2, producer_regs: int = 24, gpu: str | _gpus.GPU = _gpus.DEFAULT_GPU
 ) -> dict[str, Any]:
     """Registers per thread a consumer can take after the producer gives its share back.
 
@@ -344,7 +344,7 @@ def smem_budget(
     block_m: int = 64,
     stages: int = 2,
     dtype: str = "bf16",
-    gpu: str | _gpus.GPU = "h100-sxm",
+    gpu: str | _gpus.GPU = _gpus.DEFAULT_GPU,
     consumers: int = 2,
 ) -> SmemBudget:
     """Shared memory of Q (block_m rows per consumer x consumers) + stages x (K, V) [N, d] tiles."""
@@ -380,7 +380,7 @@ def attention_tile_budget(
     block_m: int = 64,
     dtype: str = "bf16",
     stages: int = 2,
-    gpu: str | _gpus.GPU = "h100-sxm",
+    gpu: str | _gpus.GPU = _gpus.DEFAULT_GPU,
     consumers: int = 2,
 ) -> dict[str, Any]:
     """Registers per thread and shared memory of a FlashAttention forward tile, against their limits.

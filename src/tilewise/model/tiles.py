@@ -122,7 +122,7 @@ def grouped_smem_bytes(block_m: int, block_n: int, block_k: int, stages: int, e:
 
 
 def grouped_space(
-    rows_per_expert: float, n: int, k: int, dtype: str = "bf16", gpu: str | _gpus.GPU = "h200"
+    rows_per_expert: float, n: int, k: int, dtype: str = "bf16", gpu: str | _gpus.GPU = _gpus.DEFAULT_GPU
 ) -> list[dict[str, Any]]:
     """The grouped GEMM's configurations that fit the GPU: GROUPED_TILES x GROUPED_STAGES x GROUPED_SCHEDULES,
     4 warps up to 32 rows and 8 above, within the per-block shared memory and MAX_ACC_REGS."""

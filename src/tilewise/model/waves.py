@@ -188,7 +188,7 @@ def tile_cost(
     k: int,
     block_k: int = 64,
     dtype: str = "bf16",
-    gpu: str | _gpus.GPU = "h100-sxm",
+    gpu: str | _gpus.GPU = _gpus.DEFAULT_GPU,
     load_latency: float = LOAD_LATENCY_CYCLES,
     setup: float = SETUP_CYCLES,
     b_hit_rate: float = 0.0,
@@ -261,7 +261,7 @@ def grouped_gemm_cost(
     block_n: int = 128,
     block_k: int = 64,
     dtype: str = "bf16",
-    gpu: str | _gpus.GPU = "h100-sxm",
+    gpu: str | _gpus.GPU = _gpus.DEFAULT_GPU,
 ) -> GroupedGemmCost:
     """A grouped GEMM's tiles (via `grouped_schedule`), their fill, and the prologue/epilogue share.
 
@@ -312,7 +312,7 @@ def persistent_prologue_share(
     block_n: int,
     block_k: int,
     dtype: str = "bf16",
-    gpu: str | _gpus.GPU = "h200",
+    gpu: str | _gpus.GPU = _gpus.DEFAULT_GPU,
 ) -> float:
     """Share of a persistent grouped-GEMM program's time spent outside the steady K loop.
 

@@ -24,6 +24,7 @@ Measured rules (the textbook's where it holds):
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -41,7 +42,7 @@ ATOMIC_WIDTHS = (4, 8)  # the widths round 5 measured (the executor counts other
 _BIG = np.int64(1) << 62
 
 
-def _array(name: str, value) -> np.ndarray:
+def _array(name: str, value: Any) -> np.ndarray:
     """`value` as a numpy array, or InputError for what numpy cannot make one of (ragged lists, objects)."""
     try:
         a = np.asarray(value)
@@ -52,19 +53,20 @@ def _array(name: str, value) -> np.ndarray:
     return a
 
 
-def _describe(value) -> str:
+def _describe(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _as_active(active, n: int = WARP) -> np.ndarray:
+def _as_active(active: Any, n: int = WARP) -> np.ndarray:
     if active is None:
         return np.ones(n, dtype=bool)
     if isinstance(active, (int, np.integer)) and not isinstance(active, bool):
         m = int(active)
         if m < 0 or m >= 1 << n:
             raise InputError(f"active must be a {n}-bit lane mask (0 .. 0x{(1 << n) - 1:X}), got {active!r}")
-        return (m >> np.arange(n)) & 1 == 1
+        bits: np.ndarray = (m >> np.arange(n)) & 1 == 1
+        return bits
     a = _array("active", active)
     if a.shape != (n,):
         raise InputError(f"active must be a {n}-bit mask or {n} booleans, got shape {a.shape}")
@@ -78,7 +80,7 @@ def analyze_access(
     active: int | Sequence[bool] | np.ndarray | None = None,
     store: bool = False,
     atomic: bool | str = False,
-) -> dict:
+) -> dict[str, Any]:
     """Nsight Compute's counters for one warp-wide memory instruction on an H200.
 
     addresses: 32 byte addresses, one per lane (lane i = element i); each a multiple of `width`.
@@ -112,7 +114,7 @@ def analyze_access(
     return out
 
 
-def _warp_input(addresses, width: int, active) -> tuple[np.ndarray, np.ndarray]:
+def _warp_input(addresses: Any, width: int, active: Any) -> tuple[np.ndarray, np.ndarray]:
     """One warp's addresses and active lanes, checked: 32 non-negative integers aligned to `width`."""
     if isinstance(width, bool) or not isinstance(width, (int, np.integer)) or width not in WIDTHS:
         raise InputError(f"width must be one of {WIDTHS} bytes, got {width!r}")
@@ -149,10 +151,11 @@ def distinct_per_row(keys: np.ndarray, valid: np.ndarray) -> np.ndarray:
     k = np.sort(k, axis=1)
     new = np.ones(k.shape, dtype=bool)
     new[:, 1:] = k[:, 1:] != k[:, :-1]
-    return np.sum(new & (k != _BIG), axis=1)
+    out: np.ndarray = np.sum(new & (k != _BIG), axis=1)
+    return out
 
 
-def _global(addr: np.ndarray, act: np.ndarray, width: int, store: bool) -> dict:
+def _global(addr: np.ndarray, act: np.ndarray, width: int, store: bool) -> dict[str, Any]:
     any_lane = act.any(axis=1)
     sectors = distinct_per_row(addr // SECTOR, act)
     requests = any_lane.astype(np.int64)
@@ -186,7 +189,7 @@ def lane_words(addr: np.ndarray, act: np.ndarray, width: int) -> tuple[np.ndarra
     return words.reshape(*addr.shape[:-1], -1), np.repeat(act, nw, axis=-1)
 
 
-def _shared(addr: np.ndarray, act: np.ndarray, width: int, store: bool) -> dict:
+def _shared(addr: np.ndarray, act: np.ndarray, width: int, store: bool) -> dict[str, Any]:
     """Wavefronts and bank conflicts of one shared-memory instruction per row, as measured on an H200.
 
     A phase is 128 bytes of lane data: the whole warp for 1-, 2- and 4-byte accesses, a half-warp
@@ -248,7 +251,8 @@ def _paired(addr: np.ndarray, act: np.ndarray, xor: int) -> np.ndarray:
     """Per row: does every pair of active lanes (i, i ^ xor) ask for one address?"""
     partner = np.arange(WARP) ^ xor
     both = act & act[:, partner]
-    return np.all(~both | (addr == addr[:, partner]), axis=1)
+    out: np.ndarray = np.all(~both | (addr == addr[:, partner]), axis=1)
+    return out
 
 
 def shared_passes(
@@ -256,7 +260,7 @@ def shared_passes(
     width: int,
     active: int | Sequence[bool] | np.ndarray | None = None,
     store: bool = False,
-) -> dict:
+) -> dict[str, Any]:
     """How one warp's shared-memory load or store goes through the banks: its passes, lane by lane.
 
     The rule of `analyze_access` (the same helpers), spelled out for one warp so that a reader can see
@@ -288,7 +292,7 @@ def shared_passes(
 
 def analyze_batch(
     addr: np.ndarray, act: np.ndarray, width: int, space: str, store: bool = False, atomic: bool | str = False
-) -> dict:
+) -> dict[str, Any]:
     """`analyze_access` for many warps: addr and act are (warps, 32); returns arrays of length warps."""
     addr = np.asarray(addr, dtype=np.int64)
     act = np.asarray(act, dtype=bool)
@@ -306,7 +310,7 @@ def analyze_batch(
 ATOMIC_KINDS = ("rmw", "cas", "loop")
 
 
-def _atomic_kind(atomic, space: str) -> str:
+def _atomic_kind(atomic: bool | str, space: str) -> str:
     kind = "rmw" if atomic is True else atomic
     if kind not in ATOMIC_KINDS:
         raise InputError(f"atomic must be False, True or one of {ATOMIC_KINDS}, got {atomic!r}")
@@ -318,7 +322,7 @@ def _atomic_kind(atomic, space: str) -> str:
     return kind
 
 
-def _atomic(addr: np.ndarray, act: np.ndarray, width: int, space: str, kind: str) -> dict:
+def _atomic(addr: np.ndarray, act: np.ndarray, width: int, space: str, kind: str) -> dict[str, Any]:
     """One atomic instruction per row (atom or red), as Nsight Compute counted it on an H200 (round 5).
 
     Lanes on one address are never merged into one operation, unlike a load's broadcast or a store:
@@ -365,10 +369,11 @@ def _per_key_max(group: np.ndarray, addr: np.ndarray, act: np.ndarray) -> np.nda
     busiest = np.where(in_group, n_same[:, None, :], 0).max(axis=2)
     # count each group once: at its first active lane
     first = act & ~np.tril(in_group, k=-1).any(axis=2)
-    return np.where(first, busiest, 0).sum(axis=1)
+    out: np.ndarray = np.where(first, busiest, 0).sum(axis=1)
+    return out
 
 
-def _cas_loop(addr: np.ndarray, act: np.ndarray, width: int) -> dict:
+def _cas_loop(addr: np.ndarray, act: np.ndarray, width: int) -> dict[str, Any]:
     """What ptxas makes of a shared-memory float32 add or 8-byte add: a loop of LDS + ATOMS.CAST.SPIN.
 
     Each pass, the lanes still pending load their word (LDS, counted with the load rule) and try a

@@ -11,13 +11,16 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
 
 import numpy as np
 
 from tilewise.errors import InputError, cli_int, clip, fraction, positive_int, shown
 from tilewise.sim.lazy import LazyArray
 from tilewise.sim.report import render_text, report
-from tilewise.sim.runtime import MAX_STEPS, Device, Kernel, launch, launch_shape
+from tilewise.sim.runtime import MAX_STEPS, Device, Kernel, Trace, launch, launch_shape
 
 EPILOG = """examples:
   tilewise trace examples/sim/gemm_tiled.py --grid 4,4 --block 32,32
@@ -32,7 +35,7 @@ whole run (the file's import, setup(), the launch and check()) more than --time-
 """
 
 
-def _dims(name: str, text: object):
+def _dims(name: str, text: object) -> tuple[int, ...] | None:
     """Launch dimensions from '4,4', 4, (4, 4) or [4, 4, 1]; `name` is what the user wrote ('--grid' or
     'GRID in FILE'), so the message names it."""
     if text is None:
@@ -62,7 +65,7 @@ def _dims(name: str, text: object):
     return tuple(t) + (1,) * (3 - len(t))
 
 
-def _where(tb, path: str) -> int | None:
+def _where(tb: Any, path: str) -> int | None:
     """The line of the innermost traceback frame in the user's file, if any."""
     line = None
     target = os.path.realpath(path)
@@ -139,7 +142,7 @@ class _Deadline:
             os._exit(2)
         raise RunTimeout
 
-    def _tracer(self, frame, event, arg):
+    def _tracer(self, frame: Any, event: str, arg: Any) -> Any:
         if time.perf_counter() > self.end:
             raise RunTimeout
         return self._tracer
@@ -171,7 +174,7 @@ class _Deadline:
 _LIMIT: _Deadline | None = None  # the deadline of the run in progress, for the messages
 
 
-def _guarded(path: str, what: str, fn, *args, **kw):
+def _guarded(path: str, what: str, fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
     """Run a piece of the user's file; anything it raises, BaseException and SystemExit included, becomes
     one InputError line naming file and line (Ctrl-C still stops the command)."""
     try:
@@ -194,7 +197,7 @@ def _guarded(path: str, what: str, fn, *args, **kw):
         raise user_error(path, what, e) from e
 
 
-def load_module(path: str):
+def load_module(path: str) -> ModuleType:
     if not os.path.isfile(path):
         raise InputError(f"FILE must be a Python file with a @kernel function, got {path!r} (not found)")
     name = "tilewise_trace_" + os.path.splitext(os.path.basename(path))[0]
@@ -211,7 +214,7 @@ def load_module(path: str):
     return mod
 
 
-def pick_kernel(mod, name: str | None):
+def pick_kernel(mod: ModuleType, name: str | None) -> Kernel:
     ks = {k: v for k, v in vars(mod).items() if isinstance(v, Kernel) and not isinstance(v, Device)}
     if name:
         if name not in ks:
@@ -231,7 +234,7 @@ DEFAULT_TOLERANCE = 1e-3  # max |error| a file's check() may report when it sets
 MAX_UNSAMPLED_BLOCKS = 65536  # more blocks than this without --sample: refused (hours of simulation)
 
 
-def _check_result(path: str, mod, args, blocks) -> dict:
+def _check_result(path: str, mod: ModuleType, args: Any, blocks: Any) -> dict[str, Any]:
     """Run the file's check(args, blocks) and judge it: ok, failed (error above tolerance) or impossible."""
     tol = getattr(mod, "TOLERANCE", DEFAULT_TOLERANCE)
     if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not math.isfinite(tol) or tol < 0:
@@ -242,7 +245,7 @@ def _check_result(path: str, mod, args, blocks) -> dict:
     err = float(err)
     if err < 0:  # an error magnitude cannot be negative: the check computed something else
         raise InputError(f"{path}: check() must return the max |error|, a number >= 0, got {err:g}")
-    out = {"max_abs_error_vs_numpy": err if math.isfinite(err) else None, "tolerance": float(tol)}
+    out: dict[str, Any] = {"max_abs_error_vs_numpy": err if math.isfinite(err) else None, "tolerance": float(tol)}
     if math.isnan(err):
         out["ok"] = False
         out["problem"] = (
@@ -259,7 +262,7 @@ def _check_result(path: str, mod, args, blocks) -> dict:
     return out
 
 
-def _launch_args(path: str, k, args) -> None:
+def _launch_args(path: str, k: Kernel, args: Any) -> None:
     """setup()'s result must be the kernel's arguments: numeric numpy arrays or numbers, one per parameter."""
 
     if not isinstance(args, (tuple, list)):
@@ -278,7 +281,7 @@ def _launch_args(path: str, k, args) -> None:
             raise InputError(f"{what} must hold numbers (a bool, int or float dtype), got dtype {np.dtype(dt)}")
 
 
-def _shared_bytes(path: str, mod, block) -> int:
+def _shared_bytes(path: str, mod: ModuleType, block: Any) -> int:
     value = getattr(mod, "SHARED_BYTES", 0)
     if callable(value):
         value = _guarded(path, "SHARED_BYTES()", value, block)
@@ -288,17 +291,17 @@ def _shared_bytes(path: str, mod, block) -> int:
 
 
 def run_file(
-    path,
-    grid=None,
-    block=None,
-    kernel=None,
-    sample=None,
-    seed=0,
-    hazards=True,
-    max_steps=None,
-    time_limit=None,
-    hard_exit=False,
-):
+    path: str,
+    grid: Any = None,  # (x, y, z) or a prefix of it; None: the file's GRID
+    block: Any = None,
+    kernel: str | None = None,
+    sample: int | None = None,
+    seed: int = 0,
+    hazards: bool = True,
+    max_steps: int | None = None,
+    time_limit: float | None = None,
+    hard_exit: bool = False,
+) -> tuple[Trace, dict[str, Any]]:
     """Load FILE, launch its kernel, return (trace, report dict with the check added).
 
     Errors in the file (syntax, setup(), the kernel, check()) come back as one InputError line naming the
@@ -323,7 +326,17 @@ def run_file(
             _LIMIT = outer
 
 
-def _run(path, grid, block, kernel, sample, seed, hazards, max_steps, deadline: _Deadline):
+def _run(
+    path: str,
+    grid: Any,
+    block: Any,
+    kernel: str | None,
+    sample: int | None,
+    seed: int,
+    hazards: bool,
+    max_steps: int | None,
+    deadline: _Deadline,
+) -> tuple[Trace, dict[str, Any]]:
     mod = load_module(path)
     k = pick_kernel(mod, kernel)
     grid = _dims("--grid", grid) if grid is not None else _dims(f"GRID in {path}", getattr(mod, "GRID", 1))
@@ -388,12 +401,13 @@ def _cmd_trace(a: argparse.Namespace) -> int:
                 f"(tolerance {chk['tolerance']:g}): ok"
             )
     if failed:
+        assert chk is not None
         print(f"tilewise: result check failed: {chk['problem']}", file=sys.stderr)
         return 1
     return 0
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "trace",
         help="simulate a Python CUDA-style kernel warp by warp: per-line sectors, bank conflicts, divergence, hazards",

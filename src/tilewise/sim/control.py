@@ -9,11 +9,14 @@ kernel's statements into calls of the methods below (RT.branch, RT.loop_iter, RT
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from tilewise.errors import InputError
 from tilewise.sim.access import WARP
 from tilewise.sim.memory import MemArray, Vec
+from tilewise.sim.state import LaunchState
 
 
 class IfFrame:
@@ -21,7 +24,7 @@ class IfFrame:
 
     __slots__ = ("base", "cond")
 
-    def __init__(self, base, cond):
+    def __init__(self, base: Any, cond: Any) -> None:
         self.base = base
         self.cond = cond
 
@@ -31,7 +34,7 @@ class LoopFrame:
 
     __slots__ = ("active", "base", "broken", "cont", "dirty")
 
-    def __init__(self, base):
+    def __init__(self, base: Any) -> None:
         self.base = base
         self.active = base
         self.broken = None
@@ -42,16 +45,16 @@ class LoopFrame:
 class RangeIter:
     """`for i in range(...)`: uniform bounds iterate like Python; per-thread bounds narrow the mask."""
 
-    def __init__(self, rt, line, frame, start, stop, step):
+    def __init__(self, rt: Any, line: int, frame: Any, start: Any, stop: Any, step: Any) -> None:
         self.rt, self.line, self.frame = rt, line, frame
         self.k, self.stop, self.step = start, stop, step
         self.vector = isinstance(start, np.ndarray) or isinstance(stop, np.ndarray)
         self.first = True
 
-    def __iter__(self):
+    def __iter__(self) -> Any:
         return self
 
-    def __next__(self):
+    def __next__(self) -> Any:
         rt, L = self.rt, self.frame
         if not self.first:
             self.k = self.k + self.step
@@ -77,14 +80,14 @@ class RangeIter:
         return self.k if isinstance(self.k, np.ndarray) else np.full(rt.n, self.k, dtype=np.int64)
 
 
-class ControlFlow:
+class ControlFlow(LaunchState):
     """The executor's mask stack (a mixin of runtime.Executor, which sets n, nwarps, pad, tracing, lines).
 
     `full` is True when every live thread is active, so the rewritten `x = v` needs no merge.
     """
 
     # ---------------------------------------------------------------- masks
-    def set_mask(self, m):
+    def set_mask(self, m: Any) -> None:
         self.mask = m
         alive_off = ~self.dead & ~m
         self.full = not alive_off.any()
@@ -96,7 +99,7 @@ class ControlFlow:
             self._warps_active = int(mm.reshape(self.nwarps, WARP).any(axis=1).sum())
             self._lanes_active = int(np.count_nonzero(m))
 
-    def blocked(self, upto: int | None = None):
+    def blocked(self, upto: int | None = None) -> Any:
         """Dead threads plus those that left (break/continue) a loop on the stack below `upto`."""
         b = self.dead
         for f in self.stack[:upto]:
@@ -107,7 +110,7 @@ class ControlFlow:
                     b = b | f.cont
         return b
 
-    def tick(self, line):
+    def tick(self, line: int) -> None:
         """One statement (or loop test) on `line`: counted for the report and against the step limit."""
         self.steps += 1
         if self.steps >= self.next_check:
@@ -117,7 +120,7 @@ class ControlFlow:
             rec[0] += self._warps_active
             rec[1] += self._lanes_active
 
-    def merge(self, new, old):
+    def merge(self, new: Any, old: Any) -> Any:
         if old is None:
             return new
         m = self.mask
@@ -139,7 +142,7 @@ class ControlFlow:
             return np.where(m.reshape(-1, *([1] * (max(nv.ndim, ov.ndim) - 1))), nv, ov)
         return np.where(m, nv, ov)
 
-    def _cond(self, c):
+    def _cond(self, c: Any) -> Any:
         """A condition as a bool vector, or a Python bool if it is uniform over the active threads."""
         if isinstance(c, np.ndarray) and c.ndim >= 1:
             c = c.astype(bool, copy=False)
@@ -151,7 +154,7 @@ class ControlFlow:
         return bool(c)
 
     # ---------------------------------------------------------------- if / else
-    def branch(self, c, line):
+    def branch(self, c: Any, line: int) -> Any:
         self.tick(line)
         c = self._cond(c)
         if not isinstance(c, np.ndarray):
@@ -166,16 +169,16 @@ class ControlFlow:
         self.set_mask(t)
         return 2
 
-    def flip(self):
+    def flip(self) -> None:
         f = self.stack[-1]
         self.set_mask(f.base & ~f.cond & ~self.blocked(len(self.stack) - 1))
 
-    def pop(self):
+    def pop(self) -> None:
         f = self.stack.pop()
         self.set_mask(f.base & ~self.blocked())
 
     # ---------------------------------------------------------------- loops
-    def loop_push(self):
+    def loop_push(self) -> None:
         self.stack.append(LoopFrame(self.mask))
 
     def loop_enter(self, L: LoopFrame) -> bool:
@@ -194,14 +197,14 @@ class ControlFlow:
         L.broken = None
         return bool(L.active.any())
 
-    def loop_iter(self, line):
+    def loop_iter(self, line: int) -> Any:
         L = self.stack[-1]
         ok = self.loop_enter(L)
         if ok:
             self.tick(line)
         return ok
 
-    def loop_cond(self, c):
+    def loop_cond(self, c: Any) -> Any:
         L = self.stack[-1]
         c = self._cond(c)
         if not isinstance(c, np.ndarray):
@@ -212,11 +215,11 @@ class ControlFlow:
             self.set_mask(m)
         return bool(m.any())
 
-    def loop_pop(self):
+    def loop_pop(self) -> None:
         f = self.stack.pop()
         self.set_mask(f.base & ~self.blocked())
 
-    def for_range(self, line, *args):
+    def for_range(self, line: int, *args: Any) -> Any:
         if len(args) == 1:
             start, stop, step = 0, args[0], 1
         elif len(args) == 2:
@@ -244,13 +247,13 @@ class ControlFlow:
             stop = int(stop)
         return RangeIter(self, line, L, start, stop, step)
 
-    def _innermost_loop(self, what):
+    def _innermost_loop(self, what: str) -> int:
         for i in range(len(self.stack) - 1, -1, -1):
             if isinstance(self.stack[i], LoopFrame):
                 return i
         raise InputError(f"'{what}' outside a loop")
 
-    def _leave_loop(self, what, slot):
+    def _leave_loop(self, what: str, slot: Any) -> bool:
         """`break` or `continue` by the active lanes. Straight inside the loop every thread still in it
         leaves together: True, the ordinary statement. Under a branch the active lanes are parked in the
         loop frame's `slot` and go idle: "broken" ones leave the loop at its next test (`loop_enter`),
@@ -265,13 +268,13 @@ class ControlFlow:
         self.set_mask(self.no_lanes)
         return False
 
-    def brk(self):
+    def brk(self) -> bool:
         return self._leave_loop("break", "broken")
 
-    def cont(self):
+    def cont(self) -> bool:
         return self._leave_loop("continue", "cont")
 
-    def exit(self):
+    def exit(self) -> bool:
         self.dead = self.dead | self.mask
         for f in self.stack:
             if isinstance(f, LoopFrame):
@@ -280,7 +283,7 @@ class ControlFlow:
         return not (~self.dead).any()
 
     # ---------------------------------------------------------------- expressions
-    def ifexp(self, c, a, b):
+    def ifexp(self, c: Any, a: Any, b: Any) -> Any:
         c = self._cond(c)
         if not isinstance(c, np.ndarray):
             return a() if c else b()
@@ -301,7 +304,7 @@ class ControlFlow:
             return Vec(np.where(c[:, None], va, vb))
         return np.where(c, va, vb)
 
-    def land(self, a, fb):
+    def land(self, a: Any, fb: Any) -> Any:
         a = self._cond(a)
         if not isinstance(a, np.ndarray):
             return fb() if a else False
@@ -314,7 +317,7 @@ class ControlFlow:
         self.set_mask(m)
         return a & b
 
-    def lor(self, a, fb):
+    def lor(self, a: Any, fb: Any) -> Any:
         a = self._cond(a)
         if not isinstance(a, np.ndarray):
             return True if a else fb()
@@ -327,6 +330,6 @@ class ControlFlow:
         self.set_mask(m)
         return a | b
 
-    def lnot(self, a):
+    def lnot(self, a: Any) -> Any:
         a = self._cond(a)
         return ~a if isinstance(a, np.ndarray) else not a

@@ -8,11 +8,18 @@ another thread in the same epoch with no ordering between them is a RAW, WAR or 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tilewise.sim.memory import MemArray
+
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from tilewise.sim.access import WARP
+from tilewise.sim.state import LaunchState
 
 
 @dataclass
@@ -22,13 +29,13 @@ class Hazard:
     other_line: int | None
     array: str
     count: int = 0
-    examples: list = field(default_factory=list)  # dicts: block, thread, other_thread, index
+    examples: list[Any] = field(default_factory=list)  # dicts: block, thread, other_thread, index
 
 
 EXAMPLES_PER_HAZARD = 3
 
 
-class HazardTracker:
+class HazardTracker(LaunchState):
     """The executor's hazard bookkeeping (a mixin of runtime.Executor: bidx, tx/ty/tz, mask, dead, epoch,
     wsync, hazards, check_hazards and site_line from the recorder)."""
 
@@ -44,10 +51,12 @@ class HazardTracker:
         self.h_rmax = np.zeros(size, dtype=np.int32)
         self.h_rline = np.zeros(size, dtype=np.int32)
 
-    def thread_coords(self, t):
+    def thread_coords(self, t: Any) -> tuple[int, int, int]:
         return (int(self.tx[t]), int(self.ty[t]), int(self.tz[t]))
 
-    def hazard(self, kind, line, other_line, array, lanes, others=None, index=None):
+    def hazard(
+        self, kind: str, line: int, other_line: Any, array: Any, lanes: Any, others: Any = None, index: Any = None
+    ) -> None:
         """Count `lanes` (thread ids) as hitting one hazard; keep the first few as examples."""
         key = (kind, line, other_line, array)
         h = self.hazards.get(key)
@@ -55,14 +64,14 @@ class HazardTracker:
             h = self.hazards[key] = Hazard(kind, line, other_line, array)
         h.count += len(lanes)
         for j, t in enumerate(lanes[: max(0, EXAMPLES_PER_HAZARD - len(h.examples))]):
-            ex = {"block": self.bidx, "thread": self.thread_coords(int(t))}
+            ex: dict[str, Any] = {"block": self.bidx, "thread": self.thread_coords(int(t))}
             if others is not None:
                 ex["other_thread"] = self.thread_coords(int(others[j]))
             if index is not None:
                 ex["index"] = int(index[j])
             h.examples.append(ex)
 
-    def out_of_bounds(self, obj, flatv, oob, site, line=None):
+    def out_of_bounds(self, obj: MemArray, flatv: Any, oob: Any, site: int | None, line: int | None = None) -> None:
         if not self.check_hazards:
             return
         if line is None:
@@ -71,7 +80,7 @@ class HazardTracker:
         kind = "oob-global" if obj.space == "global" else "oob-shared"
         self.hazard(kind, line, None, obj.name, lanes, index=flatv[lanes])
 
-    def check_shared(self, obj, addr, ok, op, site):
+    def check_shared(self, obj: MemArray, addr: Any, ok: Any, op: str, site: int | None) -> None:
         """Check one shared load or store of the lanes in `ok` against the bytes' history, then record it."""
         lanes = np.flatnonzero(ok)
         if not len(lanes):
@@ -116,7 +125,18 @@ class HazardTracker:
             self.h_wline[b] = line
             self.h_wsync[b] = cur
 
-    def _report_pairs(self, kind, line, b, t, hz, owner, lines_arr, obj, other=None):
+    def _report_pairs(
+        self,
+        kind: str,
+        line: int,
+        b: Any,
+        t: Any,
+        hz: Any,
+        owner: Any,
+        lines_arr: Any,
+        obj: MemArray,
+        other: Any = None,
+    ) -> None:
         idx = np.flatnonzero(hz)
         # one report per thread (not per byte)
         threads, first = np.unique(t[idx], return_index=True)
@@ -130,14 +150,14 @@ class HazardTracker:
             )
 
     # ---------------------------------------------------------------- barriers
-    def syncwarp(self, line):
+    def syncwarp(self, line: int) -> None:
         """__syncwarp(): orders the shared-memory accesses of each warp with an active lane (the warp's
         lanes, not the mask's subset: a partial mask is taken as the whole warp)."""
         self.tick(line)
         m = self.mask if not self.pad else np.concatenate([self.mask, np.zeros(self.pad, dtype=bool)])
         self.wsync += m.reshape(self.nwarps, WARP).any(axis=1)
 
-    def sync(self, line):
+    def sync(self, line: int) -> None:
         """syncthreads(): a new epoch; live threads outside the mask make it a sync-divergence hazard."""
         self.tick(line)
         live = ~self.dead

@@ -7,12 +7,15 @@ dynamic part, within the 48 KB static and 227 KB per-block limits), warp shuffle
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from tilewise.errors import InputError
 from tilewise.sim.access import WARP
 from tilewise.sim.memory import MemArray, Vec
 from tilewise.sim.recording import atomic_how
+from tilewise.sim.state import LaunchState
 from tilewise.util import cdiv
 
 STATIC_SMEM_LIMIT = 48 * 1024  # static __shared__ arrays: at most 48 KB (CUDA guide; more needs dynamic, opt-in)
@@ -25,41 +28,41 @@ def align(x: int, a: int) -> int:
     return cdiv(x, a) * a
 
 
-class Intrinsics:
+class Intrinsics(LaunchState):
     """The executor's builtins (a mixin of runtime.Executor: n, mask, lane, tid, pad, nwarps, shared state)."""
 
     # ---------------------------------------------------------------- element-wise (the rewriter sends
     # min/max/int/float/abs here)
     @staticmethod
-    def vmin(*a):
+    def vmin(*a: Any) -> Any:
         if any(isinstance(x, np.ndarray) for x in a):
             return np.minimum.reduce(np.broadcast_arrays(*a)) if len(a) > 1 else np.min(a[0])
         return min(*a)
 
     @staticmethod
-    def vmax(*a):
+    def vmax(*a: Any) -> Any:
         if any(isinstance(x, np.ndarray) for x in a):
             return np.maximum.reduce(np.broadcast_arrays(*a)) if len(a) > 1 else np.max(a[0])
         return max(*a)
 
     @staticmethod
-    def vint(x=0):
+    def vint(x: int = 0) -> Any:
         if isinstance(x, np.ndarray):
             return np.trunc(x).astype(np.int64) if x.dtype.kind == "f" else x.astype(np.int64)
         return int(x)
 
     @staticmethod
-    def vfloat(x=0.0):
+    def vfloat(x: float = 0.0) -> Any:
         if isinstance(x, np.ndarray):
             return x.astype(np.float32) if x.dtype.kind in "iub" else x
         return float(x)
 
     @staticmethod
-    def vabs(x):
+    def vabs(x: Any) -> Any:
         return abs(x)
 
     # ---------------------------------------------------------------- atomics
-    def atomic(self, kind, obj, idx, value, line):
+    def atomic(self, kind: str, obj: MemArray, idx: Any, value: Any, line: int) -> Any:
         if not isinstance(obj, MemArray):
             raise InputError(f"atomic_{kind} needs a global or shared array, got {type(obj).__name__}")
         flat = self.index(obj, idx)
@@ -98,7 +101,7 @@ class Intrinsics:
         return old
 
     # ---------------------------------------------------------------- shared allocation
-    def alloc_shared(self, shape, dtype, name):
+    def alloc_shared(self, shape: Any, dtype: Any, name: str) -> MemArray:
         dt = np.dtype(dtype)
         dims = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
         if not dims or any(isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1 for d in dims):
@@ -120,7 +123,7 @@ class Intrinsics:
         data = self.smem[off:end].view(dt)
         return MemArray("shared", data, off, name, shape, owner=self)
 
-    def dynamic_shared(self, dtype, name):
+    def dynamic_shared(self, dtype: Any, name: str) -> MemArray:
         dt = np.dtype(dtype)
         n = self.shared_dyn // dt.itemsize
         if n == 0:
@@ -129,7 +132,7 @@ class Intrinsics:
         return MemArray("shared", self.smem[: n * dt.itemsize].view(dt), 0, name, (n,), owner=self)
 
     # ---------------------------------------------------------------- warp-level
-    def shfl(self, var, kind, arg, width):
+    def shfl(self, var: Any, kind: str, arg: Any, width: int) -> Any:
         if isinstance(var, Vec):
             return Vec(np.stack([self.shfl(var.v[:, j], kind, arg, width) for j in range(var.v.shape[1])], axis=1))
         if not isinstance(var, np.ndarray) or var.ndim == 0:
@@ -153,7 +156,7 @@ class Intrinsics:
         t = np.where(t < self.n, t, self.tid)
         return var[t]
 
-    def vote(self, kind, pred):
+    def vote(self, kind: str, pred: Any) -> Any:
         p = np.broadcast_to(np.asarray(pred).astype(bool), (self.n,)) & self.mask
         pp = np.concatenate([p, np.zeros(self.pad, bool)]) if self.pad else p
         pw = pp.reshape(self.nwarps, WARP)

@@ -38,7 +38,9 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from tilewise.errors import InputError
 
@@ -66,7 +68,7 @@ class KernelInfo:
 
 
 class _Rewriter(ast.NodeTransformer):
-    def __init__(self, info: KernelInfo, device: bool):
+    def __init__(self, info: KernelInfo, device: bool) -> None:
         self.info = info
         self.device = device
         self.tmp = 0
@@ -85,7 +87,7 @@ class _Rewriter(ast.NodeTransformer):
         )
         return ast.copy_location(call, node)
 
-    def _site(self, node: ast.AST, store: bool) -> ast.Constant:
+    def _site(self, node: ast.expr, store: bool) -> ast.Constant:
         text = ast.unparse(node)
         s = Site(len(self.info.sites), node.lineno, node.col_offset, text, store)
         self.info.sites.append(s)
@@ -100,7 +102,7 @@ class _Rewriter(ast.NodeTransformer):
         )
         return ast.copy_location(lam, expr)
 
-    def _merge_assign(self, name: str, value: ast.expr, node: ast.AST) -> ast.stmt:
+    def _merge_assign(self, name: str, value: ast.expr, node: ast.AST) -> list[ast.stmt]:
         # name = value if RT.full else RT.merge(value, locals().get(name))
         old = ast.Call(
             func=ast.Attribute(
@@ -140,7 +142,7 @@ class _Rewriter(ast.NodeTransformer):
             out.extend(r if isinstance(r, list) else [r])
         return out
 
-    def visit_FunctionDef(self, node: ast.FunctionDef):
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> Any:
         if self.depth > 0 or getattr(self, "_seen_fn", False):
             raise InputError(f"line {node.lineno}: nested functions are not supported in a kernel; use @device")
         self._seen_fn = True
@@ -152,11 +154,11 @@ class _Rewriter(ast.NodeTransformer):
         new = new if isinstance(new, list) else [new]
         return [self._tick(node), *new]
 
-    def visit_Expr(self, node: ast.Expr):
+    def visit_Expr(self, node: ast.Expr) -> Any:
         node.value = self.visit(node.value)
         return self._simple(node, node)
 
-    def visit_Assign(self, node: ast.Assign):
+    def visit_Assign(self, node: ast.Assign) -> Any:
         value = self.visit(node.value)
         if len(node.targets) != 1:
             raise InputError(f"line {node.lineno}: chained assignment (a = b = c) is not supported in a kernel")
@@ -168,20 +170,23 @@ class _Rewriter(ast.NodeTransformer):
             return self._simple(node, ast.copy_location(ast.Expr(call), node))
         if isinstance(t, ast.Tuple) and all(isinstance(e, ast.Name) for e in t.elts):
             tmp = self._name("t")
-            out = [ast.copy_location(ast.Assign(targets=[ast.Name(id=tmp, ctx=ast.Store())], value=value), node)]
+            out: list[ast.stmt] = [
+                ast.copy_location(ast.Assign(targets=[ast.Name(id=tmp, ctx=ast.Store())], value=value), node)
+            ]
             for i, e in enumerate(t.elts):
+                assert isinstance(e, ast.Name)  # checked above
                 item = ast.Subscript(value=ast.Name(id=tmp, ctx=ast.Load()), slice=ast.Constant(i), ctx=ast.Load())
                 out += self._merge_assign(e.id, ast.copy_location(item, node), node)
             return self._simple(node, [ast.fix_missing_locations(o) for o in out])
         node.value = value
         return self._simple(node, node)
 
-    def visit_AnnAssign(self, node: ast.AnnAssign):
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> Any:
         if node.value is None:
             return None
         return self.visit_Assign(ast.copy_location(ast.Assign(targets=[node.target], value=node.value), node))
 
-    def visit_AugAssign(self, node: ast.AugAssign):
+    def visit_AugAssign(self, node: ast.AugAssign) -> Any:
         t = node.target
         rhs = self.visit(node.value)
         if isinstance(t, ast.Name):
@@ -214,7 +219,7 @@ class _Rewriter(ast.NodeTransformer):
             return self._simple(node, [ast.fix_missing_locations(ast.copy_location(o, node)) for o in out])
         raise InputError(f"line {node.lineno}: unsupported augmented assignment target {ast.unparse(t)}")
 
-    def visit_Return(self, node: ast.Return):
+    def visit_Return(self, node: ast.Return) -> Any:
         if self.device:
             if self.depth > 0:
                 raise InputError(
@@ -232,20 +237,23 @@ class _Rewriter(ast.NodeTransformer):
         stmt = ast.If(test=self._rt(method, node=node), body=[jump], orelse=[])
         return self._simple(node, ast.fix_missing_locations(ast.copy_location(stmt, node)))
 
-    def visit_Break(self, node: ast.Break):
+    def visit_Break(self, node: ast.Break) -> Any:
         return self._loop_jump(node, "brk", ast.Break())
 
-    def visit_Continue(self, node: ast.Continue):
+    def visit_Continue(self, node: ast.Continue) -> Any:
         return self._loop_jump(node, "cont", ast.Continue())
 
-    def visit_If(self, node: ast.If):
+    def visit_If(self, node: ast.If) -> Any:
         k = self._name("k")
         test = self.visit(node.test)
         self.depth += 1
         body = self._stmts(node.body)
         orelse = self._stmts(node.orelse)
         self.depth -= 1
-        K = lambda: ast.Name(id=k, ctx=ast.Load())
+
+        def K() -> ast.Name:
+            return ast.Name(id=k, ctx=ast.Load())
+
         out: list[ast.stmt] = [
             ast.Assign(
                 targets=[ast.Name(id=k, ctx=ast.Store())],
@@ -264,7 +272,7 @@ class _Rewriter(ast.NodeTransformer):
         out.append(ast.If(test=two, body=[ast.Expr(self._rt("pop", node=node))], orelse=[]))
         return [ast.fix_missing_locations(ast.copy_location(o, node)) for o in out]
 
-    def visit_While(self, node: ast.While):
+    def visit_While(self, node: ast.While) -> Any:
         if node.orelse:
             raise InputError(f"line {node.lineno}: while ... else is not supported in a kernel")
         test = self.visit(node.test)
@@ -286,7 +294,7 @@ class _Rewriter(ast.NodeTransformer):
         ]
         return [ast.fix_missing_locations(ast.copy_location(o, node)) for o in out]
 
-    def visit_For(self, node: ast.For):
+    def visit_For(self, node: ast.For) -> Any:
         it = node.iter
         is_range = isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
         if node.orelse:
@@ -300,6 +308,7 @@ class _Rewriter(ast.NodeTransformer):
             return [self._tick(node), node]
         if not isinstance(node.target, ast.Name):
             raise InputError(f"line {node.lineno}: the loop variable of a for over range() must be a plain name")
+        assert isinstance(it, ast.Call)  # is_range
         args = [self.visit(a) for a in it.args]
         itname = self._name("r")
         self.depth += 1
@@ -315,19 +324,19 @@ class _Rewriter(ast.NodeTransformer):
         ]
         return [ast.fix_missing_locations(ast.copy_location(o, node)) for o in out]
 
-    def visit_With(self, node):
+    def visit_With(self, node: ast.With) -> Any:
         raise InputError(f"line {node.lineno}: 'with' is not supported in a kernel")
 
-    def visit_Try(self, node):
+    def visit_Try(self, node: ast.Try) -> Any:
         raise InputError(f"line {node.lineno}: 'try' is not supported in a kernel")
 
     # ---------------------------------------------------------------- expressions
-    def visit_Subscript(self, node: ast.Subscript):
+    def visit_Subscript(self, node: ast.Subscript) -> Any:
         if not isinstance(node.ctx, ast.Load) or isinstance(node.slice, ast.Slice):
             return self.generic_visit(node)
         return self._rt("load", self.visit(node.value), self.visit(node.slice), self._site(node, False), node=node)
 
-    def visit_IfExp(self, node: ast.IfExp):
+    def visit_IfExp(self, node: ast.IfExp) -> Any:
         return self._rt(
             "ifexp",
             self.visit(node.test),
@@ -336,7 +345,7 @@ class _Rewriter(ast.NodeTransformer):
             node=node,
         )
 
-    def visit_BoolOp(self, node: ast.BoolOp):
+    def visit_BoolOp(self, node: ast.BoolOp) -> Any:
         method = "land" if isinstance(node.op, ast.And) else "lor"
         values = [self.visit(v) for v in node.values]
         acc = values[0]
@@ -344,12 +353,12 @@ class _Rewriter(ast.NodeTransformer):
             acc = self._rt(method, acc, self._lambda(v), node=node)
         return acc
 
-    def visit_UnaryOp(self, node: ast.UnaryOp):
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> Any:
         if isinstance(node.op, ast.Not):
             return self._rt("lnot", self.visit(node.operand), node=node)
         return self.generic_visit(node)
 
-    def visit_Compare(self, node: ast.Compare):
+    def visit_Compare(self, node: ast.Compare) -> Any:
         if len(node.ops) == 1:
             return self.generic_visit(node)
         left = self.visit(node.left)
@@ -359,28 +368,30 @@ class _Rewriter(ast.NodeTransformer):
         for op, c in zip(node.ops, comps):
             parts.append(ast.copy_location(ast.Compare(left=prev, ops=[op], comparators=[c]), node))
             prev = c
-        acc = parts[0]
+        acc: ast.expr = parts[0]
         for p in parts[1:]:
             acc = self._rt("land", acc, self._lambda(p), node=node)
         return acc
 
-    def visit_Call(self, node: ast.Call):
-        node = self.generic_visit(node)
+    def visit_Call(self, node: ast.Call) -> Any:
+        visited = self.generic_visit(node)
+        assert isinstance(visited, ast.Call)
+        node = visited
         f = node.func
         # min / max / int / float on per-thread values: numpy's element-wise versions
         if isinstance(f, ast.Name) and f.id in ("min", "max", "int", "float", "abs") and not node.keywords:
             return self._rt("v" + f.id, *node.args, node=node)
         return node
 
-    def visit_Lambda(self, node):
+    def visit_Lambda(self, node: ast.Lambda) -> Any:
         raise InputError(f"line {node.lineno}: lambda is not supported in a kernel")
 
-    def visit_ListComp(self, node):
+    def visit_ListComp(self, node: ast.ListComp) -> Any:
         # comprehensions run per element on uniform values: leave them alone
         return node
 
 
-def rewrite(fn, device: bool = False):
+def rewrite(fn: Callable[..., Any], device: bool = False) -> Any:
     """Return (code object of the rewritten function, KernelInfo)."""
     try:
         src_lines, first = inspect.getsourcelines(fn)

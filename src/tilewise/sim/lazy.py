@@ -18,6 +18,7 @@ slices on an N-D one (what a result check does); `to_numpy()` makes everything.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -31,7 +32,14 @@ MAX_ELEMENTS = 1 << 62  # addresses stay below 2^64 bytes even for 8-byte elemen
 class LazyArray:
     """A C-ordered array of `shape` and `dtype` whose pages are made by `fill(page, n)` on first touch."""
 
-    def __init__(self, shape, dtype, fill: Callable[[int, int], np.ndarray], *, _pages: dict | None = None):
+    def __init__(
+        self,
+        shape: Any,
+        dtype: Any,
+        fill: Callable[[int, int], np.ndarray],
+        *,
+        _pages: dict[int, np.ndarray] | None = None,
+    ) -> None:
         self.shape = tuple(int(s) for s in (shape if isinstance(shape, tuple) else (shape,)))
         if any(s < 0 for s in self.shape):
             raise InputError(f"array sizes must be >= 0, got {self.shape}")
@@ -53,7 +61,7 @@ class LazyArray:
     def __repr__(self) -> str:
         return f"LazyArray(shape={self.shape}, dtype={self.dtype}, pages made={len(self._pages)})"
 
-    def reshape(self, *shape) -> LazyArray:
+    def reshape(self, *shape: Any) -> LazyArray:
         """A view with another shape (the same pages); -1 for one dimension, as numpy."""
         if len(shape) == 1 and isinstance(shape[0], tuple):
             shape = shape[0]
@@ -71,7 +79,8 @@ class LazyArray:
 
     def to_numpy(self) -> np.ndarray:
         """Every element as a numpy array (makes every page: only for arrays that fit in memory)."""
-        return self[tuple(slice(None) for _ in self.shape)]
+        out: np.ndarray = self[tuple(slice(None) for _ in self.shape)]
+        return out
 
     # ---------------------------------------------------------------- pages
     def _page(self, p: int) -> np.ndarray:
@@ -99,7 +108,7 @@ class LazyArray:
             sel = pg == p
             self._page(int(p))[off[sel]] = values[sel]  # numpy order: the last write to an element wins
 
-    def _flat(self, idx) -> tuple[np.ndarray, tuple]:
+    def _flat(self, idx: Any) -> tuple[np.ndarray, tuple[Any, ...]]:
         """Flat element numbers of `idx` and the shape of the result."""
         if isinstance(idx, (int, np.integer)) and self.ndim == 1:
             i = int(idx)
@@ -135,35 +144,37 @@ class LazyArray:
             stride *= self.shape[d]
         return flat.reshape(-1), tuple(shape)
 
-    def __getitem__(self, idx):
+    def __getitem__(self, idx: Any) -> Any:
         flat, shape = self._flat(idx)
         v = self._gather(flat).reshape(shape)
         return v[()] if shape == () else v
 
-    def __setitem__(self, idx, value) -> None:
+    def __setitem__(self, idx: Any, value: Any) -> None:
         flat, shape = self._flat(idx)
         self._scatter(flat, np.broadcast_to(np.asarray(value, dtype=self.dtype), shape).reshape(-1))
 
     def made_sum(self) -> float | int:
         """The sum over the pages made so far (of a zero-filled array: the sum of everything)."""
-        return sum(page.sum().item() for page in self._pages.values())
+        total: float | int = sum(page.sum().item() for page in self._pages.values())
+        return total
 
 
-def _size(shape) -> int:
+def _size(shape: Any) -> int:
     shape = shape if isinstance(shape, tuple) else (shape,)
     return int(np.prod([int(s) for s in shape], dtype=object))
 
 
-def normal(shape, dtype, rng: np.random.Generator) -> np.ndarray | LazyArray:
+def normal(shape: Any, dtype: Any, rng: np.random.Generator) -> np.ndarray | LazyArray:
     """Standard-normal values: `rng.standard_normal(shape).astype(dtype)` up to LAZY_ABOVE elements, else
     a LazyArray whose page p is drawn from its own generator seeded by (one draw of rng, p)."""
     if _size(shape) <= LAZY_ABOVE:
-        return rng.standard_normal(shape).astype(dtype)
+        small: np.ndarray = rng.standard_normal(shape).astype(dtype)
+        return small
     seed = int(rng.integers(0, 2**63))
     return LazyArray(shape, dtype, lambda p, n: np.random.default_rng([seed, p]).standard_normal(n))
 
 
-def poisoned(shape, dtype) -> np.ndarray | LazyArray:
+def poisoned(shape: Any, dtype: Any) -> np.ndarray | LazyArray:
     """An output nothing has written yet: NaN for floats, the dtype's minimum for integers."""
     dt = np.dtype(dtype)
     value = np.nan if np.issubdtype(dt, np.inexact) else np.iinfo(dt).min
@@ -172,7 +183,7 @@ def poisoned(shape, dtype) -> np.ndarray | LazyArray:
     return LazyArray(shape, dt, lambda p, n: np.full(n, value, dtype=dt))
 
 
-def zeros(shape, dtype) -> np.ndarray | LazyArray:
+def zeros(shape: Any, dtype: Any) -> np.ndarray | LazyArray:
     """Zeros (numpy up to LAZY_ABOVE elements)."""
     if _size(shape) <= LAZY_ABOVE:
         return np.zeros(shape, dtype=dtype)

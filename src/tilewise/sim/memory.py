@@ -35,7 +35,17 @@ class MemArray:
 
     __slots__ = ("base", "data", "name", "offset", "owner", "shape", "space", "strides", "unit_bytes", "vec")
 
-    def __init__(self, space, data, base, name, shape=None, offset=0, vec=1, owner: Accessor | None = None):
+    def __init__(
+        self,
+        space: str,
+        data: Any,
+        base: Any,
+        name: str,
+        shape: Any = None,
+        offset: int = 0,
+        vec: int = 1,
+        owner: Accessor | None = None,
+    ) -> None:
         self.owner = owner
         self.space = space
         self.data = data
@@ -53,17 +63,17 @@ class MemArray:
         self.strides = tuple(reversed(st))
 
     @property
-    def dtype(self):
+    def dtype(self) -> Any:
         return self.data.dtype
 
     @property
     def size(self) -> int:
         return len(self.data)
 
-    def view(self, offset, shape) -> MemArray:
+    def view(self, offset: Any, shape: Any) -> MemArray:
         return MemArray(self.space, self.data, self.base, self.name, shape, offset, self.vec, self.owner)
 
-    def __add__(self, k):
+    def __add__(self, k: Any) -> MemArray:
         """Pointer arithmetic: `A + row * K` is the array starting `row * K` elements further."""
         if isinstance(k, MemArray):
             return NotImplemented
@@ -71,21 +81,21 @@ class MemArray:
 
     __radd__ = __add__
 
-    def __len__(self):
-        return self.shape[0]
+    def __len__(self) -> int:
+        return int(self.shape[0])
 
     def _running_owner(self) -> Accessor:
         if self.owner is None or not self.owner.running:
             raise InputError("this is a kernel builtin: call it inside a @kernel function run by launch()")
         return self.owner
 
-    def __getitem__(self, idx):
+    def __getitem__(self, idx: Any) -> Any:
         return self._running_owner().load(self, idx, None)
 
-    def __setitem__(self, idx, value):
+    def __setitem__(self, idx: Any, value: Any) -> None:
         self._running_owner().store(self, idx, value, None)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<{self.space} {self.name} {self.data.dtype}{'x' + str(self.vec) if self.vec > 1 else ''} {self.shape}>"
 
 
@@ -118,10 +128,10 @@ class Vec:
 
     __slots__ = ("v",)
 
-    def __init__(self, v):
+    def __init__(self, v: Any) -> None:
         self.v = v  # (threads, n) or (n,) when uniform
 
-    def __getitem__(self, i):
+    def __getitem__(self, i: int) -> Any:
         return self.v[..., i]
 
     x = property(lambda s: s.v[..., 0])
@@ -129,13 +139,13 @@ class Vec:
     z = property(lambda s: s.v[..., 2])
     w = property(lambda s: s.v[..., 3])
 
-    def __len__(self):
-        return self.v.shape[-1]
+    def __len__(self) -> int:
+        return int(self.v.shape[-1])
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Vec({self.v!r})"
 
 
-def make_vec(*parts):
+def make_vec(*parts: Any) -> Any:
     """`make_float4(a, b, c, d)`: a per-thread vector from per-thread values (for a vector store)."""
     return Vec(np.stack(np.broadcast_arrays(*[np.asarray(p) for p in parts]), axis=-1))

@@ -10,12 +10,15 @@ which elements were read and written, for the report's distinct-bytes figures.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from tilewise.sim import lazy
 from tilewise.sim.access import WARP, analyze_batch, distinct_per_row, lane_words
+from tilewise.sim.lang import KernelInfo
 from tilewise.sim.memory import MemArray
+from tilewise.sim.state import LaunchState
 
 SITE_FIELDS = (
     "inst",
@@ -42,10 +45,10 @@ class SiteStats:
     op: str  # ld / st / atom
     width: int
     array: str
-    counts: dict = field(default_factory=lambda: dict.fromkeys(SITE_FIELDS, 0))
+    counts: dict[str, Any] = field(default_factory=lambda: dict[str, Any].fromkeys(SITE_FIELDS, 0))
 
 
-def atomic_how(kind, obj: MemArray):
+def atomic_how(kind: str, obj: MemArray) -> bool | str:
     """How the GPU does atomic_<kind> on obj (the `atomic=` of access.py), as ptxas compiled it on sm_90
     (round 5): an add on a shared float32 or 8-byte array is a compare-and-swap loop ("loop": measured for
     float32 and 64-bit integers; float64 assumed the same); everything else is one instruction (True)."""
@@ -59,11 +62,11 @@ def atomic_how(kind, obj: MemArray):
     return True
 
 
-_CACHE: dict = {}
+_CACHE: dict[tuple[Any, ...], Any] = {}
 _CACHE_LIMIT = 20000  # distinct warp patterns kept; a tiled GEMM has a few dozen
 
 
-def cached_analysis(a2, m2, width, space, store, atomic=False):
+def cached_analysis(a2: Any, m2: Any, width: int, space: str, store: bool, atomic: bool | str = False) -> Any:
     """analyze_batch summed over warps, memoised on the pattern relative to each warp's 1 KB-aligned base."""
     base = np.where(m2, a2, np.int64(1) << 62).min(axis=1, keepdims=True) // 1024 * 1024
     rel = np.where(m2, a2 - base, -1)
@@ -89,38 +92,43 @@ def cached_analysis(a2, m2, width, space, store, atomic=False):
     return r
 
 
-class AccessRecorder:
+class AccessRecorder(LaunchState):
     """The executor's per-site statistics (a mixin of runtime.Executor: kern, n, nwarps, pad, sites,
     synthetic, touched)."""
 
-    def line_site(self, line, text):
+    def _info(self) -> KernelInfo:
+        info = self.kern.info
+        assert info is not None  # launch() compiled the kernel before running it
+        return info
+
+    def line_site(self, line: int, text: str) -> int:
         """The synthetic site of a builtin (an atomic) on `line`: one per line, keyed -line."""
         key = -line
         if key not in self.synthetic:
             self.synthetic[key] = (line, text)
         return key
 
-    def site_line(self, site):
+    def site_line(self, site: int | None) -> int:
         """The source line of a site (0 for an access from outside the kernel's own expressions)."""
         if site is None:
             return 0
         if site >= 0:
-            return self.kern.info.sites[site].line
-        return self.synthetic[site][0]
+            return self._info().sites[site].line
+        return int(self.synthetic[site][0])
 
-    def site_stats(self, site, obj: MemArray, op) -> SiteStats:
+    def site_stats(self, site: int, obj: MemArray, op: str) -> SiteStats:
         """The statistics of one source site (a kernel line's access, or a builtin's synthetic one)."""
         st = self.sites.get(site)
         if st is None:
             if site >= 0:
-                s = self.kern.info.sites[site]
+                s = self._info().sites[site]
                 line, text = s.line, s.text
             else:
                 line, text = self.synthetic[site]
             st = self.sites[site] = SiteStats(site, line, text, obj.space, op, obj.unit_bytes, obj.name)
         return st
 
-    def record(self, site, obj: MemArray, addr, m, op, atomic=True):
+    def record(self, site: int, obj: MemArray, addr: Any, m: Any, op: str, atomic: bool | str = True) -> Any:
         """Count one instruction of every warp with an active lane at `site`; return the summed analysis."""
         st = self.site_stats(site, obj, op)
         if self.pad:
@@ -151,7 +159,7 @@ class AccessRecorder:
             c["phases_paired"] += r.get("phases_paired", 0)
         return r
 
-    def record_cas_loop(self, site, line, obj: MemArray, r):
+    def record_cas_loop(self, site: int, line: int, obj: MemArray, r: Any) -> None:
         """A shared float32 / 8-byte atomic_add is an LDS + ATOMS.CAST loop on the GPU (access.py `_cas_loop`).
         The atomic's own site counts the ATOMS.CAST wavefronts of all passes (Nsight Compute's op_atom) and,
         like every site, one instruction per warp that calls it; a second site on the same line, op "ld",
@@ -168,7 +176,7 @@ class AccessRecorder:
         d["bank_conflicts"] += r["ld_bank_conflicts"]
         d["banks"] += r["ld_banks"]
 
-    def touch(self, obj: MemArray, flatv, ok, op):
+    def touch(self, obj: MemArray, flatv: Any, ok: Any, op: str) -> None:
         """Mark the global elements the active, in-bounds lanes read ("ld") or wrote ("st")."""
         rec = self.touched.get(obj.base)
         if rec is None:
@@ -184,7 +192,7 @@ class AccessRecorder:
         rec[op][idx] = True
 
 
-def touched_bytes(touched: dict) -> dict:
+def touched_bytes(touched: dict[int, dict[str, Any]]) -> dict[str, Any]:
     """Distinct global bytes read ("ld") and written ("st") over every array, from AccessRecorder.touch."""
     out = {"ld": 0, "st": 0}
     for rec in touched.values():

@@ -7,6 +7,7 @@ Ordered from the outside in: global memory (sectors per request, coalesced or no
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from tilewise.sim.access import SECTOR
 from tilewise.sim.runtime import Trace
@@ -21,7 +22,7 @@ HAZARD_TEXT = {
 }
 
 
-def _verdict_global(c: dict, op: str = "ld") -> str:
+def _verdict_global(c: dict[str, Any], op: str = "ld") -> str:
     if c["inst"] == 0:
         return ""
     spr = c["sectors"] / max(1, c["requests"])
@@ -39,7 +40,7 @@ def _verdict_global(c: dict, op: str = "ld") -> str:
     return f"uncoalesced: {c['sectors'] / c['ideal']:.1f}x the ideal sectors ({c['sectors'] - c['ideal']} extra)"
 
 
-def _verdict_shared(c: dict, width: int, op: str = "ld") -> str:
+def _verdict_shared(c: dict[str, Any], width: int, op: str = "ld") -> str:
     if c["inst"] == 0:
         return ""
     parts = []
@@ -76,7 +77,7 @@ def _verdict_shared(c: dict, width: int, op: str = "ld") -> str:
     return "; ".join(parts)
 
 
-def report(trace: Trace) -> dict:
+def report(trace: Trace) -> dict[str, Any]:
     """The report as a plain dict (what --json prints)."""
     info = trace.info
     sims = len(trace.blocks_simulated)
@@ -197,7 +198,7 @@ def _trim(s: str, n: int) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
-def render_text(trace_or_report) -> str:
+def render_text(trace_or_report: Any) -> str:
     r = report(trace_or_report) if isinstance(trace_or_report, Trace) else trace_or_report
     out = []
     g, b = r["grid"], r["block"]

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -76,14 +78,14 @@ class Kernel:
 
     device = False
 
-    def __init__(self, fn):
+    def __init__(self, fn: Callable[..., Any]) -> None:
         self.fn = fn
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
         self._compiled = None
         self.info: KernelInfo | None = None
 
-    def compiled(self):
+    def compiled(self) -> Any:
         if self._compiled is None:
             code, info = rewrite(self.fn, device=self.device)
             g = self.fn.__globals__
@@ -91,19 +93,19 @@ class Kernel:
                 g = dict(g)
                 for name, cell in zip(self.fn.__code__.co_freevars, self.fn.__closure__ or ()):
                     g[name] = cell.cell_contents
-            loc: dict = {}
+            loc: dict[str, Any] = {}
             exec(code, g, loc)
             self._compiled = loc[info.name]
             self._globals = g
             self.info = info
         return self._compiled
 
-    def __getitem__(self, config):
+    def __getitem__(self, config: Any) -> Any:
         grid, block = config[0], config[1]
         shared_bytes = config[2] if len(config) > 2 else 0
         return lambda *args, **kw: launch(self, grid, block, *args, shared_bytes=shared_bytes, **kw)
 
-    def __call__(self, *args, **kw):
+    def __call__(self, *args: Any, **kw: Any) -> Any:
         raise InputError(f"launch kernel {self.__name__} with launch(k, grid, block, ...) or k[grid, block](...)")
 
 
@@ -112,18 +114,18 @@ class Device(Kernel):
 
     device = True
 
-    def __call__(self, *args, **kw):
+    def __call__(self, *args: Any, **kw: Any) -> Any:
         f = self.compiled()
         self._globals[RT] = current()
         return f(*args, **kw)
 
 
-def kernel(fn) -> Kernel:
+def kernel(fn: Callable[..., Any]) -> Kernel:
     """Decorator: a CUDA-style kernel in Python (see tilewise.sim.lang for the rules)."""
     return Kernel(fn)
 
 
-def device(fn) -> Device:
+def device(fn: Callable[..., Any]) -> Device:
     """Decorator: a device function callable from kernels."""
     return Device(fn)
 
@@ -135,15 +137,15 @@ def device(fn) -> Device:
 class Trace:
     kernel: str
     info: KernelInfo
-    grid: tuple
-    block: tuple
+    grid: tuple[Any, ...]
+    block: tuple[Any, ...]
     blocks_total: int
-    blocks_simulated: list
+    blocks_simulated: list[Any]
     seconds: float
-    sites: dict
-    lines: dict  # line -> [warp instructions, active lanes]
-    hazards: list
-    global_unique_bytes: dict  # "ld"/"st" -> distinct bytes touched in the simulated blocks
+    sites: dict[int, SiteStats]
+    lines: dict[int, list[Any]]  # line -> [warp instructions, active lanes]
+    hazards: list[Any]
+    global_unique_bytes: dict[str, Any]  # "ld"/"st" -> distinct bytes touched in the simulated blocks
     shared_bytes: int
 
 
@@ -156,14 +158,14 @@ class Executor(ControlFlow, AccessRecorder, HazardTracker, Intrinsics):
     def __init__(
         self,
         kern: Kernel,
-        grid,
-        block,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
         shared_dyn: int,
         hazards: bool,
         trace: bool,
         max_steps: int | None = MAX_STEPS,
         time_limit: float | None = None,
-    ):
+    ) -> None:
         self.kern = kern
         self.grid = grid
         self.block = block
@@ -180,14 +182,14 @@ class Executor(ControlFlow, AccessRecorder, HazardTracker, Intrinsics):
         self.check_hazards = hazards
         self.tracing = trace
         self.sites: dict[int, SiteStats] = {}
-        self.lines: dict[int, list] = defaultdict(lambda: [0, 0])
-        self.hazards: dict[tuple, Hazard] = {}
-        self.touched: dict[int, dict] = {}  # base address -> {"ld": bool array, "st": bool array}
+        self.lines: dict[int, list[Any]] = defaultdict(lambda: [0, 0])
+        self.hazards: dict[tuple[Any, ...], Hazard] = {}
+        self.touched: dict[int, dict[str, Any]] = {}  # base address -> {"ld": bool array, "st": bool array}
         self.smem = np.empty(SMEM_OPTIN_LIMIT, dtype=np.uint8)
         self.max_shared = 0
         self.all_lanes = np.ones(self.n, dtype=bool)
         self.no_lanes = np.zeros(self.n, dtype=bool)
-        self.synthetic: dict[int, tuple] = {}  # builtin sites (atomics), keyed by -line
+        self.synthetic: dict[int, tuple[Any, ...]] = {}  # builtin sites (atomics), keyed by -line
         self.max_steps = max_steps
         self.time_limit = time_limit
         self.deadline = None if time_limit is None else time.perf_counter() + time_limit
@@ -196,12 +198,12 @@ class Executor(ControlFlow, AccessRecorder, HazardTracker, Intrinsics):
         self.running = False  # True while launch() runs it: its arrays' A[i] are its load / store then
 
     # ---------------------------------------------------------------- block setup
-    def start_block(self, bidx: tuple):
+    def start_block(self, bidx: tuple[Any, ...]) -> None:
         self.bidx = bidx
         self.steps = 0
         self.next_check = self._next_check()
         self.dead = self.no_lanes.copy()
-        self.stack: list = []
+        self.stack: list[Any] = []
         self.set_mask(self.all_lanes)
         self.smem[:] = 0xFF  # uninitialised shared memory: NaN for floats, -1 for ints
         self.static_cursor = align(self.shared_dyn, SMEM_ALIGN)
@@ -216,7 +218,7 @@ class Executor(ControlFlow, AccessRecorder, HazardTracker, Intrinsics):
         nxt = self.steps + CHECK_EVERY
         return nxt if self.max_steps is None else min(nxt, self.max_steps + 1)
 
-    def check_limits(self, line):
+    def check_limits(self, line: int) -> None:
         """Stop a block that runs past the step limit, or a launch past its time limit (an endless loop)."""
         where = f"kernel {self.kern.__name__}, block {self.bidx}, line {line}"
         if self.max_steps is not None and self.steps > self.max_steps:
@@ -232,7 +234,7 @@ class Executor(ControlFlow, AccessRecorder, HazardTracker, Intrinsics):
         self.next_check = self._next_check()
 
     # ---------------------------------------------------------------- memory
-    def index(self, obj: MemArray, idx):
+    def index(self, obj: MemArray, idx: Any) -> Any:
         if not isinstance(idx, tuple):
             idx = (idx,)
         if len(idx) > len(obj.shape):
@@ -256,7 +258,7 @@ class Executor(ControlFlow, AccessRecorder, HazardTracker, Intrinsics):
             return obj.view(off, obj.shape[len(idx) :])
         return off
 
-    def load(self, obj, idx, site):
+    def load(self, obj: MemArray, idx: Any, site: int | None) -> Any:
         if not isinstance(obj, MemArray):
             return obj[idx]
         flat = self.index(obj, idx)
@@ -264,7 +266,7 @@ class Executor(ControlFlow, AccessRecorder, HazardTracker, Intrinsics):
             return flat
         return self._access(obj, flat, site, "ld", None)
 
-    def store(self, obj, idx, value, site):
+    def store(self, obj: MemArray, idx: Any, value: Any, site: int | None) -> Any:
         if not isinstance(obj, MemArray):
             obj[idx] = value
             return
@@ -273,7 +275,7 @@ class Executor(ControlFlow, AccessRecorder, HazardTracker, Intrinsics):
             raise InputError(f"{obj.name}: store needs an index for every dimension ({len(obj.shape)})")
         self._access(obj, flat, site, "st", value)
 
-    def _access(self, obj: MemArray, flat, site, op, value):
+    def _access(self, obj: MemArray, flat: Any, site: int | None, op: str, value: Any) -> Any:
         m = self.mask
         n = self.n
         scalar = not isinstance(flat, np.ndarray)
@@ -329,7 +331,7 @@ class Executor(ControlFlow, AccessRecorder, HazardTracker, Intrinsics):
 # ----------------------------------------------------------------------------- launch
 
 
-def _dim3(name, v):
+def _dim3(name: str, v: Any) -> tuple[int, int, int]:
     if isinstance(v, (int, np.integer)):
         v = (int(v),)
     try:
@@ -338,10 +340,11 @@ def _dim3(name, v):
         raise InputError(f"{name} must be an int or a tuple of up to 3 ints, got {v!r}") from None
     if not 1 <= len(t) <= 3 or any(x < 1 for x in t):
         raise InputError(f"{name} must be 1 to 3 positive ints, got {v!r}")
-    return t + (1,) * (3 - len(t))
+    x, y, z = (*t, 1, 1)[:3]
+    return x, y, z
 
 
-def launch_shape(grid, block) -> tuple[tuple, tuple]:
+def launch_shape(grid: Any, block: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     """grid and block as 3-tuples, checked against CUDA's limits (InputError naming the limit)."""
     grid = _dim3("grid", grid)
     block = _dim3("block", block)
@@ -355,7 +358,7 @@ def launch_shape(grid, block) -> tuple[tuple, tuple]:
     return grid, block
 
 
-def sample_blocks(grid, sample: int | None) -> list:
+def sample_blocks(grid: Any, sample: int | None) -> list[Any]:
     """The blocks a launch simulates, x fastest: all of them, or `sample` spread evenly over the grid.
 
     Only the chosen blocks are listed, so a sample of a 10^9-block grid costs what the sample costs.
@@ -363,6 +366,7 @@ def sample_blocks(grid, sample: int | None) -> list:
     total = grid[0] * grid[1] * grid[2]
     if sample is not None and sample < 1:
         raise InputError(f"sample must be a positive number of blocks, got {sample}")
+    idx: range | list[int]
     if sample is None or sample >= total:
         idx = range(total)
     else:
@@ -376,9 +380,9 @@ def sample_blocks(grid, sample: int | None) -> list:
 
 def launch(
     kern: Kernel,
-    grid,
-    block,
-    *args,
+    grid: Any,
+    block: Any,
+    *args: Any,
     shared_bytes: int = 0,
     sample: int | None = None,
     hazards: bool = True,
@@ -403,7 +407,7 @@ def launch(
     if not isinstance(shared_bytes, (int, np.integer)) or shared_bytes < 0 or shared_bytes > SMEM_OPTIN_LIMIT:
         raise InputError(f"shared_bytes must be an int in [0, {SMEM_OPTIN_LIMIT}], got {shared_bytes!r}")
     fn = kern.compiled()
-    gargs = []
+    gargs: list[Any] = []
     addr = GLOBAL_BASE
     for i, a in enumerate(args):
         if isinstance(a, LazyArray):
@@ -444,6 +448,7 @@ def launch(
         _CURRENT.pop()
     secs = time.perf_counter() - t0
     uniq = touched_bytes(ex.touched)
+    assert kern.info is not None  # compiled above
     return Trace(
         kernel=kern.__name__,
         info=kern.info,

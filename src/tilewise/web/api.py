@@ -7,6 +7,8 @@ animations the schedule or the steps to play. The page never computes a figure.
 
 from __future__ import annotations
 
+from typing import Any
+
 import tilewise.web.panels  # noqa: F401  (registers every panel)
 from tilewise import gpus as _gpus
 from tilewise.web.registry import ORDER, PANELS, Panel, available, call, clean, gpu_summary
@@ -14,7 +16,7 @@ from tilewise.web.registry import ORDER, PANELS, Panel, available, call, clean, 
 __all__ = ["ORDER", "PANELS", "Panel", "available", "call", "clean", "gpus_list"]
 
 
-def gpus_list() -> dict:
+def gpus_list() -> dict[str, Any]:
     out = []
     for g in _gpus.list():
         d = gpu_summary(g)
@@ -25,4 +27,4 @@ def gpus_list() -> dict:
         d["wgmma"] = g.wgmma
         d["balance_bf16"] = _gpus.balance(g, "hbm", "bf16") if "bf16" in g.dense_macs_per_tc_per_cycle else None
         out.append(d)
-    return {"gpus": out, "default": "h100-sxm"}
+    return {"gpus": out, "default": _gpus.DEFAULT_GPU}

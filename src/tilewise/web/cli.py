@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "explore",
         help="open the explorer: interactive panels from warps to tile sizes, live, in a browser",

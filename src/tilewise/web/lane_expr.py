@@ -85,6 +85,7 @@ def parse(text: str) -> ast.expr:
 
 def _eval(node: ast.expr, lane: int) -> int:
     if isinstance(node, ast.Constant):
+        assert isinstance(node.value, int)  # _parse admits integer constants only
         return node.value
     if isinstance(node, ast.Name):
         return lane
@@ -98,10 +99,10 @@ def _eval(node: ast.expr, lane: int) -> int:
         raise InputError(f"expr divides by zero at lane {lane}")
     if op in (ast.LShift, ast.RShift) and not 0 <= b <= 40:
         raise InputError(f"expr shifts must be by 0 to 40 bits, got {b} at lane {lane}")
-    v = _BINOPS[op](a, b)
-    if abs(v) >= MAX_VALUE:
-        raise InputError(f"expr values must stay below 2^40, got {v} at lane {lane}")
-    return v
+    out: int = _BINOPS[op](a, b)
+    if abs(out) >= MAX_VALUE:
+        raise InputError(f"expr values must stay below 2^40, got {out} at lane {lane}")
+    return out
 
 
 def lane_indices(text: str, lanes: int = 32) -> list[int]:

@@ -12,7 +12,9 @@ import gzip
 import json
 from functools import cache
 from importlib import resources
+from typing import Any
 
+from tilewise import gpus as _gpus
 from tilewise.advise.problems import normalize
 from tilewise.bench import model_rows
 from tilewise.model import roofline, traffic
@@ -22,12 +24,15 @@ MEASURED_GPU = "h200"  # every committed row is the H200's
 
 
 @cache
-def load() -> dict:
+def load() -> dict[str, Any]:
     blob = (resources.files("tilewise.web") / "data" / "measured.json.gz").read_bytes()
-    return json.loads(gzip.decompress(blob))
+    data: dict[str, Any] = json.loads(gzip.decompress(blob))
+    return data
 
 
-def occupancy(gpu_key: str, registers: int, threads: int, dynamic_smem: int, carveout: int | None) -> dict | None:
+def occupancy(
+    gpu_key: str, registers: int, threads: int, dynamic_smem: int, carveout: int | None
+) -> dict[str, Any] | None:
     """The CUDA runtime's blocks per SM for this configuration (static smem 0, one barrier), if recorded."""
     occ = load()["occupancy"]
     if gpu_key != occ["source"]["gpu_key"]:
@@ -39,7 +44,7 @@ def occupancy(gpu_key: str, registers: int, threads: int, dynamic_smem: int, car
     return {"blocks_per_sm": blocks, "line": line, **occ["source"]}
 
 
-def access(space: str, op: str, width: int, mask: int, offsets: list[int]) -> dict | None:
+def access(space: str, op: str, width: int, mask: int, offsets: list[int]) -> dict[str, Any] | None:
     """Nsight Compute's counters for the pattern equal to this warp access (same lanes, bytes, mask), if any."""
     a = load()["access"]
     hit = a["table"].get(access_key(space, op, width, mask, offsets))
@@ -48,7 +53,7 @@ def access(space: str, op: str, width: int, mask: int, offsets: list[int]) -> di
     return {**hit, **a["source"]["files"][hit["file"]], "what": a["source"]["what"]}
 
 
-def gemm_rows(m: int, n: int, k: int, dtype: str) -> list[dict]:
+def gemm_rows(m: int, n: int, k: int, dtype: str) -> list[dict[str, Any]]:
     """The H200 benchmark rows of the GEMM C[m, n] = A[m, k] B[k, n] in `dtype`."""
     shape = f"{m}x{n}x{k}"
     return [r for r in load()["gemm"]["rows"] if r["shape"] == shape and r["dtype"] == dtype]
@@ -64,7 +69,7 @@ def gemm_batches(n: int, k: int, dtype: str) -> list[int]:
     return sorted(ms)
 
 
-def gemm_beside_model(gpu, m: int, n: int, k: int, dtype: str) -> list[dict]:
+def gemm_beside_model(gpu: _gpus.GPU, m: int, n: int, k: int, dtype: str) -> list[dict[str, Any]]:
     """Each H200 row of this GEMM beside the model today, computed here, not stored with the row (the rows were
     measured before the time model existed): `model_ms` is `tilewise.model.predict` of the config the row ran
     (`tilewise.bench.model_rows`, from its tag), `floor_ms` the roofline floor (the harness's `roofline.time` of
@@ -93,7 +98,7 @@ def gemm_beside_model(gpu, m: int, n: int, k: int, dtype: str) -> list[dict]:
     return out
 
 
-def l2_probe(gpu) -> dict | None:
+def l2_probe(gpu: _gpus.GPU) -> dict[str, Any] | None:
     """The H200's read-bandwidth probe over working-set sizes (the rows the registry's L2 figure is the median of)."""
     if gpu.key != MEASURED_GPU:
         return None
@@ -102,7 +107,7 @@ def l2_probe(gpu) -> dict | None:
     return {"file": file, **p["sources"][file], "rows": p["rows"]}
 
 
-def row(file: str, index: int) -> dict | None:
+def row(file: str, index: int) -> dict[str, Any] | None:
     """The packaged entry that names `file` and `index` (a benchmark row number, a CSV line, an Nsight
     Compute pattern id): what a measured figure's link shows."""
     d = load()
@@ -128,7 +133,7 @@ def row(file: str, index: int) -> dict | None:
     return None
 
 
-def sweep_best(kernel: str, problem: dict, gpu_key: str) -> dict | None:
+def sweep_best(kernel: str, problem: dict[str, Any], gpu_key: str) -> dict[str, Any] | None:
     """The fastest config the committed sweeps (tests/data/sweeps/) measured for this exact problem, if any."""
     if gpu_key != MEASURED_GPU:
         return None
@@ -136,6 +141,7 @@ def sweep_best(kernel: str, problem: dict, gpu_key: str) -> dict | None:
     return None if hit is None else {**hit, "times": dict(hit["times"])}
 
 
-def design_rows() -> list[dict]:
+def design_rows() -> list[dict[str, Any]]:
     """The FA3 designs' measured rows (benchmarks/results/h200/attention_fa3_designs.json), once committed."""
-    return load().get("designs", {}).get("rows", [])
+    rows: list[dict[str, Any]] = load().get("designs", {}).get("rows", [])
+    return rows

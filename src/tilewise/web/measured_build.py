@@ -19,6 +19,7 @@ import gzip
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 from tilewise.advise.problems import normalize
 from tilewise.errors import InputError
@@ -96,12 +97,12 @@ def access_key(space: str, op: str, width: int, mask: int, offsets: list[int]) -
     return f"{space}|{op}|{width}|{mask}|{lanes}"
 
 
-def sweep_key(kernel: str, problem: dict) -> str:
+def sweep_key(kernel: str, problem: dict[str, Any]) -> str:
     """The lookup key of one swept problem: the kernel and its fields in sorted order."""
     return kernel + "|" + ",".join(f"{k}={problem[k]}" for k in sorted(problem))
 
 
-def _occupancy(root: Path) -> dict:
+def _occupancy(root: Path) -> dict[str, Any]:
     meta = json.loads(_read(root, OCCUPANCY_META))
     text = gzip.decompress(_read(root, OCCUPANCY_CSV)).decode()
     table: dict[str, list[int]] = {}
@@ -130,7 +131,7 @@ def _occupancy(root: Path) -> dict:
     }
 
 
-def _access_counts(p: dict) -> dict | None:
+def _access_counts(p: dict[str, Any]) -> dict[str, Any] | None:
     """Nsight Compute's counters for the access itself, named as `tilewise.sim.analyze_access` names its counts."""
     m, op, space = p["metrics"], p["op"], p["space"]
     if op == "atom":
@@ -150,8 +151,9 @@ def _access_counts(p: dict) -> dict | None:
     }
 
 
-def _access(root: Path) -> dict:
-    files, table = {}, {}
+def _access(root: Path) -> dict[str, Any]:
+    files: dict[str, Any] = {}
+    table: dict[str, Any] = {}
     for rel in NCU_ROUNDS:
         d = json.loads(_read(root, rel))
         files[rel] = {"date": d["date"], "round": d["round"], "ncu": d["tools"]["ncu"].splitlines()[-1].strip()}
@@ -169,7 +171,7 @@ def _access(root: Path) -> dict:
     return {"source": {"files": files, "what": "Nsight Compute counters, one warp, one instruction"}, "table": table}
 
 
-def _rows(root: Path, rels: list[str], fields: tuple[str, ...]) -> dict:
+def _rows(root: Path, rels: list[str], fields: tuple[str, ...]) -> dict[str, Any]:
     out, metas = [], {}
     for rel in rels:
         d = json.loads(_read(root, rel))
@@ -179,17 +181,17 @@ def _rows(root: Path, rels: list[str], fields: tuple[str, ...]) -> dict:
     return {"sources": metas, "rows": out}
 
 
-def _l2_probe(root: Path) -> dict:
+def _l2_probe(root: Path) -> dict[str, Any]:
     d = json.loads(_read(root, L2_PROBE_FILE))
     rows = [{**r, "file": L2_PROBE_FILE, "row": i} for i, r in enumerate(d["data"]["rows"])]
     return {"sources": {L2_PROBE_FILE: d["meta"]}, "rows": rows}
 
 
-def _sweeps(root: Path) -> dict:
+def _sweeps(root: Path) -> dict[str, Any]:
     """Per swept problem: every config of the space that was timed (tag -> ms), the fastest with its line,
     and the fastest of each peer (cuBLAS, SDPA, the hand rules, nvidia-matmul-heuristics)."""
     meta = json.loads(_read(root, f"{SWEEP_DIR}/meta.json"))
-    table: dict[str, dict] = {}
+    table: dict[str, dict[str, Any]] = {}
     for family in SWEEP_FAMILIES:
         rel = f"{SWEEP_DIR}/{family}.jsonl"
         for line_no, line in enumerate(_read(root, rel).decode().splitlines(), start=1):
@@ -215,7 +217,7 @@ def _sweeps(root: Path) -> dict:
     return {"source": {"dir": SWEEP_DIR, **tags}, "table": table}
 
 
-def build(root: Path) -> dict:
+def build(root: Path) -> dict[str, Any]:
     data = {
         "about": "made by python -m tilewise.web.measured_build from the committed files each entry names",
         "occupancy": _occupancy(root),
@@ -229,7 +231,7 @@ def build(root: Path) -> dict:
     return data
 
 
-def encode(data: dict) -> bytes:
+def encode(data: dict[str, Any]) -> bytes:
     """Deterministic bytes: sorted keys, gzip without a timestamp, so a rebuild is byte-identical."""
     text = json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=False)
     return gzip.compress(text.encode(), compresslevel=9, mtime=0)

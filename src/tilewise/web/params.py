@@ -8,6 +8,7 @@ parameter, what was expected and what was given. The server turns those into
 
 from __future__ import annotations
 
+import builtins
 import math
 from collections.abc import Mapping
 
@@ -20,7 +21,7 @@ MAX_VALUE_CHARS = 400  # longer values are refused before they are parsed
 class Params:
     """The query parameters of one request, with typed, bounded accessors."""
 
-    def __init__(self, query: Mapping[str, str] | list[tuple[str, str]], accepted: set[str] | frozenset[str]):
+    def __init__(self, query: Mapping[str, str] | list[tuple[str, str]], accepted: set[str] | frozenset[str]) -> None:
         items = list(query.items()) if isinstance(query, Mapping) else list(query)
         self.values: dict[str, str] = {}
         for name, value in items:
@@ -60,7 +61,7 @@ class Params:
             raise InputError(f"{name} must be a number in [{lo}, {hi}], got {text[:40]!r}")
         return v
 
-    def size(self, name: str, default: int, lo: int, hi: int) -> int:
+    def size(self, name: str, default: builtins.int, lo: builtins.int, hi: builtins.int) -> builtins.int:
         """A byte size such as 4096, 48K or 1M (K = 1024)."""
         if name not in self.values:
             return default
@@ -77,7 +78,9 @@ class Params:
             raise InputError(f"{name} must be one of {list(options)}, got {self.values[name][:40]!r}")
         return v
 
-    def int_list(self, name: str, default: list[int], lo: int, hi: int, max_len: int) -> list[int]:
+    def int_list(
+        self, name: str, default: list[builtins.int], lo: builtins.int, hi: builtins.int, max_len: builtins.int
+    ) -> list[builtins.int]:
         """Comma-separated integers, e.g. `rows=40,0,130`."""
         if name not in self.values:
             return list(default)
@@ -96,5 +99,5 @@ class Params:
             out.append(v)
         return out
 
-    def gpu(self, name: str = "gpu", default: str = "h100-sxm") -> _gpus.GPU:
+    def gpu(self, name: str = "gpu", default: str = _gpus.DEFAULT_GPU) -> _gpus.GPU:
         return _gpus.get(self.values.get(name, default).strip()[:40])

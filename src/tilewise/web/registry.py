@@ -8,8 +8,9 @@ import of the explorer, loudly, instead of quietly hiding a panel.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from tilewise import gpus as _gpus
 from tilewise.errors import InputError
@@ -20,7 +21,7 @@ from tilewise.web.params import Params
 class Panel:
     id: str
     title: str
-    func: Callable[[Params], dict]
+    func: Callable[[Params], dict[str, Any]]
     params: frozenset[str]
 
 
@@ -45,14 +46,16 @@ ORDER = (
 )
 
 
-def panel(id: str, title: str, params: tuple[str, ...]):
+def panel(
+    id: str, title: str, params: tuple[str, ...]
+) -> Callable[[Callable[[Params], dict[str, Any]]], Callable[[Params], dict[str, Any]]]:
     """Register the decorated function as the endpoint /api/<id>, accepting exactly `params`."""
     if id not in ORDER:
         raise ValueError(f"panel {id!r} has no place in the page order {ORDER}")
     if id in PANELS:
         raise ValueError(f"panel {id!r} registered twice")
 
-    def wrap(func: Callable[[Params], dict]) -> Callable[[Params], dict]:
+    def wrap(func: Callable[[Params], dict[str, Any]]) -> Callable[[Params], dict[str, Any]]:
         PANELS[id] = Panel(id, title, func, frozenset(params))
         return func
 
@@ -64,13 +67,14 @@ def available() -> list[Panel]:
     return sorted(PANELS.values(), key=lambda p: ORDER.index(p.id))
 
 
-def call(panel_id: str, query) -> dict:
+def call(panel_id: str, query: Mapping[str, str] | list[tuple[str, str]]) -> dict[str, Any]:
     """Run one endpoint. Raises KeyError for an unknown panel, InputError for bad input."""
     p = PANELS[panel_id]
-    return clean(p.func(Params(query, p.params)))
+    out: dict[str, Any] = clean(p.func(Params(query, p.params)))
+    return out
 
 
-def clean(v):
+def clean(v: Any) -> Any:
     """JSON-safe copy: inf and nan become None, tuples lists, objects with to_dict() their dicts."""
     if isinstance(v, bool) or v is None or isinstance(v, (int, str)):
         return v
@@ -85,7 +89,7 @@ def clean(v):
     return str(v)
 
 
-def gpu_summary(g: _gpus.GPU) -> dict:
+def gpu_summary(g: _gpus.GPU) -> dict[str, Any]:
     return {"key": g.key, "name": g.name, "arch": g.arch, "sms": g.sms}
 
 

@@ -25,6 +25,7 @@ import time
 import webbrowser
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -32,10 +33,14 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tilewise.errors import InputError
 from tilewise.web import api, exercises, measured
 from tilewise.web.params import Params
+
+if TYPE_CHECKING:
+    import uvicorn  # imported when a server starts: the explorer's pages import without it
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]", "::1")
 
@@ -82,7 +87,7 @@ def load_static(root: Path | None = None) -> dict[str, tuple[bytes, str]]:
     return table
 
 
-def _json(data, status: int = 200) -> Response:
+def _json(data: Any, status: int = 200) -> Response:
     body = json.dumps(api.clean(data), allow_nan=False, separators=(",", ":"))
     return Response(body, status_code=status, media_type="application/json", headers=_HEADERS)
 
@@ -99,10 +104,10 @@ class RefuseBodyOnRead:
     cannot be taken for the next request on the connection.
     """
 
-    def __init__(self, app):
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] in ("GET", "HEAD"):
             for name, value in scope["headers"]:
                 if name == b"transfer-encoding" or (name == b"content-length" and value.strip() not in (b"0", b"")):
@@ -119,7 +124,7 @@ class RefuseBodyOnRead:
         await self.app(scope, receive, send)
 
 
-def http_protocol():
+def http_protocol() -> type[Any]:
     """uvicorn's h11 protocol, with its mid-request 400 made final.
 
     When a request's headers parse but its body does not (a GET with a malformed chunked
@@ -145,7 +150,9 @@ def http_protocol():
     return Protocol
 
 
-def create_app(static: dict[str, tuple[bytes, str]] | None = None, allowed_hosts=LOOPBACK_HOSTS) -> Starlette:
+def create_app(
+    static: dict[str, tuple[bytes, str]] | None = None, allowed_hosts: tuple[str, ...] | None = LOOPBACK_HOSTS
+) -> Starlette:
     """The ASGI app. `allowed_hosts` guards against DNS rebinding: only loopback names are served."""
     files = load_static() if static is None else static
 
@@ -207,7 +214,7 @@ def create_app(static: dict[str, tuple[bytes, str]] | None = None, allowed_hosts
         except (ValueError, OverflowError) as e:  # a model's own range check
             return _error(400, f"bad parameters for {name}: {e}")
 
-    async def not_found(request: Request, exc) -> Response:
+    async def not_found(request: Request, exc: Exception) -> Response:
         status = getattr(exc, "status_code", 404)
         return _error(status, getattr(exc, "detail", "") or "not found")
 
@@ -282,13 +289,13 @@ class BackgroundServer:
         urllib.request.urlopen(url + "api/gpus")
     """
 
-    def __init__(self, port: int = 0, host: str = "127.0.0.1", log_level: str = "error"):
+    def __init__(self, port: int = 0, host: str = "127.0.0.1", log_level: str = "error") -> None:
         self._sock = bind_loopback(port, host)  # bound now: no other worker can take the port before uvicorn
         self.host, self.port = self._sock.getsockname()[:2]
         self.log_level = log_level
         self.url = f"http://{self.host}:{self.port}/"
-        self._server = None
-        self._thread = None
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
 
     def __enter__(self) -> str:
         import uvicorn
@@ -302,17 +309,18 @@ class BackgroundServer:
             lifespan="off",
             http=http_protocol(),
         )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True)
-        self._thread.start()
+        server = self._server = uvicorn.Server(config)
+        thread = self._thread = threading.Thread(target=server.run, kwargs={"sockets": [self._sock]}, daemon=True)
+        thread.start()
         deadline = time.monotonic() + 20
-        while not self._server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
+        while not server.started:
+            if time.monotonic() > deadline or not thread.is_alive():
                 raise RuntimeError(f"the explorer did not start on {self.url}")
             time.sleep(0.02)
         return self.url
 
-    def __exit__(self, *exc) -> None:
-        self._server.should_exit = True
-        self._thread.join(timeout=10)
+    def __exit__(self, *exc: object) -> None:
+        if self._server is not None and self._thread is not None:
+            self._server.should_exit = True
+            self._thread.join(timeout=10)
         self._sock.close()

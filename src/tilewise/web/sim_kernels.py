@@ -11,11 +11,11 @@ trace's per-line counts are that warp's.
 
 from __future__ import annotations
 
-from tilewise.sim import kernel, select, threadIdx
+from tilewise.sim import MemArray, kernel, select, threadIdx
 
 
 @kernel
-def branch_on_data(x, y, side, warp):
+def branch_on_data(x: MemArray, y: MemArray, side: MemArray, warp: int) -> None:
     i = threadIdx.x
     v = x[i]
     if v > 0.0:  # lanes may disagree
@@ -30,7 +30,7 @@ def branch_on_data(x, y, side, warp):
 
 
 @kernel
-def branch_on_lane(x, y, side, warp):
+def branch_on_lane(x: MemArray, y: MemArray, side: MemArray, warp: int) -> None:
     i = threadIdx.x
     v = x[i]
     if i % 32 < 16:  # half of each warp
@@ -45,7 +45,7 @@ def branch_on_lane(x, y, side, warp):
 
 
 @kernel
-def branch_on_warp(x, y, side, warp):
+def branch_on_warp(x: MemArray, y: MemArray, side: MemArray, warp: int) -> None:
     i = threadIdx.x
     v = x[i]
     if warp == 0:  # whole warps agree
@@ -60,7 +60,7 @@ def branch_on_warp(x, y, side, warp):
 
 
 @kernel
-def as_select(x, y, side, warp):
+def as_select(x: MemArray, y: MemArray, side: MemArray, warp: int) -> None:
     i = threadIdx.x
     v = x[i]
     a = (v * v + 1.0) * 0.5  # both sides

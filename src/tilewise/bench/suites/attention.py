@@ -83,7 +83,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def model_spec(b: int, h: int, hk: int, s: int, d: int, causal: bool, dtype: str, cfg) -> tuple[str, dict, dict]:
+def model_spec(
+    b: int, h: int, hk: int, s: int, d: int, causal: bool, dtype: str, cfg: Any
+) -> tuple[str, dict[str, Any], dict[str, Any]]:
     """(kernel, problem, config) of `tilewise.model.predict` for a row: the Triton kernel's tile `cfg`."""
     problem = {"batch": b, "heads": h, "kv_heads": hk, "seq_q": s, "seq_k": s, "head_dim": d, "causal": causal,
                "dtype": dtype}  # fmt: skip
@@ -96,7 +98,7 @@ def model_spec(b: int, h: int, hk: int, s: int, d: int, causal: bool, dtype: str
 GLUON_NOTE = "model_ms predicts the Triton kernel's default tile; the Gluon FA3 kernel ran (no model family)"
 
 
-def run(args: argparse.Namespace, progress) -> list[dict]:
+def run(args: argparse.Namespace, progress: Any) -> list[dict[str, Any]]:
     import torch
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -108,20 +110,20 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
     problems = parse_shapes(args.shapes)
     tags = harness.env_tags()
     gpu_key = harness.registry_key_for(tags.get("gpu", ""))
-    rows: list[dict] = []
+    rows: list[dict[str, Any]] = []
     for b, h, hk, s, d, causal in progress(problems, total=len(problems), desc="attention"):
         q = torch.randn(b, h, s, d, device=DEVICE, dtype=dtype)
         k = torch.randn(b, hk, s, d, device=DEVICE, dtype=dtype)
         v = torch.randn(b, hk, s, d, device=DEVICE, dtype=dtype)
 
-        def ours(_i, q=q, k=k, v=v, causal=causal):
+        def ours(_i: int, q: Any = q, k: Any = k, v: Any = v, causal: Any = causal) -> Any:
             return attention(q, k, v, causal=causal)
 
-        def peer(_i, q=q, k=k, v=v, causal=causal, gqa=hk != h):
+        def peer(_i: int, q: Any = q, k: Any = k, v: Any = v, causal: Any = causal, gqa: Any = hk != h) -> Any:
             # SDPA as a user calls it: its own backend choice (cuDNN attention on the H200 when eligible)
             return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa)
 
-        def peer_flash(_i, q=q, k=k, v=v, causal=causal, gqa=hk != h):
+        def peer_flash(_i: int, q: Any = q, k: Any = k, v: Any = v, causal: Any = causal, gqa: Any = hk != h) -> Any:
             with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
                 return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa)
 

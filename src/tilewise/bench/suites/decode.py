@@ -10,6 +10,8 @@ user of SDPA does; ours reads each sequence's own keys only.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+from typing import Any
 
 from tilewise.bench import harness, shapes
 from tilewise.model import traffic
@@ -60,15 +62,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--head-dim", type=int, default=128, help="head dim D of q, k and v (default 128)")
 
 
-def _copy_tbps(torch, do_bench) -> float:
+def _copy_tbps(torch: Any, do_bench: Any) -> float:
     """Device-to-device copy of 1 GiB, read + write bytes over the median time."""
     src = torch.empty(1 << 29, device="cuda", dtype=torch.bfloat16)
     dst = torch.empty_like(src)
     ms = do_bench(lambda: dst.copy_(src), warmup=10, rep=50, return_mode="median")
-    return 2 * src.numel() * src.element_size() / (ms * 1e-3) / 1e12
+    return float(2 * src.numel() * src.element_size() / (ms * 1e-3) / 1e12)
 
 
-def run(args: argparse.Namespace, progress) -> list[dict]:
+def run(args: argparse.Namespace, progress: Any) -> list[dict[str, Any]]:
     import torch
     import torch.nn.functional as F
     from triton.testing import do_bench
@@ -88,7 +90,7 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
     tags = harness.env_tags()
     copy_tbps = _copy_tbps(torch, do_bench)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    rows: list[dict] = []
+    rows: list[dict[str, Any]] = []
     for name, hq, hk, lens in progress(problems, total=len(problems), desc="decode"):
         b, lmax = len(lens), max(lens)
         q = torch.randn(b, hq, 1, d, device=DEVICE, dtype=dt)
@@ -98,11 +100,13 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
         uniform = len(set(lens)) == 1
         mask = None if uniform else (torch.arange(lmax, device=DEVICE)[None, :] < lens_t[:, None]).view(b, 1, 1, lmax)
 
-        def ours(_i, q=q, k=k, v=v, lens_t=lens_t):
+        def ours(_i: int, q: Any = q, k: Any = k, v: Any = v, lens_t: Any = lens_t) -> Any:
             return decode_attention(q, k, v, lens_t)
 
-        def peer(_i, q=q, k=k, v=v, mask=mask):
+        def peer_gqa(_i: int, q: Any = q, k: Any = k, v: Any = v, mask: Any = mask) -> Any:
             return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+
+        peer: Callable[[int], Any] = peer_gqa
 
         peer_note = ""
         try:
@@ -111,8 +115,10 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
             peer_note = f" (enable_gqa with a mask failed: {e!r}"[:160] + "; K/V expanded instead)"
             kx, vx = k.repeat_interleave(hq // hk, 1), v.repeat_interleave(hq // hk, 1)
 
-            def peer(_i, q=q, kx=kx, vx=vx, mask=mask):
+            def peer_expanded(_i: int, q: Any = q, kx: Any = kx, vx: Any = vx, mask: Any = mask) -> Any:
                 return F.scaled_dot_product_attention(q, kx, vx, attn_mask=mask)
+
+            peer = peer_expanded
 
             ref = peer(0)
         o, _ = ours(0)

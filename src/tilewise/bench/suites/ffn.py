@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 from tilewise.bench import harness, shapes
@@ -84,7 +85,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 # ------------------------------------------------------------------------------ peers
 
 
-def unfused_heads_first(x, wg, wu, wd):
+def unfused_heads_first(x: Any, wg: Any, wu: Any, wd: Any) -> Any:
     """The peer exactly as measured in measure_peers2.py: x [H, T, d_h] -> [H, T, d_h]."""
     import torch
     import torch.nn.functional as F
@@ -92,7 +93,7 @@ def unfused_heads_first(x, wg, wu, wd):
     return torch.bmm(F.silu(torch.bmm(x, wg)) * torch.bmm(x, wu), wd)
 
 
-def dense_swiglu(x, w_gate_up, w_down):
+def dense_swiglu(x: Any, w_gate_up: Any, w_down: Any) -> Any:
     """x [T, d]; w_gate_up [2 I, d] (F.linear layout); w_down [d, I]."""
     import torch.nn.functional as F
 
@@ -101,7 +102,7 @@ def dense_swiglu(x, w_gate_up, w_down):
     return F.linear(F.silu(g) * u, w_down)
 
 
-def train_memory(fn, inputs, grad) -> tuple[float, float]:
+def train_memory(fn: Callable[..., Any], inputs: Any, grad: Any) -> tuple[float, float]:
     """(peak extra MiB of one forward + backward, MiB allocated for the backward after the forward).
 
     Extra = above what was allocated before the step (inputs, weights); the output's own bytes
@@ -125,7 +126,7 @@ def train_memory(fn, inputs, grad) -> tuple[float, float]:
     return peak / 2**20, saved / 2**20
 
 
-def infer_memory(fn) -> float:
+def infer_memory(fn: Callable[..., Any]) -> float:
     import torch
 
     torch.cuda.synchronize()
@@ -136,20 +137,22 @@ def infer_memory(fn) -> float:
     torch.cuda.synchronize()
     peak = torch.cuda.max_memory_allocated() - base
     del y
-    return peak / 2**20
+    return float(peak / 2**20)
 
 
 # ------------------------------------------------------------------------------ suite
 
 
-def ffn_model_spec(T: int, H: int, d: int, inter: int, dtype: str, backward: str | None = None):
+def ffn_model_spec(T: int, H: int, d: int, inter: int, dtype: str, backward: str | None = None) -> Any:
     """(kernel, problem, config) of `tilewise.model.predict` for a FlashFFN row: the composed "ffn" (its GEMMs,
     forward and with `backward` the backward kernels'; `tilewise.model.compose`)."""
     p = {"tokens": T, "heads": H, "head_dim": d, "intermediate": inter, "dtype": dtype}
     return "ffn", (p if backward is None else {**p, "backward": backward}), {}
 
 
-def mhmoe_model_spec(T: int, heads: int, head_dim: int, experts: int, width: int, top_k: int, dtype, on_gpu: bool):
+def mhmoe_model_spec(
+    T: int, heads: int, head_dim: int, experts: int, width: int, top_k: int, dtype: Any, on_gpu: bool
+) -> Any:
     """The composed "moe" without routing for MH-MoE's expert forward: T x heads rows of d_h over heads x experts
     experts, with the tiles `kernels.mhmoe` takes (`moe_layer.moe_configs`)."""
     from tilewise.kernels.moe_layer import moe_configs
@@ -162,7 +165,17 @@ def mhmoe_model_spec(T: int, heads: int, head_dim: int, experts: int, width: int
 
 
 def ffn_rows(
-    tokens, inters, head_dims, heads, dtype_name, rounds, rep_ms, dense=True, progress=None, tags=None, log=None
+    tokens: list[int],
+    inters: list[int],
+    head_dims: list[int],
+    heads: int,
+    dtype_name: str,
+    rounds: int,
+    rep_ms: float,
+    dense: bool = True,
+    progress: Any = None,
+    tags: dict[str, Any] | None = None,
+    log: Any = None,
 ) -> list[dict[str, Any]]:
     """Rows for every (T, I, d_h): forward and forward + backward, each with the dense SwiGLU beside it."""
     tags = tags or harness.env_tags()
@@ -174,7 +187,9 @@ def ffn_rows(
     return rows
 
 
-def _ffn_case(T, H, d, inter, dtype_name, rounds, rep_ms, dense, tags, log) -> list[dict[str, Any]]:
+def _ffn_case(
+    T: int, H: int, d: int, inter: int, dtype_name: str, rounds: int, rep_ms: float, dense: Any, tags: Any, log: Any
+) -> list[dict[str, Any]]:
     import torch
 
     from tilewise.kernels.ffn import MODE, flash_ffn
@@ -237,10 +252,10 @@ def _ffn_case(T, H, d, inter, dtype_name, rounds, rep_ms, dense, tags, log) -> l
     gy = torch.randn_like(z)
     gyh = gy.transpose(0, 1).contiguous()
 
-    def ours_step(i=0):
+    def ours_step(i: int = 0) -> None:
         flash_ffn(zr, *ws).backward(gy)
 
-    def peer_step(i=0):
+    def peer_step(i: int = 0) -> None:
         unfused_heads_first(zhr, *ws).backward(gyh)
 
     tp2 = harness.time_pair(ours_step, peer_step, rounds=rounds, rep_ms=rep_ms)
@@ -262,7 +277,7 @@ def _ffn_case(T, H, d, inter, dtype_name, rounds, rep_ms, dense, tags, log) -> l
         wd2 = [wgu.detach().clone().requires_grad_(), wdn.detach().clone().requires_grad_()]
         gx = torch.randn_like(x)
 
-        def dense_step(i=0):
+        def dense_step(i: int = 0) -> None:
             dense_swiglu(xr, *wd2).backward(gx)
 
         td2 = harness.time_pair(dense_step, None, rounds=rounds, rep_ms=rep_ms)
@@ -286,7 +301,19 @@ def _ffn_case(T, H, d, inter, dtype_name, rounds, rep_ms, dense, tags, log) -> l
     return rows
 
 
-def moe_rows(tokens, heads, head_dim, experts, width, top_k, dtype_name, rounds, rep_ms, tags=None, log=None):
+def moe_rows(
+    tokens: list[int],
+    heads: int,
+    head_dim: int,
+    experts: int,
+    width: int,
+    top_k: int,
+    dtype_name: str,
+    rounds: int,
+    rep_ms: float,
+    tags: Any = None,
+    log: Any = None,
+) -> Any:
     """MH-MoE expert FFN (routing done, plan built) on our grouped GEMM vs torch._grouped_mm, same plan."""
     tags = tags or harness.env_tags()
     rows = []
@@ -297,7 +324,18 @@ def moe_rows(tokens, heads, head_dim, experts, width, top_k, dtype_name, rounds,
     return rows
 
 
-def _moe_case(T, heads, head_dim, experts, width, top_k, dtype_name, rounds, rep_ms, tags) -> dict[str, Any]:
+def _moe_case(
+    T: int,
+    heads: int,
+    head_dim: int,
+    experts: int,
+    width: int,
+    top_k: int,
+    dtype_name: str,
+    rounds: int,
+    rep_ms: float,
+    tags: Any,
+) -> dict[str, Any]:
     import torch
 
     from tilewise.bench.mhmoe_peer import experts_forward_torch
@@ -338,7 +376,7 @@ def _moe_case(T, heads, head_dim, experts, width, top_k, dtype_name, rounds, rep
     )  # fmt: skip
 
 
-def run(args: argparse.Namespace, progress) -> list[dict[str, Any]]:
+def run(args: argparse.Namespace, progress: Any) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     if args.part in ("ffn", "all"):
         rows += ffn_rows(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from typing import Any
 
 from tilewise import gpus as _gpus
 from tilewise.bench import harness, shapes
@@ -89,7 +90,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rep-ms", type=float, default=60, help="do_bench repetition time per round (default 60)")
 
 
-def run(args: argparse.Namespace, progress) -> list[dict]:
+def run(args: argparse.Namespace, progress: Any) -> list[dict[str, Any]]:
 
     import torch
 
@@ -111,10 +112,10 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
             b = [torch.randn(k, n, device=DEVICE, dtype=dtype) for _ in range(rot)]
             cfg = choose_config(m, n, k, args.dtype, a[0].device)
 
-            def ours(i: int, a: list = a, b: list = b, cfg: Config = cfg) -> object:
+            def ours(i: int, a: list[Any] = a, b: list[Any] = b, cfg: Config = cfg) -> object:
                 return matmul(a[i], b[i], config=cfg)
 
-            def peer(i: int, a: list = a, b: list = b) -> object:
+            def peer(i: int, a: list[Any] = a, b: list[Any] = b) -> object:
                 return torch.matmul(a[i], b[i])
 
             t = harness.time_pair(
@@ -153,6 +154,6 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
     return rows
 
 
-def _config_dict(cfg) -> dict:
+def _config_dict(cfg: Any) -> dict[str, Any]:
     """A kernels.gemm.Config as the time model's config dict (every knob, no reason)."""
     return {k: v for k, v in dataclasses.asdict(cfg).items() if k != "reason"}

@@ -11,8 +11,10 @@ epilogue take (`prologue_share`).
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import math
+from typing import Any
 
 from tilewise.bench import harness, shapes
 from tilewise.model import traffic
@@ -46,7 +48,7 @@ def parse_shapes(text: str) -> list[tuple[str, list[int], int, int]]:
     return shapes.grouped(text, SHAPES)
 
 
-def check(args) -> None:
+def check(args: argparse.Namespace) -> None:
     """Refuse bad arguments before any GPU work."""
     parse_shapes(args.shapes)
 
@@ -54,7 +56,7 @@ def check(args) -> None:
 # ------------------------------------------------------------------------------ inputs/peers
 
 
-def make_inputs(counts, K: int, N: int, dtype, device=None, copies: int = 1, seed: int = 0):
+def make_inputs(counts: Any, K: int, N: int, dtype: Any, device: Any = None, copies: int = 1, seed: int = 0) -> Any:
     """x [T, K], w [E, K, N] (scaled so y is O(1)), offsets int32 [E]; `copies` sets of them."""
     import torch
 
@@ -71,7 +73,7 @@ def make_inputs(counts, K: int, N: int, dtype, device=None, copies: int = 1, see
     return out, offsets
 
 
-def loop_matmul(x, w, counts):
+def loop_matmul(x: Any, w: Any, counts: Any) -> Any:
     """The plain peer: one torch.matmul per expert (host-side split by the known counts)."""
     import torch
 
@@ -87,7 +89,7 @@ def loop_matmul(x, w, counts):
 # ------------------------------------------------------------------------------------ suite
 
 
-def add_arguments(p) -> None:
+def add_arguments(p: Any) -> None:
     p.add_argument(
         "--shapes",
         default=",".join(SHAPES),
@@ -107,10 +109,10 @@ def bench_shape(
     N: int,
     dtype_name: str,
     rounds: int,
-    tags: dict,
+    tags: dict[str, Any],
     loop: bool = True,
-    config=None,
-) -> list[dict]:
+    config: Any = None,
+) -> list[dict[str, Any]]:
     """Rows for one shape: ours vs torch._grouped_mm and (if `loop`) ours vs a loop of matmuls."""
     import torch
 
@@ -136,10 +138,10 @@ def bench_shape(
         )
     )  # fmt: skip
 
-    def ours(i):
+    def ours(i: int) -> Any:
         return grouped_matmul(xs[i], ws[i], offsets, out=ys[i], config=cfg, check_offsets=False)
 
-    def peer(i):
+    def peer(i: int) -> Any:
         return torch._grouped_mm(xs[i], ws[i], offs=offsets)
 
     rows = []
@@ -170,10 +172,10 @@ def bench_shape(
     return rows
 
 
-def run(args, progress) -> list[dict]:
+def run(args: argparse.Namespace, progress: Any) -> list[dict[str, Any]]:
     problems = parse_shapes(args.shapes)
     tags = harness.env_tags()
-    rows: list[dict] = []
+    rows: list[dict[str, Any]] = []
     for label, counts, K, N in progress(problems, total=len(problems), desc="grouped"):
         rows += bench_shape(label, counts, K, N, args.dtype, args.rounds, tags, loop=not args.no_loop)
     return rows

@@ -9,7 +9,9 @@ scatter back to token-slot order into the down GEMM's epilogue.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
+from typing import Any
 
 from tilewise.bench import harness, shapes
 from tilewise.model import traffic
@@ -36,12 +38,12 @@ def parse_configs(text: str) -> list[tuple[str, int, int, int, int, int, str]]:
     return shapes.moe(text, CONFIGS)
 
 
-def check(args) -> None:
+def check(args: argparse.Namespace) -> None:
     """Refuse bad arguments before any GPU work."""
     parse_configs(args.configs)
 
 
-def moe_torch(x, router_logits, w_gate_up, w_down, top_k, gate="softmax"):
+def moe_torch(x: Any, router_logits: Any, w_gate_up: Any, w_down: Any, top_k: int, gate: str = "softmax") -> Any:
     """The peer: routing as ours, then torch._grouped_mm twice with unfused glue around it."""
     import torch
     import torch.nn.functional as F
@@ -63,7 +65,7 @@ def moe_torch(x, router_logits, w_gate_up, w_down, top_k, gate="softmax"):
     return out.view(T, top_k, d).sum(dim=1)
 
 
-def make_inputs(problem: tuple[int, int, int, int, int, str], dtype, device=None, seed: int = 0):
+def make_inputs(problem: tuple[int, int, int, int, int, str], dtype: Any, device: Any = None, seed: int = 0) -> Any:
     """x [T, d], router logits [T, E] (fp32), w_gate_up [E, d, 2f], w_down [E, f, d] for (T, d, f, E, k, gate)."""
     import torch
 
@@ -77,7 +79,7 @@ def make_inputs(problem: tuple[int, int, int, int, int, str], dtype, device=None
     return x, logits, wgu, wd, k, gate
 
 
-def add_arguments(p) -> None:
+def add_arguments(p: Any) -> None:
     p.add_argument(
         "--configs",
         "--shapes",
@@ -90,7 +92,9 @@ def add_arguments(p) -> None:
     p.add_argument("--rounds", type=int, default=3)
 
 
-def model_spec(problem: tuple[int, int, int, int, int, str], dtype: str, cfg_up, cfg_down, routing: bool = True):
+def model_spec(
+    problem: tuple[int, int, int, int, int, str], dtype: str, cfg_up: Any, cfg_down: Any, routing: bool = True
+) -> Any:
     """(kernel, problem, config) of `tilewise.model.predict` for a row: the composed "moe" (routing, the two
     grouped GEMMs with the tiles that ran, the top-k sum; `tilewise.model.compose`)."""
     T, d, f, E, k, gate = problem
@@ -100,8 +104,13 @@ def model_spec(problem: tuple[int, int, int, int, int, str], dtype: str, cfg_up,
 
 
 def bench_config(
-    name: str, problem: tuple[int, int, int, int, int, str], dtype_name: str, rounds: int, tags: dict, configs=None
-) -> dict:
+    name: str,
+    problem: tuple[int, int, int, int, int, str],
+    dtype_name: str,
+    rounds: int,
+    tags: dict[str, Any],
+    configs: Any = None,
+) -> dict[str, Any]:
     import torch
 
     from tilewise.kernels.moe_layer import moe, moe_configs, route
@@ -143,7 +152,7 @@ def bench_config(
     return row
 
 
-def run(args, progress) -> list[dict]:
+def run(args: argparse.Namespace, progress: Any) -> list[dict[str, Any]]:
     problems = parse_configs(args.configs)
     tags = harness.env_tags()
     return [

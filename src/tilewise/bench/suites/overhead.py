@@ -22,6 +22,8 @@ import argparse
 import json
 import statistics
 import time
+from collections.abc import Callable
+from typing import Any
 
 from tilewise import kernels as K
 from tilewise.bench import harness
@@ -65,7 +67,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _emit(args, row: dict) -> dict:
+def _emit(args: argparse.Namespace, row: dict[str, Any]) -> dict[str, Any]:
     """Append a finished row to --rows-out (a run that is cut short keeps what it measured)."""
     path = getattr(args, "rows_out", None)
     if path:
@@ -80,7 +82,7 @@ def _cuda_sync() -> None:
     torch.cuda.synchronize()
 
 
-def per_call_us(fn, calls: int, sync=_cuda_sync) -> float:
+def per_call_us(fn: Callable[..., Any], calls: int, sync: Any = _cuda_sync) -> float:
     """Host time per call: `calls` calls back to back, one synchronisation, divided."""
     sync()
     t0 = time.perf_counter()
@@ -90,7 +92,9 @@ def per_call_us(fn, calls: int, sync=_cuda_sync) -> float:
     return (time.perf_counter() - t0) / calls * 1e6
 
 
-def alternate(ours, peer, calls: int, rounds: int, sync=_cuda_sync, warmup: int = 20) -> dict[str, float]:
+def alternate(
+    ours: Any, peer: Any, calls: int, rounds: int, sync: Any = _cuda_sync, warmup: int = 20
+) -> dict[str, float]:
     """ours / peer per-call times alternating for `rounds`: medians and min/max (us)."""
     for f in (ours, peer):
         if f is not None:
@@ -110,7 +114,7 @@ def alternate(ours, peer, calls: int, rounds: int, sync=_cuda_sync, warmup: int 
     return out
 
 
-def _cases(torch, F, dev: str = "cuda", dtype=None):
+def _cases(torch: Any, F: Any, dev: str = "cuda", dtype: Any = None) -> Any:
     """name -> (shape label, dtype label, ours, peer name, peer): the tiny problems of the host-cost table (docs/bench.md)."""
     from tilewise.bench.mhmoe_peer import experts_forward_torch
     from tilewise.kernels import ffn as ffn_mod
@@ -121,7 +125,7 @@ def _cases(torch, F, dev: str = "cuda", dtype=None):
     bf = dtype or torch.bfloat16  # the CPU interpreter computes bf16 wrongly: its smoke test passes fp16
     g = torch.Generator(device=dev).manual_seed(0)
 
-    def rn(*shape, dtype=bf):
+    def rn(*shape: Any, dtype: Any = bf) -> Any:
         return torch.randn(*shape, device=dev, dtype=dtype, generator=g)
 
     ex = torch.empty(16, device=dev)
@@ -164,7 +168,7 @@ def _cases(torch, F, dev: str = "cuda", dtype=None):
     mx, ml = rn(T, d), rn(T, E, dtype=torch.float32)
     mgu, mdn = rn(E, d, 2 * f) / d**0.5, rn(E, f, d) / f**0.5
 
-    def moe_torch():
+    def moe_torch() -> Any:
         weights, experts = route(ml, top_k)
         order, offsets = permute(experts, E)
         h = torch._grouped_mm(mx[torch.div(order, top_k, rounding_mode="floor")], mgu, offs=offsets)
@@ -194,7 +198,7 @@ def _cases(torch, F, dev: str = "cuda", dtype=None):
     layer = K.MultiHeadMoE(128, 2, 64, 4, 64, 2, device=dev, dtype=bf)
     hx = rn(32, 128)
 
-    def mhmoe_torch():
+    def mhmoe_torch() -> Any:
         zz, weights, experts = layer.route(hx)
         y = experts_forward_torch(zz.contiguous(), mh.plan(weights, experts, layer.num_experts), layer.w_gate_up,
                                      layer.w_down)  # fmt: skip
@@ -216,7 +220,16 @@ def parse_ops(text: str) -> list[str]:
     return names
 
 
-def _overhead_rows(args, torch, F, tags, progress, cases=None, sync=_cuda_sync, warmup: int = 20) -> list[dict]:
+def _overhead_rows(
+    args: argparse.Namespace,
+    torch: Any,
+    F: Any,
+    tags: dict[str, Any],
+    progress: Any,
+    cases: Any = None,
+    sync: Callable[[], None] = _cuda_sync,
+    warmup: int = 20,
+) -> list[dict[str, Any]]:
     names = parse_ops(args.ops)
     cases = cases or _cases(torch, F)
     from tilewise.kernels.utils import fast_launch_enabled
@@ -269,7 +282,7 @@ DECODE_TARGETS = [(f"B{b} Hq32 Hkv8 L{keys // 1024}k", 32, 8, b, keys) for b in 
 GEMM_TARGETS = [(1000, 1000, 1000), (2, 4096, 4096), (8, 14336, 4096)]
 
 
-def _eager_rows(args, torch, F, tags, progress) -> list[dict]:
+def _eager_rows(args: argparse.Namespace, torch: Any, F: Any, tags: Any, progress: Any) -> list[dict[str, Any]]:
     from tilewise.kernels import decode_attention, matmul
     from tilewise.kernels import sum as tw_sum
 
@@ -277,7 +290,18 @@ def _eager_rows(args, torch, F, tags, progress) -> list[dict]:
     rows = []
     bf = torch.bfloat16
 
-    def row(kernel, shape, dtype, peer, ours, peer_fn, flops, nbytes, calls, target):
+    def row(
+        kernel: Any,
+        shape: Any,
+        dtype: Any,
+        peer: Any,
+        ours: Any,
+        peer_fn: Any,
+        flops: Any,
+        nbytes: Any,
+        calls: int,
+        target: Any,
+    ) -> None:
         t = harness.time_pair(lambda i: ours(), lambda i: peer_fn(), rounds=3, rep_ms=args.rep_ms)
         loop = alternate(ours, peer_fn, calls, 3)
         r = harness.make_row(
@@ -306,7 +330,18 @@ def _eager_rows(args, torch, F, tags, progress) -> list[dict]:
     return rows
 
 
-def _eager_one(kind, spec, row, torch, F, bf, matmul, decode_attention, tw_sum, traffic) -> None:
+def _eager_one(
+    kind: str,
+    spec: Any,
+    row: Callable[..., None],
+    torch: Any,
+    F: Any,
+    bf: Any,
+    matmul: Any,
+    decode_attention: Any,
+    tw_sum: Any,
+    traffic: Any,
+) -> None:
     if kind == "gemm":
         m, n, k = spec
         a = torch.randn(m, k, device=DEVICE, dtype=bf)
@@ -333,7 +368,7 @@ def _eager_one(kind, spec, row, torch, F, bf, matmul, decode_attention, tw_sum, 
         del x
 
 
-def run(args: argparse.Namespace, progress) -> list[dict]:
+def run(args: argparse.Namespace, progress: Any) -> list[dict[str, Any]]:
     import torch
     import torch.nn.functional as F
 

@@ -7,6 +7,7 @@ three L2s are rotated through several copies so that L2 does not flatter either 
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from tilewise import gpus as _gpus
 from tilewise.bench import harness
@@ -64,13 +65,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rep-ms", type=float, default=60)
 
 
-def model_spec(numel: int, dtype: str, outputs: int) -> tuple[str, dict, dict]:
+def model_spec(numel: int, dtype: str, outputs: int) -> tuple[str, dict[str, Any], dict[str, Any]]:
     """(kernel, problem, config) of `tilewise.model.predict` (the composed "sum": bytes over the calibrated
     bandwidth, a latency and a launch; `tilewise.model.compose`)."""
     return "sum", {"numel": numel, "dtype": dtype, "outputs": outputs}, {}
 
 
-def run(args: argparse.Namespace, progress) -> list[dict]:
+def run(args: argparse.Namespace, progress: Any) -> list[dict[str, Any]]:
 
     import torch
 
@@ -99,10 +100,10 @@ def run(args: argparse.Namespace, progress) -> list[dict]:
         rot = rotation(mbytes, l2)
         xs = [torch.randn(shape, device=DEVICE, dtype=dtype) for _ in range(rot)]
 
-        def ours(i: int, xs: list = xs, d: int | None = d) -> object:
+        def ours(i: int, xs: list[Any] = xs, d: int | None = d) -> object:
             return tw_sum(xs[i], d)
 
-        def peer(i: int, xs: list = xs, d: int | None = d) -> object:
+        def peer(i: int, xs: list[Any] = xs, d: int | None = d) -> object:
             return torch.sum(xs[i]) if d is None else torch.sum(xs[i], d)
 
         t = harness.time_pair(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from tilewise import sim
 from tilewise.errors import InputError
 from tilewise.sim import access
@@ -27,7 +29,7 @@ ACTIVE_MASKS = {"all": 0xFFFFFFFF, "half": 0x0000FFFF, "even": 0x55555555, "one"
     "A warp's 32 addresses: sectors and banks",
     ("space", "width", "preset", "expr", "active", "store", "atomic"),
 )
-def access_panel(p: Params) -> dict:
+def access_panel(p: Params) -> dict[str, Any]:
     """`tilewise.sim.analyze_access` on the 32 addresses an index expression gives.
 
     The counts (sectors and requests, or wavefronts and bank conflicts) are the simulator's,
@@ -54,7 +56,7 @@ def access_panel(p: Params) -> dict:
     addresses = [base + i * width for i in idx]
     mask = ACTIVE_MASKS[mask_name]
     counts = sim.analyze_access(addresses, width, space, active=mask, store=store, atomic=atomic)
-    lanes = []
+    lanes: list[dict[str, Any]] = []
     for lane, a in enumerate(addresses):
         words = range(a // access.BANK_BYTES, (a + width - 1) // access.BANK_BYTES + 1)
         lanes.append(

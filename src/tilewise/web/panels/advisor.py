@@ -6,6 +6,8 @@ on the H200, the measured best config and time stand beside the advice.
 
 from __future__ import annotations
 
+from typing import Any
+
 from tilewise.advise import advise
 from tilewise.web import measured
 from tilewise.web.params import Params
@@ -15,7 +17,7 @@ KERNELS = ("gemm", "attention", "decode", "grouped")
 MAX_DIM = 1 << 20  # the explorer's bound; `advise` has its own, larger ones
 
 
-def problem(kernel: str, p: Params) -> dict:
+def problem(kernel: str, p: Params) -> dict[str, Any]:
     """The problem dict `advise` takes (`tilewise.advise.problems.FIELDS`); `advise` checks the ranges."""
     dtype = p.choice("dtype", "bf16", ("bf16", "fp16"))
     if kernel == "gemm":
@@ -79,8 +81,8 @@ def problem(kernel: str, p: Params) -> dict:
         "rows",
     ),
 )
-def advisor_panel(p: Params) -> dict:
-    g = p.gpu(default="h200")
+def advisor_panel(p: Params) -> dict[str, Any]:
+    g = p.gpu()
     kernel = p.choice("kernel", "gemm", KERNELS)
     top_k = p.int("top_k", 5, 1, 20)
     prob = problem(kernel, p)
@@ -94,7 +96,7 @@ def advisor_panel(p: Params) -> dict:
         ms = sweep["times"].get(a.tag) if sweep else None
         d["measured_ms"] = ms
         # rank = 1 + the configs measured strictly faster (ties share a rank)
-        d["measured_rank"] = 1 + sum(t < ms for t in sweep["times"].values()) if ms is not None else None
+        d["measured_rank"] = 1 + sum(t < ms for t in sweep["times"].values()) if sweep and ms is not None else None
         advice.append(d)
     return {
         "gpu": gpu_summary(g),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from tilewise.advise import advise
 from tilewise.model import decode, roofline
 from tilewise.web import measured
@@ -16,7 +18,7 @@ DECODE_BATCHES = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
     "Decode: fragment padding and the roofline",
     ("gpu", "batch", "n", "k", "dtype"),
 )
-def decode_panel(p: Params) -> dict:
+def decode_panel(p: Params) -> dict[str, Any]:
     """`model.decode.decode_gemm_point` (fragment fill for mma and wgmma, the decode GEMM
     C[batch, n] = A[batch, k] x W[k, n] on the roofline) at the chosen batch and a series."""
 
@@ -26,7 +28,7 @@ def decode_panel(p: Params) -> dict:
     k = p.int("k", 8192, 1, 1 << 17)
     dtype = p.choice("dtype", "bf16", [d for d in ("bf16", "fp16", "fp8") if d in g.dense_macs_per_tc_per_cycle])
 
-    def point(b: int) -> dict:
+    def point(b: int) -> dict[str, Any]:
         d = decode.decode_gemm_point(b, k, n, dtype, g).to_dict()
         d["attainable_flops"] = d["achieved_tflops"] * 1e12  # unit change only
         return d

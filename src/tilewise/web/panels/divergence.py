@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from tilewise import sim
@@ -16,7 +18,7 @@ from tilewise.web.sim_kernels import KERNELS
     "Divergence: both sides of a branch",
     ("variant", "seed"),
 )
-def divergence_panel(p: Params) -> dict:
+def divergence_panel(p: Params) -> dict[str, Any]:
     """Two warps run a branchy kernel in the simulator (`tilewise.sim.launch`), one launch per warp;
     the trace gives each source line's warp instructions and active lanes."""
 

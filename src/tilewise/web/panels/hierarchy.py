@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from tilewise import gpus
 from tilewise.errors import InputError
 from tilewise.explain.gemm import explain
@@ -19,7 +21,7 @@ MAX_DRAWN_BLOCKS = 4096
     "Grid → blocks → SMs → warps",
     ("gpu", "m", "n", "k", "tile_m", "tile_n", "threads"),
 )
-def hierarchy(p: Params) -> dict:
+def hierarchy(p: Params) -> dict[str, Any]:
     """A GEMM's grid laid over the SMs, wave by wave, and one block cut into warps.
 
     Counts come from `explain.gemm.explain` (grid, warps, tiles, K steps) and
@@ -36,7 +38,7 @@ def hierarchy(p: Params) -> dict:
     tile_m = p.int("tile_m", 64, 16, 256)
     tile_n = p.int("tile_n", 128, 16, 256)
     threads = p.int("threads", 256, 32, g.max_threads_per_block)
-    rep = explain(m=m, n=n, k=k, gpu=g, tile=(tile_m, tile_n), threads=threads)
+    rep = explain(m=m, n=n, k=k, gpu=g.key, tile=(tile_m, tile_n), threads=threads)
     tiling, block, w = rep["tiling"], rep["block"], rep["waves"]
     blocks = tiling["blocks"]
     if blocks > MAX_DRAWN_BLOCKS:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from tilewise.model import roofline
 from tilewise.web.params import Params
 from tilewise.web.registry import gpu_summary, panel
@@ -12,7 +14,7 @@ from tilewise.web.registry import gpu_summary, panel
     "L2 and HBM: M, hit rate and the balance point",
     ("gpu", "m", "hit", "head_dim", "n"),
 )
-def l2_panel(p: Params) -> dict:
+def l2_panel(p: Params) -> dict[str, Any]:
     """`model.roofline.kv_tile_intensity` (N and d cancel, M remains) and `l2_reuse` at a hit
     rate, with utilisation over the hit rate and the needed hit rate over M."""
 

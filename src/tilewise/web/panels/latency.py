@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from tilewise.errors import InputError
 from tilewise.model import latency
 from tilewise.web.params import Params
@@ -13,7 +15,7 @@ from tilewise.web.registry import gpu_summary, panel
     "Latency hiding: try it",
     ("gpu", "kind", "latency", "width", "ilp", "threads", "registers", "stages", "stage_kb"),
 )
-def latency_panel(p: Params) -> dict:
+def latency_panel(p: Params) -> dict[str, Any]:
     """`model.latency.warps_to_hide_memory` / `warps_to_hide_issue` with the resident warps from
     occupancy, the same over block sizes, and `async_in_flight` for Hopper's one-block-per-SM way."""
 
@@ -28,7 +30,7 @@ def latency_panel(p: Params) -> dict:
     stages = p.int("stages", 4, 1, 16)
     stage_kb = p.int("stage_kb", 32, 1, 227)
 
-    def run(t: int):
+    def run(t: int) -> latency.LatencyHiding:
         if kind == "memory":
             return latency.warps_to_hide_memory(lat, int(width), ilp, g, t, registers)
         return latency.warps_to_hide_issue(lat, 1.0, ilp, g, t, registers)

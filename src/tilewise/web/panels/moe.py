@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from tilewise.errors import InputError
 from tilewise.model import waves
 from tilewise.web.params import Params
@@ -16,7 +18,7 @@ MAX_DRAWN_TILES = 2048
     "MoE: the persistent grouped GEMM's tile scheduler",
     ("gpu", "rows", "block_m", "n", "block_n", "programs", "k"),
 )
-def moe(p: Params) -> dict:
+def moe(p: Params) -> dict[str, Any]:
     """Per-expert tiles, their prefix sum, tile -> (expert, local tile) by binary search, and
     which persistent program takes which tile: `model.waves`'s grouped-GEMM functions."""
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from tilewise.model.occupancy import occupancy, what_if
 from tilewise.web import measured
 from tilewise.web.params import Params
@@ -13,7 +15,7 @@ from tilewise.web.registry import gpu_summary, panel
     "Occupancy: four limits, the tightest wins",
     ("gpu", "threads", "registers", "smem", "carveout", "barriers"),
 )
-def occupancy_panel(p: Params) -> dict:
+def occupancy_panel(p: Params) -> dict[str, Any]:
     """`model.occupancy.occupancy` for one configuration, and the calculator's what-if curves."""
 
     g = p.gpu()
@@ -22,7 +24,7 @@ def occupancy_panel(p: Params) -> dict:
     smem = p.size("smem", 0, 0, g.smem_per_block_optin)
     carveout = p.int("carveout", -1, -1, 100)
     barriers = p.int("barriers", 1, 0, g.max_barriers_per_block)
-    kw = dict(
+    kw: dict[str, Any] = dict(
         gpu=g,
         threads=threads,
         registers=registers,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from tilewise.model import pipeline
 from tilewise.web import measured
@@ -15,7 +16,7 @@ from tilewise.web.registry import gpu_summary, panel
     "Compare three designs",
     ("gpu", "head_dim", "n", "hit", "stages", "tiles"),
 )
-def pipeline_panel(p: Params) -> dict:
+def pipeline_panel(p: Params) -> dict[str, Any]:
     """`model.pipeline.compare` on per-tile times from `attention_tile_times`: each design's
     discrete-event timeline (the events to draw) and the Tensor Cores' utilisation."""
 
@@ -42,7 +43,7 @@ def pipeline_panel(p: Params) -> dict:
     }
 
 
-def _measured_designs() -> list[dict]:
+def _measured_designs() -> list[dict[str, Any]]:
     out = []
     for r in measured.design_rows():
         shape = re.search(r"S(\d+) D(\d+)", r["shape"])

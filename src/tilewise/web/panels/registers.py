@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from tilewise.errors import InputError
 from tilewise.model import tensorcore
 from tilewise.web.params import Params
@@ -13,7 +15,7 @@ from tilewise.web.registry import gpu_summary, hopper_gpu, panel
     "Registers and shared memory: N's upper bound",
     ("gpu", "n", "head_dim", "stages", "dtype"),
 )
-def registers_panel(p: Params) -> dict:
+def registers_panel(p: Params) -> dict[str, Any]:
     """`model.tensorcore.attention_tile_budget` for one consumer warpgroup's tile, the register
     total at every N, and `setmaxnreg_split` for 1 producer + 2 consumers."""
 

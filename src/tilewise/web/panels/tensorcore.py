@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from tilewise.model import tensorcore
 from tilewise.web.params import Params
 from tilewise.web.registry import gpu_summary, hopper_gpu, panel
@@ -12,7 +14,7 @@ from tilewise.web.registry import gpu_summary, hopper_gpu, panel
     "Feeding the Tensor Cores: drag N",
     ("gpu", "n", "dtype"),
 )
-def tensorcore_panel(p: Params) -> dict:
+def tensorcore_panel(p: Params) -> dict[str, Any]:
     """`model.tensorcore.smem_feed` (SS and RS) at one N, and `feed_table` over every legal N."""
 
     g = hopper_gpu(p)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from tilewise.errors import InputError
 from tilewise.model import traffic
 from tilewise.web.params import Params
@@ -16,7 +18,7 @@ MAX_TILING_STEPS = 4096
     "Output-stationary tiling, step by step",
     ("m", "n", "k", "block_m", "block_n", "block_k"),
 )
-def tiling(p: Params) -> dict:
+def tiling(p: Params) -> dict[str, Any]:
     """Output-stationary tiling: the Triton kernel's loops played one step at a time.
 
     Program (pid_m, pid_n) walks K in BLOCK_K steps, loading one A tile and one B tile per

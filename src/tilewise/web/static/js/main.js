@@ -13,7 +13,7 @@
     l2: "l2", pipeline: "pipeline", decode: "decode", moe: "moe",
   };
   const ctx = {
-    gpu: "h100-sxm",
+    gpu: null,  // set from /api/gpus's default (tilewise.gpus.DEFAULT_GPU) before any panel is built
     gpus: [],
     onGpu(fn) { listeners.push(fn); },
     gpuInfo() { return ctx.gpus.find((g) => g.key === ctx.gpu); },
