@@ -198,3 +198,72 @@ def test_builds_for_sm90_without_spills():
     assert r["stack_bytes"] == 0
     assert r["shared_bytes"] <= 232448
     assert r["asm"]["ptx"].count("setmaxnreg") > 0
+
+
+def _cta_loads(sched, nprog, weigh):
+    off, tiles = sched[: nprog + 1], sched[nprog + 1 :]
+    return [sum(weigh(t) for t in tiles[off[p] : off[p + 1]]) for p in range(nprog)]
+
+
+@pytest.mark.parametrize(
+    "bh, s_q, s_k, d",
+    [(16, 32768, 32768, 128), (32, 8192, 8192, 128), (8, 16384, 16384, 256), (3, 1000, 1300, 64), (2, 300, 127, 128),
+     (1, 1, 1, 128)],
+)  # fmt: skip
+def test_lpt_schedule_covers_every_tile_once_and_balances(bh, s_q, s_k, d):
+    """Each tile of the persistent order goes to exactly one CTA; the busiest CTA's work (key tiles + the
+    per-tile overhead) is within 6% of the mean, where every grid-th tile with the mirrored order leaves
+    B1 H16 S32k's busiest CTA 1.5x the mean; a CTA's tiles keep the L2 order (ascending)."""
+    nprog = 132
+    cfg = ag.gluon_config(d, "pingpong")
+    num_m = -(-s_q // ag.ROWS_PER_CTA)
+    group = ag.head_group(bh, s_k, d, 2)
+    sched = ag.lpt_schedule(bh, num_m, group, s_q, s_k, cfg.block_n, True, nprog)
+    total = bh * num_m
+    off, tiles = sched[: nprog + 1], sched[nprog + 1 :]
+    assert off[0] == 0 and off[-1] == total and all(a <= b for a, b in zip(off, off[1:]))
+    assert sorted(tiles) == list(range(total))
+    for p in range(nprog):
+        seg = tiles[off[p] : off[p + 1]]
+        assert list(seg) == sorted(seg)
+
+    def weigh(t):
+        return ag.tile_key_tiles(t, bh, num_m, group, s_q, s_k, cfg.block_n, True)[1] + ag.TILE_OVERHEAD
+
+    loads = _cta_loads(sched, nprog, weigh)
+    if total >= 4 * nprog:
+        assert max(loads) <= 1.06 * sum(loads) / nprog
+    rr = [sum(weigh(t) for t in range(p, total, nprog)) for p in range(nprog)]
+    assert max(loads) <= max(rr) + 1e-9  # never worse than every grid-th tile
+
+
+def test_tile_key_tiles_is_the_causal_triangle():
+    # S 1000, 128-row CTA tiles, 128-key tiles: the last query tile (rows 896..999) sees all 8 key tiles,
+    # the first (rows 0..127) one; Sq 300 > Sk 127 (bottom-right aligned): the first tile sees no key
+    assert ag.tile_key_tiles(0, 1, 8, 1, 1000, 1000, 128, True) == (0, 8)
+    assert ag.tile_key_tiles(7, 1, 8, 1, 1000, 1000, 128, True) == (0, 1)
+    assert ag.tile_key_tiles(2, 1, 3, 1, 300, 127, 128, True) == (0, 0)
+    assert ag.tile_key_tiles(5, 2, 8, 2, 1000, 1000, 128, False) == (1, 8)
+    assert ag.gluon_config(128, "pingpong").lpt is ag.LPT
+    assert ag.kernel_constexprs(ag.gluon_config(128, "pingpong"), causal=False)["TABLE"] is False
+    assert ag.kernel_constexprs(ag.gluon_config(128, "pingpong"), causal=True)["TABLE"] is ag.LPT
+
+
+def test_shape_config_turn_order_and_causal_schedule():
+    """The per-problem ping-pong config: the turn order off for non-causal problems of >= TURN_FREE_KEYS keys;
+    the table where the arithmetic order leaves the busiest CTA LPT_MIN_GAIN more work (B1 H16 S32768 D128
+    causal: 1.5x estimated), not where it is balanced (B16 H32/4 S1024 D128 causal)."""
+
+    def cfg(bh, s, d, causal):
+        tiles = bh * -(-s // ag.ROWS_PER_CTA)
+        return ag.shape_config(d, "bf16", bh, s, s, causal, min(132, tiles), ag.head_group(bh, s, d, 2))
+
+    assert cfg(16, 32768, 128, True).lpt and cfg(16, 32768, 128, True).pingpong
+    assert not cfg(512, 1024, 128, True).lpt
+    assert not cfg(16, 32768, 128, False).pingpong and not cfg(16, 32768, 128, False).lpt
+    assert cfg(256, 1024, 128, False).pingpong and cfg(256, 4095, 256, False).pingpong
+    assert not cfg(8, 4096, 256, False).pingpong
+    import dataclasses
+
+    base = ag.gluon_config(256, "pingpong")
+    assert cfg(8, 4096, 256, False) == dataclasses.replace(base, pingpong=False, lpt=False)

@@ -207,3 +207,29 @@ def test_wide_rows_take_the_narrowed_tile(d, dtype):
     q, k, v = rand(2, 4, d, dtype=dtype), rand(2, 2, 200, d, dtype=dtype), rand(2, 2, 200, d, dtype=dtype)
     check(q, k, v, [200, 77])
     check(q, k, v, [129, 200], num_splits=3)
+
+
+@pytest.mark.parametrize("merge", ["inline", "launch"])
+@pytest.mark.parametrize("splits", [2, 3, 7])
+def test_merge_placements_agree_with_float64(merge, splits):
+    """Both merge placements (last split in the launch; a second kernel) on ragged lengths, GQA 4, empty
+    splits and an empty sequence; the second call reuses the plan (and, inline, the counters it reset)."""
+    lens = [130, 0, 200, 1, 57]
+    q = rand(5, 8, 32, dtype=torch.float16)
+    k, v = rand(5, 2, 200, 32, dtype=torch.float16), rand(5, 2, 200, 32, dtype=torch.float16)
+    for _ in range(2):
+        out, lse = check(q, k, v, torch.tensor(lens), num_splits=splits, merge=merge, tile=(16, 4, 1))
+    assert (lse[1] == float("-inf")).all()
+
+
+def test_merge_placement_is_the_models_and_checked():
+    from tilewise.model.predict import decode_merge
+
+    p = {"batch": 1, "heads": 32, "kv_heads": 8, "seq_len": 1024, "head_dim": 128, "dtype": "bf16"}
+    c = {"block_n": 64, "num_warps": 4, "num_stages": 3, "num_splits": 16}
+    got = dec_mod.merge_placement(1, 32, 8, 1024, 128, torch.bfloat16, "h200", 64, 4, 3, 16)
+    assert got == (decode_merge(p, c, "h200", graph=True), decode_merge(p, c, "h200", graph=False))
+    assert dec_mod.merge_placement(1, 32, 8, 1024, 128, torch.bfloat16, "h200", 64, 4, 3, 1) == ("inline", "inline")
+    q, k = rand(1, 4, 16, dtype=torch.float32), rand(1, 4, 64, 16, dtype=torch.float32)
+    with pytest.raises(InputError, match="merge must be one of inline, launch"):
+        decode_attention(q, k, k, [64], num_splits=2, merge="later")

@@ -89,3 +89,32 @@ def test_decode_attention_gqa():
 def test_bad_input(call, text):
     with pytest.raises(InputError, match=text):
         call()
+
+
+def test_decode_merge_cost_and_choice():
+    """The merge's cost (predict.decode_merge_s): nothing for one split; the second launch pays a launch and
+    runs once; the in-launch merge pays a counter round trip per program generation, so it loses under a
+    CUDA graph once the SMs run several generations of split programs, and wins eagerly when the host's
+    second launch is the longer part of the step."""
+    from tilewise.model import predict as pr
+
+    m = pr.machine("h200")
+    assert pr.decode_merge_s(m, "inline", 8, 8, 4, 1, 128, 3, 1) == 0.0
+    one = pr.decode_merge_s(m, "inline", 8, 8, 4, 4, 128, 1, 1)
+    many = pr.decode_merge_s(m, "inline", 8, 8, 4, 4, 128, 6, 1)
+    assert many > one + 5 * pr.DECODE_INLINE_GEN * m.latency_s * 0.99
+    launch = pr.decode_merge_s(m, "launch", 8, 8, 4, 4, 128, 6, 1)
+    assert launch == pr.decode_merge_s(m, "launch", 8, 8, 4, 4, 128, 1, 1) and launch < many
+    with pytest.raises(InputError, match="merge must be one of"):
+        pr.decode_merge_s(m, "later", 8, 8, 4, 4, 128, 1, 1)
+    p = {"batch": 1, "heads": 32, "kv_heads": 8, "seq_len": 1024, "head_dim": 128, "dtype": "bf16"}
+    c = {"block_n": 64, "num_warps": 4, "num_stages": 3, "num_splits": 16}
+    assert pr.decode_merge(p, c, graph=False) == "inline"  # a 6 us step: the host's second launch would cost more
+    assert pr.decode_merge(p, c, graph=True) == "inline"  # one generation: the launch's fill costs more
+    # 16 splits of B16 Hq32 Hkv8 L8k on 128-key tiles: 2,048 programs, 16 generations of one per SM (measured:
+    # the second launch 10.5 us faster in a CUDA graph)
+    many_p = {**p, "batch": 16, "seq_len": 8192}
+    assert pr.decode_merge(many_p, {**c, "block_n": 128, "num_splits": 16}, graph=True) == "launch"
+    assert pr.decode_merge(p, {**c, "num_splits": 1}) == "inline"
+    t = {g: pr.predict("decode", p, {**c, "merge": g}).ms for g in pr.DECODE_MERGES}
+    assert pr.decode_merge(p, c, graph=True) == min(t, key=t.get)

@@ -29,8 +29,10 @@
 # attention      attention_fa3_headline.json   README attention (Gluon FA3) B4 H32 S4096 D128 non-causal; causal
 # mhmoe          mhmoe_train.json              README MultiHeadMoE training (shape 0: T 4096, H 16, 8 experts of 256)
 # Not here (over the budget): the Gluon GEMM's rows (README matmul Gluon GEMM and dispatched rows, docs/kernels.md)
-# come from benchmarks/gemm_gluon_device.sh OUT_DIR (~175 s), gemm_gluon_probe.json from its probe; the rest of
-# benchmarks/results/ is history (each file says why).
+# come from benchmarks/gemm_gluon_device.sh OUT_DIR (~175 s), gemm_gluon_probe.json from its probe; docs/kernels.md's
+# attention and decode sweeps (attention_sweep.json, decode_sweep.json) from benchmarks/attention_sweep_device.sh
+# (~150 s) and benchmarks/decode_sweep_device.sh (~85 s); the rest of benchmarks/results/ is history (each file
+# says why).
 set -uo pipefail
 
 DRY=0

@@ -606,14 +606,16 @@ _register(
 )
 
 BUILTIN = tuple(_REGISTRY)  # the entries above; `load` adds users' own beside them
+
+
 # The GPU every part of tilewise assumes when the caller names none: the reports, the advisor, the
 # explorer, the model's functions, the benchmarks' model columns and the kernels' CPU-side plans. The H200,
 # because every measurement behind tilewise is on one: the calibration of the time model
 # (model/calibration/h200.json, the only GPU with one), the sweeps and the committed benchmark results
 # (benchmarks/results/h200/), the explorer's measured rows. A default that differs from the machine that
 # was measured would print model figures that nothing in the tree can be checked against. (An H200 is an
-# H100 SXM's 132 SMs at the same clocks with 4.8 instead of 3.35 TB/s of HBM; the seeds' H100 figures
-# are computed with gpu="h100-sxm".)
+# H100 SXM's 132 SMs at the same clocks with 4.8 instead of 3.35 TB/s of HBM; the H100 datasheet figures
+# the tests check, such as 989.4 TFLOP/s dense bf16, are computed with gpu="h100-sxm".)
 DEFAULT_GPU = "h200"
 
 

@@ -126,3 +126,95 @@ def test_gluon_strided_bshd():
     out, lse = gluon_attention(q, k, v, causal=True)
     ro, rl = reference64(q, k, v, True)
     check(out, lse, ro, rl, torch.bfloat16)
+
+
+@pytest.mark.parametrize("d", [64, 128, 256])
+@pytest.mark.parametrize("shape", SHAPES + [(3, 6, 2, 2000, 2000)])
+@pytest.mark.parametrize("variant", ["lpt", "lpt_noturn", "round_robin"])
+def test_gluon_causal_schedules(d, shape, variant):
+    """Causal tiles in the host's longest-first table (`lpt_schedule`), with and without the consumers' turn
+    order, and the arithmetic round-robin order: every tile is computed once (a tile run twice or never
+    shows up against float64 on NaN-poisoned outputs)."""
+    import dataclasses
+
+    from tilewise.kernels import attention_gluon as ag
+
+    B, H, Hk, Sq, Sk = shape
+    cfg = ag.gluon_config(d, "pingpong")
+    cfg = dataclasses.replace(cfg, lpt=variant != "round_robin", pingpong=variant != "lpt_noturn")
+    q, k, v = make(B, H, Hk, Sq, Sk, d, torch.bfloat16, seed=hash((d, shape, variant)) % 2**31)
+    poison(B * H * Sq * d)
+    out, lse = ag.gluon_attention(q, k, v, causal=True, config=cfg)
+    ro, rl = reference64(q, k, v, True)
+    check(out, lse, ro, rl, torch.bfloat16)
+
+
+@pytest.mark.parametrize("d", [128, 256])
+def test_gluon_causal_schedule_under_graph_capture(d):
+    """The table is built on the first call outside the capture; a shape first seen inside a capture runs the
+    arithmetic order (no host-to-device copy can be captured). Both replay right with fresh inputs, fp16."""
+    import dataclasses
+
+    from tilewise.kernels import attention
+    from tilewise.kernels import attention_gluon as ag
+
+    q, k, v = make(2, 8, 2, 1531, 1531, d, torch.float16, seed=11 + d)
+    q2, k2, v2 = make(1, 4, 4, 999, 999, d, torch.float16, seed=12 + d)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        attention(q, k, v, causal=True)
+        # compile the round-robin build the capture will take for the new shape (no compile inside a capture)
+        rr = dataclasses.replace(ag.gluon_config(d, "pingpong", "fp16"), lpt=False)
+        ag.gluon_attention(q2, k2, v2, causal=True, config=rr)
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out, lse = attention(q, k, v, causal=True)
+        out2, lse2 = attention(q2, k2, v2, causal=True)
+    for t in (q, k, v, q2, k2, v2):
+        t.normal_()
+    g.replay()
+    torch.cuda.synchronize()
+    check(out, lse, *reference64(q, k, v, True), torch.float16)
+    check(out2, lse2, *reference64(q2, k2, v2, True), torch.float16)
+
+
+@pytest.mark.parametrize("d", [128, 256])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_gluon_non_causal_without_turn_order(d, shape):
+    """The two consumers without the turn order (`pingpong=False`: the dispatch's non-causal config from
+    TURN_FREE_KEYS keys on) against float64, fp16."""
+    import dataclasses
+
+    from tilewise.kernels import attention_gluon as ag
+
+    B, H, Hk, Sq, Sk = shape
+    cfg = dataclasses.replace(ag.gluon_config(d, "pingpong", "fp16"), pingpong=False)
+    q, k, v = make(B, H, Hk, Sq, Sk, d, torch.float16, seed=hash((d, shape, "noturn")) % 2**31)
+    poison(B * H * Sq * d)
+    out, lse = ag.gluon_attention(q, k, v, causal=False, config=cfg)
+    check(out, lse, *reference64(q, k, v, False), torch.float16)
+
+
+def test_causal_table_is_built_without_a_synchronizing_call():
+    """The first causal call of a shape builds its table on the device; the bench harness warms up under torch's
+    sync debug mode "error", so that build must not synchronize (pinned memory, non-blocking copy)."""
+    import warnings
+
+    from tilewise.kernels import attention_gluon as ag
+
+    q, k, v = make(1, 16, 16, 8192 + 64, 8192 + 64, 128, torch.bfloat16, seed=21)
+    bh, num_m = 16, -(-(8192 + 64) // ag.ROWS_PER_CTA)
+    group = ag.head_group(bh, 8192 + 64, 128, 2)
+    assert ag.use_lpt(bh, num_m, group, 8192 + 64, 8192 + 64, 128, min(132, bh * num_m), True)
+    ag.gluon_attention(q[:, :, :64], k, v, causal=True)  # compile first (compiling may synchronize)
+    prev = torch.cuda.get_sync_debug_mode()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        torch.cuda.set_sync_debug_mode("error")
+    try:
+        out, lse = ag.gluon_attention(q, k, v, causal=True)
+    finally:
+        torch.cuda.set_sync_debug_mode(prev)
+    check(out, lse, *reference64(q, k, v, True), torch.bfloat16)

@@ -78,14 +78,14 @@ def test_split_decode_one_launch_right_and_deterministic(hq, hk):
     v = torch.randn(4, hk, 8192, 128, device=DEV, dtype=torch.bfloat16)
     tl = torch.tensor(lens, device=DEV, dtype=torch.int32)
     dec._PLANS.clear()
-    out, lse = dec.decode_attention(q, k, v, tl, num_splits=16)
+    out, lse = dec.decode_attention(q, k, v, tl, num_splits=16, merge="inline")
     (plan,) = dec._PLANS.values()
     assert plan.ws_numel and plan.launcher.grid[0] == 16
     ro, rl = _decode_ref(q, k, v, lens)
     assert_close(out.reshape(ro.shape), ro, atol=2e-2, what="out")
     assert_close(lse, rl, atol=1e-3, what="lse")
     for _ in range(20):
-        o2, l2 = dec.decode_attention(q, k, v, tl, num_splits=16)
+        o2, l2 = dec.decode_attention(q, k, v, tl, num_splits=16, merge="inline")
         assert torch.equal(o2, out) and torch.equal(l2, lse), "the merge must not depend on arrival order"
     _counters_zero()
 

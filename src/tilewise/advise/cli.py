@@ -256,7 +256,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--layout", default=None, help="gemm: nn (B [K, N]) or nt (a @ w.T, w [N, K]); default nn")
     p.add_argument("--causal", action="store_true", help="attention: causal mask")
     p.add_argument("--backward", action="store_true", help="attention: the backward's tiles (dK/dV, dQ)")
-    p.add_argument("--gpu", default="h200", help="a registry GPU (tilewise gpus) or a GPU file (.toml/.json)")
+    p.add_argument(
+        "--gpu",
+        default=_gpus.DEFAULT_GPU,
+        help=f"a registry GPU (tilewise gpus) or a GPU file (.toml/.json) (default {_gpus.DEFAULT_GPU})",
+    )
     p.add_argument("--top", type=cli_int, default=None, help="how many configs (default 5)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--validate", action="store_true", help="the verdict on the committed sweep fixtures")

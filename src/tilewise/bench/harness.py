@@ -35,12 +35,12 @@ from pathlib import Path
 from typing import Any
 
 from tilewise import gpus as _gpus
+from tilewise import version as _version_module
 from tilewise.advise.problems import KERNELS, normalize
 from tilewise.bench import timing
 from tilewise.errors import InputError
 from tilewise.model import roofline
 from tilewise.model.predict import predict
-from tilewise.version import __version__ as _version
 
 ROW_KEYS = (
     "kernel", "shape", "dtype", "peer", "ours_ms", "peer_ms", "speedup", "tflops", "tbps",
@@ -86,7 +86,7 @@ def source_state() -> dict[str, Any]:
     From git when tilewise runs from a source checkout (src/tilewise under a work tree); otherwise from
     the environment, TILEWISE_COMMIT and TILEWISE_DIRTY (1/true/yes or 0/false/no) -- a copy of the tree
     without .git, as a remote GPU machine gets, sets them; "unknown" for what neither says."""
-    state: dict[str, Any] = {"version": _version, "commit": "unknown", "dirty": "unknown"}
+    state: dict[str, Any] = {"version": _version_module.__version__, "commit": "unknown", "dirty": "unknown"}
     root = _checkout_root()
     if root is not None:
         head = _git(root, "rev-parse", "HEAD")

@@ -21,7 +21,9 @@ FA3's design, one partition per role (`gl.warp_specialize`):
   Tensor Cores do not idle during softmax).
 * persistent grid: one CTA per SM walks the tiles t = pid, pid + grid, ...; tiles are ordered in
   groups of heads whose K/V fit in L2 together, and inside a group the longest query tiles
-  (most keys under a causal mask) first, so the short tiles fill the tail.
+  (most keys under a causal mask) first, so the short tiles fill the tail. Causal problems that
+  order leaves unbalanced follow a host-built table instead (`lpt_schedule`: each tile, in the same
+  order, to the CTA with the least work so far; `shape_config` decides per problem).
 
 The same code builds the two simpler designs (`DESIGNS`):
   (a) "serial": one consumer (8 warps, 128 rows in one instruction stream), a ring of 1 stage:
@@ -114,6 +116,7 @@ class GluonConfig:
     reason: str = ""
     q_late: bool = True  # request the first K/V tile of a CTA tile before its Q (see _producer)
     snake: bool = True  # mirror the tile order every other round (see _tile_at)
+    lpt: bool = True  # causal: CTAs follow the host's longest-first table (`lpt_schedule`), not every grid-th tile
 
 
 # Block N per head dim. N = 128 makes each wgmma's compute/shared-memory-feed ratio 1.33
@@ -127,12 +130,18 @@ _MAX_STAGES = 4
 # Scheduling defaults (benchmarks/attention_fa3.py --variants measures each against its alternative).
 Q_LATE = True
 SNAKE = True
+LPT = True
 L2_FRACTION = 0.4  # of the 60 MiB L2: the K/V of one head group (0.4 -> 12 heads at S 4096, D 128, bf16)
 
 
 @functools.lru_cache(maxsize=64)
 def gluon_config(
-    head_dim: int, design: str = "pingpong", dtype: str = "bf16", q_late: bool | None = None, snake: bool | None = None
+    head_dim: int,
+    design: str = "pingpong",
+    dtype: str = "bf16",
+    q_late: bool | None = None,
+    snake: bool | None = None,
+    lpt: bool | None = None,
 ) -> GluonConfig:
     """Tile, ring depth and register split for one design, from `tilewise.model.tensorcore`."""
     from tilewise.model.tensorcore import register_budget, setmaxnreg_split, smem_budget
@@ -173,6 +182,7 @@ def gluon_config(
         reason=reason,
         q_late=Q_LATE if q_late is None else bool(q_late),
         snake=SNAKE if snake is None else bool(snake),
+        lpt=LPT if lpt is None else bool(lpt),
     )
 
 
@@ -215,6 +225,23 @@ if _IMPORT_ERROR is None:
         return t
 
     @gluon.jit
+    def _tile_count(sched_ptr, pid, nprog, total, TABLE: gl.constexpr):
+        """Tiles CTA pid runs: every grid-th one, or (TABLE) its segment of the host's schedule (`lpt_schedule`)."""
+        n = (total - pid + nprog - 1) // nprog
+        if TABLE:
+            n = gl.load(sched_ptr + pid + 1) - gl.load(sched_ptr + pid)
+        return n
+
+    @gluon.jit
+    def _tile_id(sched_ptr, r, pid, nprog, total, snake, TABLE: gl.constexpr):
+        """The r-th tile of CTA pid: `_tile_at`, or (TABLE) entry r of its segment of the schedule."""
+        if TABLE:
+            t = gl.load(sched_ptr + nprog + 1 + gl.load(sched_ptr + pid) + r)
+        else:
+            t = _tile_at(r, pid, nprog, total, snake)
+        return t
+
+    @gluon.jit
     def _load_q(q_desc, q_smem, q_full, q_empty, b, h, m0, tile_count, BLOCK_M: gl.constexpr,
                 CONSUMERS: gl.constexpr):  # fmt: skip
         for c in gl.static_range(CONSUMERS):
@@ -225,16 +252,17 @@ if _IMPORT_ERROR is None:
 
     @gluon.jit
     def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty,
-                  num_heads, num_kv_heads, seq_q, seq_k, num_m, group, total, snake,
+                  num_heads, num_kv_heads, seq_q, seq_k, num_m, group, total, snake, sched_ptr,
                   BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
-                  CONSUMERS: gl.constexpr, Q_LATE: gl.constexpr, CAUSAL: gl.constexpr):  # fmt: skip
+                  CONSUMERS: gl.constexpr, Q_LATE: gl.constexpr, CAUSAL: gl.constexpr,
+                  TABLE: gl.constexpr):  # fmt: skip
         pid = gl.program_id(0)
         nprog = gl.num_programs(0)
         num_bh = total // num_m  # B * H
         kv_count = 0
         tile_count = 0
-        for r in range(0, (total - pid + nprog - 1) // nprog):
-            t = _tile_at(r, pid, nprog, total, snake)
+        for r in range(0, _tile_count(sched_ptr, pid, nprog, total, TABLE)):
+            t = _tile_id(sched_ptr, r, pid, nprog, total, snake, TABLE)
             bh, m0, _n_keys, n_tiles = _tile_info(
                 t, num_bh, num_m, group, seq_q, seq_k, BLOCK_M * CONSUMERS, BLOCK_N, CAUSAL
             )
@@ -287,10 +315,11 @@ if _IMPORT_ERROR is None:
     @gluon.jit
     def _consumer(q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, turn,
                   o_ptr, lse_ptr, stride_ob, stride_oh, stride_om,
-                  num_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale,
+                  num_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale, sched_ptr,
                   C: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
                   STAGES: gl.constexpr, CONSUMERS: gl.constexpr, WARPS: gl.constexpr, OVERLAP: gl.constexpr,
-                  PINGPONG: gl.constexpr, SPLIT_RELEASE: gl.constexpr, CAUSAL: gl.constexpr):  # fmt: skip
+                  PINGPONG: gl.constexpr, SPLIT_RELEASE: gl.constexpr, CAUSAL: gl.constexpr,
+                  TABLE: gl.constexpr):  # fmt: skip
         dtype: gl.constexpr = q_smem.dtype
         s_layout: gl.constexpr = gl.NVMMADistributedLayout(
             version=[3, 0], warps_per_cta=[WARPS, 1], instr_shape=[16, BLOCK_N, 16]
@@ -311,8 +340,8 @@ if _IMPORT_ERROR is None:
         kv_count = 0
         tile_count = 0
         turn_count = 0
-        for r in range(0, (total - pid + nprog - 1) // nprog):
-            t = _tile_at(r, pid, nprog, total, snake)
+        for r in range(0, _tile_count(sched_ptr, pid, nprog, total, TABLE)):
+            t = _tile_id(sched_ptr, r, pid, nprog, total, snake, TABLE)
             bh, m0, n_keys, n_tiles = _tile_info(
                 t, num_bh, num_m, group, seq_q, seq_k, BLOCK_M * CONSUMERS, BLOCK_N, CAUSAL
             )
@@ -450,13 +479,14 @@ if _IMPORT_ERROR is None:
 
     # sizes are not specialized (a new Sq would otherwise recompile whenever its divisibility by 16 changes)
     @gluon.jit(do_not_specialize=["num_heads", "num_kv_heads", "seq_q", "seq_k", "num_m", "group", "total", "snake"])
-    def _fa3_fwd_kernel(q_desc, k_desc, v_desc, o_ptr, lse_ptr,
+    def _fa3_fwd_kernel(q_desc, k_desc, v_desc, o_ptr, lse_ptr, sched_ptr,
                         stride_ob, stride_oh, stride_om,
                         num_heads, num_kv_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale,
                         HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
                         STAGES: gl.constexpr, CONSUMERS: gl.constexpr, OVERLAP: gl.constexpr,
                         PINGPONG: gl.constexpr, SPLIT_RELEASE: gl.constexpr, Q_LATE: gl.constexpr,
-                        CAUSAL: gl.constexpr, PRODUCER_REGS: gl.constexpr, CONSUMER_REGS: gl.constexpr):  # fmt: skip
+                        CAUSAL: gl.constexpr, PRODUCER_REGS: gl.constexpr, CONSUMER_REGS: gl.constexpr,
+                        TABLE: gl.constexpr):  # fmt: skip
         gl.static_assert(CONSUMERS == 1 or CONSUMERS == 2)
         gl.static_assert(STAGES >= 2 or not OVERLAP)  # the overlapped loop holds two stages at once
         dtype: gl.constexpr = q_desc.dtype
@@ -496,15 +526,17 @@ if _IMPORT_ERROR is None:
                 [
                     (_consumer, (q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, turn,
                                  o_ptr, lse_ptr, stride_ob, stride_oh, stride_om,
-                                 num_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale,
-                                 zero, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, two, four, OVERLAP, PINGPONG, SPLIT_RELEASE, CAUSAL)),
+                                 num_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale, sched_ptr,
+                                 zero, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, two, four, OVERLAP, PINGPONG, SPLIT_RELEASE, CAUSAL,
+                                 TABLE)),
                     (_consumer, (q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, turn,
                                  o_ptr, lse_ptr, stride_ob, stride_oh, stride_om,
-                                 num_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale,
-                                 one, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, two, four, OVERLAP, PINGPONG, SPLIT_RELEASE, CAUSAL)),
+                                 num_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale, sched_ptr,
+                                 one, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, two, four, OVERLAP, PINGPONG, SPLIT_RELEASE, CAUSAL,
+                                 TABLE)),
                     (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full,
                                  k_empty, v_empty, num_heads, num_kv_heads, seq_q, seq_k, num_m, group, total,
-                                 snake, BLOCK_M, BLOCK_N, STAGES, CONSUMERS, Q_LATE, CAUSAL)),
+                                 snake, sched_ptr, BLOCK_M, BLOCK_N, STAGES, CONSUMERS, Q_LATE, CAUSAL, TABLE)),
                 ],
                 [4, 1],
                 [CONSUMER_REGS, PRODUCER_REGS],
@@ -514,11 +546,12 @@ if _IMPORT_ERROR is None:
                 [
                     (_consumer, (q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, turn,
                                  o_ptr, lse_ptr, stride_ob, stride_oh, stride_om,
-                                 num_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale,
-                                 zero, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, one, eight, OVERLAP, PINGPONG, SPLIT_RELEASE, CAUSAL)),
+                                 num_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale, sched_ptr,
+                                 zero, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, one, eight, OVERLAP, PINGPONG, SPLIT_RELEASE, CAUSAL,
+                                 TABLE)),
                     (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full,
                                  k_empty, v_empty, num_heads, num_kv_heads, seq_q, seq_k, num_m, group, total,
-                                 snake, BLOCK_M, BLOCK_N, STAGES, CONSUMERS, Q_LATE, CAUSAL)),
+                                 snake, sched_ptr, BLOCK_M, BLOCK_N, STAGES, CONSUMERS, Q_LATE, CAUSAL, TABLE)),
                 ],
                 [1],
                 [PRODUCER_REGS],
@@ -588,7 +621,8 @@ def use_gluon(q, k, v, scale) -> bool:
 # ---------------------------------------------------------------------------- launcher
 
 
-def kernel_constexprs(cfg: GluonConfig, causal: bool) -> dict:
+def kernel_constexprs(cfg: GluonConfig, causal: bool, table: bool | None = None) -> dict:
+    """The kernel's compile-time arguments; `table`: the CTAs read `lpt_schedule` (default: cfg.lpt and causal)."""
     return dict(
         HEAD_DIM=cfg.head_dim,
         BLOCK_M=cfg.rows_per_consumer,
@@ -602,6 +636,7 @@ def kernel_constexprs(cfg: GluonConfig, causal: bool) -> dict:
         CAUSAL=bool(causal),
         PRODUCER_REGS=cfg.producer_regs,
         CONSUMER_REGS=cfg.consumer_regs,
+        TABLE=bool(cfg.lpt and causal) if table is None else bool(table),
     )
 
 
@@ -628,6 +663,151 @@ def head_group(
     return max(1, min(batch_heads, int(l2_bytes * f) // max(per_head, 1)))
 
 
+# A CTA tile's fixed work (Q load, the first Q K^T and the last P V that nothing overlaps, the epilogue),
+# counted in key tiles when `lpt_schedule` weighs the tiles: an estimate from the overlapped loop's shape
+# (one S = QK^T and one P V outside the steady state, plus the output store), not a measurement.
+TILE_OVERHEAD = 1.5
+
+
+def tile_key_tiles(t: int, batch_heads: int, num_m: int, group: int, seq_q: int, seq_k: int, block_n: int,
+                   causal: bool) -> tuple[int, int]:  # fmt: skip
+    """(b*h index, key tiles) of tile t of the persistent order: `_tile_info` on the host."""
+    per_group = group * num_m
+    g, r = divmod(t, per_group)
+    gs = min(batch_heads - g * group, group)
+    m_blk = num_m - 1 - r // gs
+    keys = seq_k
+    if causal:
+        keys = min(max(m_blk * ROWS_PER_CTA + ROWS_PER_CTA + seq_k - seq_q, 0), seq_k)
+    return g * group + r % gs, cdiv(keys, block_n)
+
+
+@functools.lru_cache(maxsize=256)
+def lpt_schedule(batch_heads: int, num_m: int, group: int, seq_q: int, seq_k: int, block_n: int, causal: bool,
+                 nprog: int) -> tuple[int, ...]:  # fmt: skip
+    """The persistent CTAs' tiles, longest processing time first: offsets[nprog + 1], then each CTA's tiles.
+
+    The tiles keep the L2 order (head groups one after another, longest tile first inside a group), and each
+    goes to the CTA with the least work so far (key tiles + TILE_OVERHEAD per tile). Every grid-th tile
+    instead leaves the last CTA to finish with up to 1.5x the mean work under a causal mask (B1 H16 S32k:
+    4,096 tiles of 2..256 key tiles on 132 CTAs, 1.51x with the mirrored order, 1.04x without; this table 1.00x).
+    """
+    import heapq
+
+    loads = [(0.0, p) for p in range(nprog)]
+    own: list[list[int]] = [[] for _ in range(nprog)]
+    for t in range(batch_heads * num_m):
+        _bh, n = tile_key_tiles(t, batch_heads, num_m, group, seq_q, seq_k, block_n, causal)
+        load, p = heapq.heappop(loads)
+        own[p].append(t)
+        heapq.heappush(loads, (load + n + TILE_OVERHEAD, p))
+    offsets = [0]
+    for lst in own:
+        offsets.append(offsets[-1] + len(lst))
+    return tuple(offsets) + tuple(t for lst in own for t in lst)
+
+
+def round_robin_tiles(pid: int, nprog: int, total: int, snake: bool) -> list[int]:
+    """CTA pid's tiles in the arithmetic order: `_tile_at` on the host."""
+    out = []
+    for r in range((total - pid + nprog - 1) // nprog):
+        t = r * nprog + pid
+        if snake and r % 2 == 1 and (r + 1) * nprog <= total:
+            t = r * nprog + nprog - 1 - pid
+        out.append(t)
+    return out
+
+
+# The table is taken when it shortens the busiest CTA's work by more than this share (the host's estimate,
+# key tiles + TILE_OVERHEAD per tile). On the H200 sweep (benchmarks/results/h200/attention_sweep.json) the
+# table won where the arithmetic order is unbalanced (B1 H16 S32768 D128 causal 429 -> 655 TFLOP/s: 1.51x
+# estimated) and lost where it is balanced already (GQA B16 H32/4 S1024 D128 causal, 1.00x: 392 -> 365).
+LPT_MIN_GAIN = 0.02
+
+
+@functools.lru_cache(maxsize=512)
+def busiest_cta(batch_heads: int, num_m: int, group: int, seq_q: int, seq_k: int, block_n: int, causal: bool,
+                nprog: int, lpt: bool, snake: bool) -> tuple[int, int]:  # fmt: skip
+    """(key tiles, CTA tiles) of the CTA with the most work (key tiles + TILE_OVERHEAD per tile, the host's
+    estimate) under the arithmetic order or (`lpt`) the table: what `tilewise.model.pipeline.persistent_forward_ms`
+    takes. Python over every tile, once per shape (`use_lpt` on B1 H32 S131072, 32,768 tiles: 75 ms, 2.3 us a
+    tile for both orders)."""
+    total = batch_heads * num_m
+    if lpt:
+        sched = lpt_schedule(batch_heads, num_m, group, seq_q, seq_k, block_n, causal, nprog)
+        lists = [sched[nprog + 1 + sched[p] : nprog + 1 + sched[p + 1]] for p in range(nprog)]
+    else:
+        lists = [round_robin_tiles(p, nprog, total, snake) for p in range(nprog)]
+    best = (-1.0, 0, 0)
+    for lst in lists:
+        keys = sum(tile_key_tiles(t, batch_heads, num_m, group, seq_q, seq_k, block_n, causal)[1] for t in lst)
+        best = max(best, (keys + TILE_OVERHEAD * len(lst), keys, len(lst)))
+    return best[1], best[2]
+
+
+def use_lpt(batch_heads: int, num_m: int, group: int, seq_q: int, seq_k: int, block_n: int, nprog: int,
+            snake: bool) -> bool:  # fmt: skip
+    """Whether the causal tiles should follow `lpt_schedule`: the busiest CTA's estimated work under the
+    arithmetic order exceeds the table's by more than LPT_MIN_GAIN."""
+
+    def work(kt: tuple[int, int]) -> float:
+        return kt[0] + TILE_OVERHEAD * kt[1]
+
+    args = (batch_heads, num_m, group, seq_q, seq_k, block_n, True, nprog)
+    return work(busiest_cta(*args, False, snake)) > work(busiest_cta(*args, True, snake)) * (1 + LPT_MIN_GAIN)
+
+
+# Non-causal attention over at least this many keys runs the two consumers without the turn order
+# (`pingpong=False`, each issues its GEMMs as soon as its operands are ready). H200 sweep, graphs: faster on
+# 14 of 16 non-causal rows with S >= 4096 (B1 H16 S32768 D128 626 -> 678 TFLOP/s, B1 H8 S16384 D256
+# 668 -> 691, B2 H64/8 S8192 D128 644 -> 665; the two others within 2%); below 4096 keys mixed (D128 bf16
+# S1024 507 -> 487, fp16 490 -> 508), so the turn order stays there and under a causal mask.
+TURN_FREE_KEYS = 4096
+
+
+@functools.lru_cache(maxsize=1024)
+def shape_config(head_dim: int, dtype: str, batch_heads: int, seq_q: int, seq_k: int, causal: bool, nprog: int,
+                 group: int) -> GluonConfig:  # fmt: skip
+    """The ping-pong config for one problem: the consumers' turn order (TURN_FREE_KEYS) and the causal
+    schedule (`use_lpt`), from the per-head-dim `gluon_config`."""
+    import dataclasses
+
+    cfg = gluon_config(head_dim, "pingpong", dtype, Q_LATE, SNAKE)
+    turn = causal or seq_k < TURN_FREE_KEYS
+    num_m = cdiv(seq_q, ROWS_PER_CTA)
+    lpt = LPT and causal and use_lpt(batch_heads, num_m, group, seq_q, seq_k, cfg.block_n, nprog, cfg.snake)
+    return dataclasses.replace(cfg, pingpong=cfg.pingpong and turn, lpt=lpt)
+
+
+# (lpt_schedule's arguments, device) -> [device table, pinned host copy, copy-done event]. Never freed: a captured
+# CUDA graph holds a table's address (a table is (grid + 1 + tiles) int32s: 17 KB for B1 H16 S32768).
+_SCHEDULES: dict = {}
+
+
+def _schedule_tensor(key: tuple, device):
+    """The schedule on the device, built once per shape (outside a CUDA-graph capture: None inside one)."""
+    import torch
+
+    entry = _SCHEDULES.get((key, device))
+    if entry is None:
+        if torch.cuda.is_current_stream_capturing():
+            return None  # a host-to-device copy cannot be captured: the arithmetic order runs instead
+        # pinned and non-blocking: the copy neither waits for the GPU nor counts as a synchronizing call (the
+        # bench harness warms up under torch's sync debug mode "error"); the host copy lives until it is done
+        host = torch.tensor(lpt_schedule(*key), dtype=torch.int32).pin_memory()
+        sched = host.to(device, non_blocking=True)
+        done = torch.cuda.Event()
+        done.record()
+        _SCHEDULES[(key, device)] = [sched, host, done]
+        return sched
+    if entry[2] is not None:
+        if entry[2].query():
+            entry[1] = entry[2] = None
+        elif not torch.cuda.is_current_stream_capturing():
+            torch.cuda.current_stream(device).wait_event(entry[2])  # another stream may run before the copy
+    return entry[0]
+
+
 def _nvmma(block, dtype_bits: int):
     return gl.NVMMASharedLayout(swizzle_byte_width=_swizzle(block[-1] * dtype_bits // 8), element_bitwidth=dtype_bits,
                                 rank=len(block))  # fmt: skip
@@ -650,18 +830,10 @@ def gluon_attention(q, k, v, *, causal: bool = False, scale: float | None = None
     B, H, Sq, D = q.shape
     Hk, Sk = k.shape[1], k.shape[2]
     dt = "bf16" if q.dtype == torch.bfloat16 else "fp16"
-    cfg = config or gluon_config(D, design, dt, Q_LATE, SNAKE)  # `config` / `group`: overrides for sweeps
     out = torch.empty((B, H, Sq, D), device=q.device, dtype=q.dtype)
     lse = torch.empty((B, H, Sq), device=q.device, dtype=torch.float32)
     if B * H * Sq == 0:
         return out, lse
-    bm, bn = cfg.rows_per_consumer, cfg.block_n
-
-    def desc(t, rows):
-        block = [1, 1, rows, D]
-        return TensorDescriptor(t, list(t.shape), list(t.stride()), block, _nvmma(block, 16))
-
-    q_desc, k_desc, v_desc = desc(q, bm), desc(k, bn), desc(v, bn)
     num_m = cdiv(Sq, ROWS_PER_CTA)
     total = B * H * num_m
     if num_sms is None:
@@ -669,12 +841,28 @@ def gluon_attention(q, k, v, *, causal: bool = False, scale: float | None = None
     grid = (min(total, num_sms),)
     if group is None:
         group = head_group(B * H, Sk, D, q.element_size())
+    if config is not None:  # `config` / `group`: overrides for sweeps
+        cfg = config
+    elif design == "pingpong":
+        cfg = shape_config(D, dt, B * H, Sq, Sk, bool(causal), grid[0], group)
+    else:
+        cfg = gluon_config(D, design, dt, Q_LATE, SNAKE)
+    bm, bn = cfg.rows_per_consumer, cfg.block_n
+
+    def desc(t, rows):
+        block = [1, 1, rows, D]
+        return TensorDescriptor(t, list(t.shape), list(t.stride()), block, _nvmma(block, 16))
+
+    q_desc, k_desc, v_desc = desc(q, bm), desc(k, bn), desc(v, bn)
     sm_scale = (1.0 / math.sqrt(D)) if scale is None else float(scale)
+    sched = None
+    if cfg.lpt and causal:
+        sched = _schedule_tensor((B * H, num_m, group, Sq, Sk, bn, True, grid[0]), q.device)
     _fa3_fwd_kernel[grid](
-        q_desc, k_desc, v_desc, out, lse,
+        q_desc, k_desc, v_desc, out, lse, lse if sched is None else sched,
         out.stride(0), out.stride(1), out.stride(2),
         H, Hk, Sq, Sk, num_m, group, total, int(cfg.snake), sm_scale * LOG2E,
-        num_warps=num_warps_for(cfg), **kernel_constexprs(cfg, causal),
+        num_warps=num_warps_for(cfg), **kernel_constexprs(cfg, causal, sched is not None),
     )  # fmt: skip
     return out, lse
 
@@ -719,6 +907,7 @@ def compile_sm90(design: str, head_dim: int, dtype: str = "bf16", causal: bool =
         "v_desc": dsig(cfg.block_n),
         "o_ptr": f"*{tname}",
         "lse_ptr": "*fp32",
+        "sched_ptr": "*i32",
     }
     for name in ("stride_ob", "stride_oh", "stride_om", "num_heads", "num_kv_heads", "seq_q", "seq_k", "num_m",
                  "group", "total", "snake"):  # fmt: skip
@@ -746,10 +935,15 @@ __all__ = [
     "DESIGNS",
     "GLUON_VERIFIED",
     "GluonConfig",
+    "busiest_cta",
     "gluon_attention",
     "gluon_available",
     "gluon_config",
     "gluon_failed",
     "head_group",
+    "lpt_schedule",
+    "shape_config",
+    "tile_key_tiles",
     "use_gluon",
+    "use_lpt",
 ]

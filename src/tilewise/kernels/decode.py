@@ -13,10 +13,13 @@ from Tensor-Core utilisation to saturating HBM. This file does three things for 
   program each, so that small batches still put every SM to work. The count comes from the
   model's wave-efficiency rule (`tilewise.model.decode.choose_num_splits`); an optional cap
   on the keys one program streams (`max_chunk=`, `MAX_CHUNK`) shortens the last programs,
-  off by default (the H200 sweep measured the model's count alone best). The last split of
-  each (sequence, KV head) to finish merges the partial results by their log-sum-exp, in the
-  same launch (a counter per pair, set back to zero by that split; a separate merge kernel cost
-  the host ~10 us per call on the H200's host, a third of a short decode step).
+  off by default (the H200 sweep measured the model's count alone best). The partial results
+  merge by their log-sum-exp either in the same launch (the last split of each (sequence, KV
+  head) to finish, through a counter per pair that it sets back to zero) or in a second kernel,
+  as `tilewise.model.predict.decode_merge` chooses for CUDA-graph capture and for eager calls
+  (`merge_placement`): at one generation of programs the in-launch merge measured 0-2.3 us faster
+  in graphs and 1-9 us eagerly (the second launch costs the host ~5 us); with many generations
+  the second kernel wins (B64 L4k, 32 splits: 25.6 us).
 * Variable lengths without padding traffic: a program reads keys [start, min(start +
   chunk, len)) of its sequence only; chunks past the end load nothing and leave a partial of
   weight 0 (lse -inf).
@@ -70,6 +73,7 @@ DECODE_SMEM = 192 * 1024
 DECODE_TILE = (128, 4, 3)
 USE_DESC = False
 MAX_SPLITS = 64
+MERGES = ("inline", "launch")  # where the split partials merge (tilewise.model.predict.DECODE_MERGES)
 
 
 # ------------------------------------------------------------------------------ config choice
@@ -120,6 +124,25 @@ def advised_plan(batch: int, heads: int, kv_heads: int, seq_len: int, head_dim: 
     except InputError:
         return None
     return c["block_n"], c["num_warps"], c["num_stages"], c["num_splits"]
+
+
+@functools.lru_cache(maxsize=4096)
+def merge_placement(
+    batch: int, heads: int, kv_heads: int, seq_len: int, head_dim: int, dtype, gpu: str, block_n: int, warps: int,
+    stages: int, splits: int,
+) -> tuple[str, str]:  # fmt: skip
+    """(placement inside a CUDA-graph capture, placement eagerly) of the split partials' merge, each "inline"
+    (the last split merges, one launch) or "launch" (a second kernel): the model's shorter step
+    (`tilewise.model.predict.decode_merge`). A GPU or dtype the model does not know keeps "inline"."""
+    from tilewise.model.predict import decode_merge
+
+    name = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}[dtype]
+    p = {"batch": batch, "heads": heads, "kv_heads": kv_heads, "seq_len": seq_len, "head_dim": head_dim, "dtype": name}
+    c = {"block_n": block_n, "num_warps": warps, "num_stages": stages, "num_splits": splits}
+    try:
+        return decode_merge(p, c, gpu, graph=True), decode_merge(p, c, gpu, graph=False)
+    except InputError:
+        return "inline", "inline"
 
 
 def _tma_rows(t: torch.Tensor) -> bool:
@@ -244,11 +267,13 @@ def _decode_split_kernel(
     MERGE_G: tl.constexpr,
     SPLITS_P2: tl.constexpr,
     SPLIT_CHUNK: tl.constexpr,
+    INLINE: tl.constexpr,
 ):
     """Program (split, b * Hkv + kv head) attends its GROUP query heads to keys [split * chunk, ...).
     One split writes out and lse itself. With several, each writes its partial (out, lse) to the
-    workspace and bumps its (sequence, kv head) counter; the last split to arrive merges the partials
-    of every split in split order (deterministic) and resets the counter: one launch per call."""
+    workspace; with INLINE it bumps its (sequence, kv head) counter and the last split to arrive merges the
+    partials of every split in split order (deterministic) and resets the counter: one launch per call.
+    Without INLINE `_decode_merge_kernel` merges them in a second launch."""
     split = tl.program_id(0)
     bh = tl.program_id(1)
     b = bh // num_kv_heads
@@ -305,20 +330,21 @@ def _decode_split_kernel(
         tl.store(WS + row[:, None] * HEAD_DIM + offs_d[None, :], out, mask=g_ok[:, None])
         lse_ptr = WS + tl.num_programs(1).to(tl.int64) * num_splits * MERGE_G * HEAD_DIM
         tl.store(lse_ptr + row, lse2, mask=g_ok)
-        tl.debug_barrier()
-        arrived = tl.atomic_add(COUNTERS + bh, 1, sem="acq_rel", scope="gpu")
-        if arrived == num_splits - 1:
-            _decode_merge(WS, lse_ptr, O, LSE, COUNTERS, b, bh, hk, num_kv_heads, num_splits, stride_ob, stride_oh,
-                          GROUP, HEAD_DIM, MERGE_G, SPLITS_P2, SPLIT_CHUNK)  # fmt: skip
+        if INLINE:
+            tl.debug_barrier()
+            arrived = tl.atomic_add(COUNTERS + bh, 1, sem="acq_rel", scope="gpu")
+            if arrived == num_splits - 1:
+                _decode_merge(WS, lse_ptr, O, LSE, COUNTERS, b, bh, hk, num_kv_heads, num_splits, stride_ob,
+                              stride_oh, GROUP, HEAD_DIM, MERGE_G, SPLITS_P2, SPLIT_CHUNK, True)  # fmt: skip
 
 
 @triton.jit
 def _decode_merge(
     WS, LSE_WS, O, LSE, COUNTERS, b, bh, hk, num_kv_heads, num_splits, stride_ob, stride_oh,
     GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, MERGE_G: tl.constexpr, SPLITS_P2: tl.constexpr,
-    SPLIT_CHUNK: tl.constexpr,
+    SPLIT_CHUNK: tl.constexpr, RESET: tl.constexpr,
 ):  # fmt: skip
-    """The last split of (b, kv head): out_g = sum_s w_s o_s / sum_s w_s with w_s = 2^(lse_s - max_s lse_s),
+    """The last split of (b, kv head) (or the merge launch's program for it): out_g = sum_s w_s o_s / sum_s w_s with w_s = 2^(lse_s - max_s lse_s),
     for the group's heads at once; splits without keys have lse -inf (weight 0)."""
     offs_s = tl.arange(0, SPLITS_P2)
     offs_g = tl.arange(0, MERGE_G)
@@ -349,7 +375,21 @@ def _decode_merge(
     tl.store(O + b.to(tl.int64) * stride_ob + heads[:, None] * stride_oh + offs_d[None, :],
              out.to(O.dtype.element_ty), mask=g_ok[:, None])  # fmt: skip
     tl.store(LSE + b * (num_kv_heads * GROUP) + heads, lse, mask=g_ok)
-    tl.atomic_xchg(COUNTERS + bh, 0)
+    if RESET:
+        tl.atomic_xchg(COUNTERS + bh, 0)
+
+
+@triton.jit
+def _decode_merge_kernel(
+    WS, O, LSE, num_kv_heads, num_splits, stride_ob, stride_oh,
+    GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, MERGE_G: tl.constexpr, SPLITS_P2: tl.constexpr,
+    SPLIT_CHUNK: tl.constexpr,
+):  # fmt: skip
+    """The merge as its own launch, program b * Hkv + kv head: every SM merges at once, after every split."""
+    bh = tl.program_id(0)
+    lse_ptr = WS + tl.num_programs(0).to(tl.int64) * num_splits * MERGE_G * HEAD_DIM
+    _decode_merge(WS, lse_ptr, O, LSE, WS, bh // num_kv_heads, bh, bh % num_kv_heads, num_kv_heads, num_splits,
+                  stride_ob, stride_oh, GROUP, HEAD_DIM, MERGE_G, SPLITS_P2, SPLIT_CHUNK, False)  # fmt: skip
 
 
 # ---------------------------------------------------------------------------- launcher
@@ -461,15 +501,22 @@ class _Plan:
         "launcher",
         "lse_shape",
         "lse_strides",
+        "merge_eager",
+        "merge_graph",
+        "merge_ints",
+        "merge_launcher",
         "out_shape",
         "out_strides",
         "rows",
+        "split_launcher",
         "ws_counters",
         "ws_numel",
     )  # fmt: skip
 
 
-def _make_plan(q, k_cache, v_cache, table, paged, scale, num_splits, max_len, tile, max_chunk, use_desc) -> _Plan:
+def _make_plan(
+    q, k_cache, v_cache, table, paged, scale, num_splits, max_len, tile, max_chunk, use_desc, merge
+) -> _Plan:
     """Everything a call with this signature (and this longest sequence) launches; `table` is the int32
     block table when `paged` (else the lengths, unused)."""
     B, Hq, D = q.shape[0], q.shape[1], q.shape[-1]
@@ -523,16 +570,32 @@ def _make_plan(q, k_cache, v_cache, table, paged, scale, num_splits, max_len, ti
     plan.rows = k.shape[0] * k.shape[1] * k.shape[2]
     plan.desc_block = [block_n, D] if tma else None
     splits_p2 = next_power_of_2(splits)
-    plan.launcher = Launcher(
-        _decode_split_kernel, (splits, B * Hk),
-        dict(
-            GROUP=group, BLOCK_G=block_g, BLOCK_N=block_n, HEAD_DIM=D, SINGLE=splits == 1,
-            PAGE=page, PAGED=paged, USE_DESC=tma, MERGE_G=merge_g, SPLITS_P2=splits_p2,
-            # the merge reads the partials in chunks of <= 4096 floats (32 per thread at 4 warps)
-            SPLIT_CHUNK=min(splits_p2, max(1, 4096 // (merge_g * D))),
-        ),
-        num_warps=warps, num_stages=stages,
+    # the merge reads the partials in chunks of <= 4096 floats (32 per thread at 4 warps)
+    merge_consts = dict(GROUP=group, HEAD_DIM=D, MERGE_G=merge_g, SPLITS_P2=splits_p2,
+                        SPLIT_CHUNK=min(splits_p2, max(1, 4096 // (merge_g * D))))  # fmt: skip
+    split_consts = dict(
+        GROUP=group, BLOCK_G=block_g, BLOCK_N=block_n, HEAD_DIM=D, SINGLE=splits == 1,
+        PAGE=page, PAGED=paged, USE_DESC=tma, MERGE_G=merge_g, SPLITS_P2=splits_p2,
+        SPLIT_CHUNK=merge_consts["SPLIT_CHUNK"],
     )  # fmt: skip
+    if merge is None:
+        plan.merge_graph, plan.merge_eager = merge_placement(B, Hq, Hk, max(max_len, 1), D, q.dtype,
+                                                            gpu_key(q.device), block_n, warps, stages, splits)  # fmt: skip
+    else:
+        require(merge in MERGES, f"merge must be one of {', '.join(MERGES)} or None, got {merge!r}")
+        plan.merge_graph = plan.merge_eager = merge
+    plan.launcher = plan.split_launcher = plan.merge_launcher = None
+    if splits == 1 or "inline" in (plan.merge_graph, plan.merge_eager):
+        plan.launcher = Launcher(_decode_split_kernel, (splits, B * Hk), dict(split_consts, INLINE=True),
+                                 num_warps=warps, num_stages=stages)  # fmt: skip
+    if splits > 1 and "launch" in (plan.merge_graph, plan.merge_eager):
+        plan.split_launcher = Launcher(_decode_split_kernel, (splits, B * Hk), dict(split_consts, INLINE=False),
+                                       num_warps=warps, num_stages=stages)  # fmt: skip
+        plan.merge_launcher = Launcher(_decode_merge_kernel, (B * Hk,), merge_consts, num_warps=4)
+    plan.launcher = plan.launcher or plan.split_launcher  # the split kernel's launch, whichever merge it ends in
+    if splits == 1:
+        plan.merge_graph = plan.merge_eager = "inline"
+    plan.merge_ints = (Hk, splits, Hq * D, D)
     # out is allocated contiguous: [B, Hq, D] strides (Hq D, D) whatever q's rank
     table_stride = table.stride(0)
     plan.ints = (
@@ -568,7 +631,14 @@ def _run(plan: _Plan, q, k, v, lens, table):
         v_desc = TensorDescriptor(v, [plan.rows, D], [D, 1], plan.desc_block)
     else:
         k_desc, v_desc = k, v
-    plan.launcher(q, k, v, k_desc, v_desc, lens, table, out, lse, ws, cnt, *plan.ints)
+    mode = plan.merge_eager
+    if plan.merge_graph != mode and q.is_cuda and torch.cuda.is_current_stream_capturing():
+        mode = plan.merge_graph  # inside a capture the second launch costs the host nothing per replay
+    if mode == "launch":
+        plan.split_launcher(q, k, v, k_desc, v_desc, lens, table, out, lse, ws, cnt, *plan.ints)
+        plan.merge_launcher(ws, out, lse, *plan.merge_ints)
+    else:
+        plan.launcher(q, k, v, k_desc, v_desc, lens, table, out, lse, ws, cnt, *plan.ints)
     return out, lse
 
 
@@ -590,6 +660,7 @@ def decode_attention(
     tile: tuple[int, int, int] | None = None,
     max_chunk: int | None = None,
     use_desc: bool | None = None,
+    merge: str | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Attention of one new query per sequence over its first seq_lens[b] cached keys.
 
@@ -598,8 +669,8 @@ def decode_attention(
     or a tensor (CPU or the cache's device; on the device, the plan uses L_cache or
     `max_seq_len` so nothing waits for the GPU). Length 0 gives out 0 and lse -inf.
     Returns (out shaped like q in q's dtype, lse [B, Hq] fp32, natural log).
-    `num_splits`, `tile` (BLOCK_N, warps, stages), `max_chunk` and `use_desc` (TMA descriptors for
-    the key tiles) override the plan (sweeps). Lengths on the device cost the host least: host lengths
+    `num_splits`, `tile` (BLOCK_N, warps, stages), `max_chunk`, `use_desc` (TMA descriptors for
+    the key tiles) and `merge` ("inline" or "launch", see `merge_placement`) override the plan (sweeps). Lengths on the device cost the host least: host lengths
     are checked and copied to the device every call.
     """
     key = plan = None
@@ -609,7 +680,7 @@ def decode_attention(
             k_cache.shape, k_cache.stride(), k_cache.dtype, k_cache.device, k_cache.data_ptr() % 16 == 0,
             v_cache.shape, v_cache.stride(), v_cache.dtype, v_cache.device, v_cache.data_ptr() % 16 == 0,
             None if block_table is None else signature(block_table),
-            scale, type(scale), num_splits, max_seq_len, tile, max_chunk, use_desc,
+            scale, type(scale), num_splits, max_seq_len, tile, max_chunk, use_desc, merge,
         )  # fmt: skip
         if isinstance(seq_lens, torch.Tensor) and seq_lens.device.type != "cpu":
             # the fast path: nothing about the lengths is read on the host (one hash of the key: ~1 us)
@@ -644,7 +715,7 @@ def decode_attention(
     plan = _PLANS.get(key) if key is not None else None
     if plan is None:
         plan = _make_plan(q, k_cache, v_cache, table, block_table is not None, scale, num_splits, max_len, tile,
-                          max_chunk, use_desc)  # fmt: skip
+                          max_chunk, use_desc, merge)  # fmt: skip
         if key is not None:
             _PLANS.put(key, plan)
             _CHECKED.add(sig)
@@ -664,6 +735,7 @@ __all__ = [
     "choose_splits",
     "decode_attention",
     "default_tile",
+    "merge_placement",
 ]
 
 _ = InputError  # raised through `require`

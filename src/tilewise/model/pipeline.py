@@ -451,8 +451,59 @@ def predict_kernel_designs(
     return {d: simulate(d, tiles, tt.load, tt.mma, tt.softmax, st[d], **KERNEL_STRUCTURE[d]) for d in DESIGNS}
 
 
+# The ping-pong kernel over its persistent grid (`persistent_forward_ms`). Fitted on the fp16 half of the H200's
+# 84-problem sweep (benchmarks/results/h200/attention_sweep.json, 2026-12-01: the 24 fp16 rows at D 128/256,
+# median |error| 3.6%) and checked on the 34 bf16 rows at D 128/256 (GQA and 32k/64k contexts included):
+# median |error| 3.6%, p90 10.6%.
+# * the softmax chain per (64-row block, K/V tile): FORWARD_SOFTMAX_S_SHARE of SOFTMAX_CYCLES_MEASURED scales with
+#   the S tile (64 x N: row max, exp2, row sum), the rest with the O accumulator (64 x D: the rescale, the P
+#   conversion feeding P V); one measurement at D 128, N 128 cannot split them, D 256 with N 64 does
+FORWARD_SOFTMAX_S_SHARE = 0.7
+# * a CTA tile's fixed work (Q load, the first Q K^T and the last P V that nothing overlaps, the O store), in
+#   steady K/V-tile periods
+FORWARD_TILE_FIXED = 3.0
+# * the SM clock the kernel sustains (Nsight Compute on it, 2026-12-01: 1.65-1.79 GHz; the fit's value)
+FORWARD_CLOCK_MHZ = 1650.0
+
+
+def persistent_forward_ms(
+    busiest_key_tiles: int,
+    busiest_tiles: int,
+    seq_q: int,
+    head_dim: int = 128,
+    block_n: int = 128,
+    stages: int = 3,
+    dtype: str = "bf16",
+    gpu: str = "h200",
+) -> float:
+    """Milliseconds of the Gluon FA3 forward: its busiest CTA's work at the ping-pong design's steady period.
+
+    `busiest_key_tiles` / `busiest_tiles`: the K/V tiles and the CTA tiles of the CTA with the most work
+    under the kernel's schedule (the schedule is the kernel's: `tilewise.kernels.attention_gluon` computes it,
+    arithmetic or its longest-first table). Each K/V tile costs the steady period of design (c) with
+    `kernel_tile_times` and the softmax chain split between S and O (FORWARD_SOFTMAX_S_SHARE); each CTA
+    tile adds FORWARD_TILE_FIXED periods.
+    """
+    kt = int(busiest_key_tiles)
+    nt = int(busiest_tiles)
+    if kt < 0 or nt < 0:
+        raise InputError(f"busiest_key_tiles and busiest_tiles must be >= 0, got {kt} and {nt}")
+    sq = positive_int("seq_q", seq_q, maximum=1 << 26)
+    hit = 1 - 1 / max(1, -(-sq // 128))  # a head's K/V from HBM once, from L2 for its other query tiles
+    tt = kernel_tile_times(head_dim, block_n, 64, dtype, hit, gpu)
+    ref = SOFTMAX_MEASURED_AT
+    ref_elems = int(ref["block_m"]) * int(ref["block_n"])
+    share = FORWARD_SOFTMAX_S_SHARE
+    soft = SOFTMAX_CYCLES_MEASURED * (share * 64 * block_n + (1 - share) * 64 * head_dim) / ref_elems
+    period = steady_cycles_per_tile("pingpong", tt.load, tt.mma, soft, stages, **KERNEL_STRUCTURE["pingpong"])
+    return (kt + nt * FORWARD_TILE_FIXED) * period / (FORWARD_CLOCK_MHZ * 1e6) * 1e3
+
+
 __all__ = [
     "DESIGNS",
+    "FORWARD_CLOCK_MHZ",
+    "FORWARD_SOFTMAX_S_SHARE",
+    "FORWARD_TILE_FIXED",
     "KERNEL_STRUCTURE",
     "SFU_PER_SM_PER_CYCLE",
     "SOFTMAX_CYCLES_MEASURED",
@@ -462,6 +513,7 @@ __all__ = [
     "attention_tile_times",
     "compare",
     "kernel_tile_times",
+    "persistent_forward_ms",
     "predict_kernel_designs",
     "render_ascii",
     "simulate",

@@ -630,10 +630,9 @@ def _decode(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str,
     t_l2 = (kv + 2 * part) / mach.l2_bps
     sm_bw = mach.read_bps / _gpus.get(mach.key).sms
     t_fixed = gens * (mach.latency_s + mach.fill_s + 2 * bn * d * e / sm_bw)
-    # the merge is the tail of the same launch (kernels.decode: no second kernel): every split writes
-    # its partial, the last one of each (batch, kv head) to take the counter (one round trip) reads the
-    # pair's splits x group x (D + 1) floats at an SM's bandwidth share and writes the output
-    t_merge = (mach.latency_s + part / mach.read_bps + splits * group * (d + 1) * 4 / sm_bw) if splits > 1 else 0.0
+    # a config without "merge" is priced at the placement the kernel takes in a CUDA graph: the shorter one
+    merges = (c["merge"],) if "merge" in c else DECODE_MERGES
+    t_merge = min(decode_merge_s(mach, m, B, Hk, group, splits, d, gens, b) for m in merges)
     flops = 4 * B * Hq * L * d
     mma_eff = _eff(mach, "decode", "mma", tag, eff)
     t_tc = cdiv(programs, sms) * 4 * max(16, group) * chunk * d / (mach.peak_flops / sms * mma_eff)
@@ -649,6 +648,62 @@ def _decode(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str,
     fixed = _eff(mach, "decode", "fixed", tag, eff)
     main = {"hbm": t_stream, "l2": t_l2, "tensor_core": t_tc + t_lat}  # the chain: compute + round trips
     return _finish("decode", mach, terms, main, detail, fixed)
+
+
+# Where the split partials are merged (kernels.decode): "inline", by the last split of each (sequence, KV head)
+# to take a counter, in the same launch; or "launch", a second kernel with one program per pair.
+DECODE_MERGES = ("inline", "launch")
+# Host time of one decode call on the H200's host (benchmarks/results/h200/host_launch_profile.json):
+# B1 Hq32 Hkv8 L8k 20.8 us per call with its launches, 12.0 us without; a direct launch 4.9 us.
+DECODE_HOST_S = 12.0e-6
+HOST_LAUNCH_S = 4.9e-6
+# Round trips an inline merge costs per program generation after the first (`decode_merge_s`): fitted to the
+# two many-generation rows named there (0.8 us and 0.44 us per generation at 1 and 2 programs per SM).
+DECODE_INLINE_GEN = 0.7
+
+
+def decode_merge_s(
+    mach: _Machine, merge: str, batch: int, kv_heads: int, group: int, splits: int, head_dim: int, gens: int,
+    blocks_per_sm: int,
+) -> float:  # fmt: skip
+    """Seconds the merge of `splits` partials adds to a decode step on the GPU (0 for one split).
+
+    launch: a second, dependent kernel: its launch inside a graph, its fill (a memory round trip and the
+    pipeline start), the partials (splits x group x (D + 1) floats per pair) read at the HBM rate by every
+    SM at once, and one pair's share at an SM's bandwidth.
+    inline: the last split of a pair takes a counter (one round trip) and reads the pair's partials alone
+    at an SM's share: the launch's tail once; and every program generation an SM runs after the first pays
+    DECODE_INLINE_GEN round trips (the counter's, partly hidden by the SM's other residents).
+    Measured on the H200 (benchmarks/results/h200/decode_sweep.json, CUDA graphs): at the advisor's split
+    counts (<= 256 programs, one generation) the inline merge ran 0.0-2.3 us faster than the launch on
+    all 11 shapes with splits; with many generations the launch wins: B16 Hq32 Hkv8 L8k, 16 splits (2,048
+    programs, 16 generations of one program per SM) 10.5 us, B64 L4k 32 splits (16,384 programs, 62
+    generations of two) 25.6 us.
+    """
+    if splits <= 1:
+        return 0.0
+    if merge not in DECODE_MERGES:
+        raise InputError(f"merge must be one of {', '.join(DECODE_MERGES)}, got {merge!r}")
+    sm_bw = mach.read_bps / _gpus.get(mach.key).sms
+    pair = splits * group * (head_dim + 1) * 4  # bytes of one (sequence, KV head)'s partials
+    if merge == "launch":
+        fill = mach.latency_s + mach.fill_s
+        return mach.launch_s + fill + batch * kv_heads * pair / mach.read_bps + pair / sm_bw
+    tail = mach.latency_s + pair / sm_bw
+    return mach.latency_s + tail + (gens - 1) * DECODE_INLINE_GEN * mach.latency_s / max(1, blocks_per_sm)
+
+
+def decode_merge(problem: dict[str, Any], config: dict[str, Any], gpu: str = "h200", *, graph: bool = True) -> str:
+    """The merge placement (DECODE_MERGES) of the shorter predicted step: device time in a CUDA graph
+    (`graph`), else the step as a host-bound eager call sees it, max(host time, device time), where the
+    second launch costs the host HOST_LAUNCH_S."""
+    c = {k: v for k, v in config.items() if k != "merge"}
+    if c.get("num_splits", 1) <= 1:
+        return "inline"
+    t = {m: predict("decode", problem, {**c, "merge": m}, gpu).ms * 1e-3 for m in DECODE_MERGES}
+    if not graph:
+        t = {m: max(DECODE_HOST_S + HOST_LAUNCH_S * (2 if m == "launch" else 1), s) for m, s in t.items()}
+    return min(DECODE_MERGES, key=lambda m: (t[m], m != "inline"))
 
 
 # ------------------------------------------------------------------------------------------ grouped GEMM
@@ -754,13 +809,17 @@ _CONFIG_INTS: dict[str, tuple[int, int, bool]] = {  # name: (low, high, power of
     "group_m": (1, 256, False),
     "split_k": (1, 256, False),
     "num_splits": (1, 1024, False),
+    "programs_per_sm": (1, 32, False),
 }
 CONFIG_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {  # (required, optional)
     "gemm": (("block_m", "block_n", "block_k"), ("group_m", "split_k", "num_warps", "num_stages", "persistent",
                                                  "warp_specialize", "stream_b")),
     "attention": (("block_m", "block_n", "num_warps", "num_stages"), ()),
-    "decode": (("block_n", "num_warps", "num_stages", "num_splits"), ()),
-    "grouped": (("block_m", "block_n", "block_k", "num_stages"), ("num_warps", "schedule", "flatten", "tma")),
+    "decode": (("block_n", "num_warps", "num_stages", "num_splits"), ("merge",)),
+    # swap_ab and programs_per_sm are the kernel's own knobs (kernels.grouped_gemm.GroupedConfig): accepted so a
+    # kernel's config prices as it is, and priced as the unswapped one-program-per-SM schedule (no term for them)
+    "grouped": (("block_m", "block_n", "block_k", "num_stages"), ("num_warps", "schedule", "flatten", "tma",
+                                                                  "swap_ab", "programs_per_sm")),
 }  # fmt: skip
 _SCHEDULES = ("map", "search", "inline")
 
@@ -800,6 +859,9 @@ def _check_config(kernel: str, config: object) -> None:
         elif k == "schedule":
             if v not in _SCHEDULES:
                 raise InputError(f"schedule must be one of {', '.join(_SCHEDULES)}, got {shown(v)}")
+        elif k == "merge":
+            if v not in DECODE_MERGES:
+                raise InputError(f"merge must be one of {', '.join(DECODE_MERGES)}, got {shown(v)}")
         elif not isinstance(v, bool):
             raise InputError(f"{k} must be True or False, got {shown(v)}")
 
@@ -819,4 +881,16 @@ def _composed(name: str) -> Callable[..., Prediction]:
 
 _FAMILIES.update({k: _composed(k) for k in ("moe", "ffn", "sum")})
 
-__all__ = ["KERNELS", "Prediction", "calibration", "gemm_gluon", "gluon_calibration", "machine", "overlap", "predict"]
+__all__ = [
+    "DECODE_MERGES",
+    "KERNELS",
+    "Prediction",
+    "calibration",
+    "decode_merge",
+    "decode_merge_s",
+    "gemm_gluon",
+    "gluon_calibration",
+    "machine",
+    "overlap",
+    "predict",
+]

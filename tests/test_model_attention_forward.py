@@ -1,0 +1,53 @@
+"""`model.pipeline.persistent_forward_ms` (the Gluon forward's time model) against the committed H200 sweep rows.
+
+The model takes the busiest CTA of the kernel's own schedule (`attention_gluon.busiest_cta`); its three constants
+were fitted on the sweep's fp16 rows, so the bf16 rows are the held-out check. Bounds: the measured figures
+rounded against us (docs/attention-hopper.md states them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+from tilewise.errors import InputError  # noqa: E402
+from tilewise.kernels import attention_gluon as ag  # noqa: E402
+from tilewise.model import pipeline  # noqa: E402
+
+ROWS = os.path.join(os.path.dirname(__file__), "..", "benchmarks", "results", "h200", "attention_sweep.json")
+
+
+def _model_ms(r):
+    b, h, s, d, causal, dt = r["batch"], r["heads"], r["seq"], r["head_dim"], r["causal"], r["dtype"]
+    bh, num_m = b * h, -(-s // ag.ROWS_PER_CTA)
+    nprog, group = min(132, bh * num_m), ag.head_group(bh, s, d, 2)
+    cfg = ag.shape_config(d, dt, bh, s, s, causal, nprog, group)
+    kt, nt = ag.busiest_cta(bh, num_m, group, s, s, cfg.block_n, causal, nprog, cfg.lpt and causal, cfg.snake)
+    return pipeline.persistent_forward_ms(kt, nt, s, d, cfg.block_n, cfg.stages, dt, "h200")
+
+
+def test_forward_model_on_the_sweep():
+    rows = [r for r in json.load(open(ROWS))["rows"] if r["head_dim"] in ag.DISPATCH_HEAD_DIMS]
+    err = {dt: sorted(abs(_model_ms(r) / r["committed_graph_ms"] - 1) for r in rows if r["dtype"] == dt)
+           for dt in ("fp16", "bf16")}  # fmt: skip
+    assert len(err["fp16"]) == 24 and len(err["bf16"]) == 34
+    assert statistics.median(err["fp16"]) <= 0.037  # fitted: 3.6%
+    assert statistics.median(err["bf16"]) <= 0.037 and err["bf16"][int(0.9 * 33)] <= 0.11  # held out: 3.6%, 10.6%
+
+
+def test_forward_model_rules():
+    one = pipeline.persistent_forward_ms(256, 8, 16384, 128, 128, 3)
+    assert pipeline.persistent_forward_ms(512, 16, 16384, 128, 128, 3) == pytest.approx(2 * one)
+    # a CTA tile's fixed work: FORWARD_TILE_FIXED periods on top of its key tiles
+    more = pipeline.persistent_forward_ms(256, 9, 16384, 128, 128, 3)
+    assert (more - one) / (one / (256 + 8 * pipeline.FORWARD_TILE_FIXED)) == pytest.approx(pipeline.FORWARD_TILE_FIXED)
+    # D 256 on 64-key tiles: a period per key tile at least half of D 128's on 128-key tiles (half the keys, twice D)
+    assert pipeline.persistent_forward_ms(256, 8, 16384, 256, 64, 2) > 0.5 * one
+    with pytest.raises(InputError, match="busiest_key_tiles"):
+        pipeline.persistent_forward_ms(-1, 8, 16384)
