@@ -11,9 +11,7 @@ from tilewise.explain.gemm import explain
 
 
 def test_seed_numbers():
-    r = explain(
-        gpu="h100-sxm"
-    )  # C[64, 24576] = A[64, 8192] x B[8192, 24576], 64x128 tiles, BLOCK_K 16, on an H100 SXM
+    r = explain(gpu="h100-sxm")  # C[64, 24576] = A[64, 8192] x B[8192, 24576], 64x128 tiles, BLOCK_K 16, on an H100 SXM
     assert r["tiling"]["blocks"] == 192  # "切成 192 个 Block"
     assert r["waves"]["sms"] == 132
     assert round(r["waves"]["waves"], 2) == 1.45  # 192 / 132

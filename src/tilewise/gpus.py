@@ -775,7 +775,9 @@ def _read_spec(path: str) -> dict[str, Any]:
     if not isinstance(path, str) or not path.lower().endswith((".toml", ".json")):
         raise InputError(f"a GPU file must be a path ending in .toml or .json, got {_shown(path, PATH_CHARS)}")
     if not os.path.isfile(path):
-        raise InputError(f"a GPU file must be an existing .toml or .json file, got {_shown(path, PATH_CHARS)} (no such file)")
+        raise InputError(
+            f"a GPU file must be an existing .toml or .json file, got {_shown(path, PATH_CHARS)} (no such file)"
+        )
     try:
         with open(path, "rb") as f:
             raw = f.read(1 << 20)
@@ -786,17 +788,23 @@ def _read_spec(path: str) -> dict[str, Any]:
             data = json.loads(raw.decode("utf-8"))
         else:
             if _toml is None:
-                raise InputError(f"a TOML GPU file needs Python 3.11+ or the tomli package, got {_shown(path, PATH_CHARS)}")
+                raise InputError(
+                    f"a TOML GPU file needs Python 3.11+ or the tomli package, got {_shown(path, PATH_CHARS)}"
+                )
             data = _toml.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise InputError(f"GPU file {_shown(path, PATH_CHARS)} must be UTF-8 text, got other bytes") from None
     except ValueError as e:  # json.JSONDecodeError and tomllib.TOMLDecodeError are ValueErrors
         kind = path.rsplit(".", 1)[-1].upper()
-        raise InputError(f"GPU file {_shown(path, PATH_CHARS)} must be valid {kind}, got an error: {clip(str(e), 200)}") from None
+        raise InputError(
+            f"GPU file {_shown(path, PATH_CHARS)} must be valid {kind}, got an error: {clip(str(e), 200)}"
+        ) from None
     if isinstance(data, dict) and isinstance(data.get("gpu"), dict) and len(data) == 1:
         data = data["gpu"]  # a [gpu] table
     if not isinstance(data, dict):
-        raise InputError(f"GPU file {_shown(path, PATH_CHARS)} must hold one table of fields, got {type(data).__name__}")
+        raise InputError(
+            f"GPU file {_shown(path, PATH_CHARS)} must hold one table of fields, got {type(data).__name__}"
+        )
     return data
 
 
