@@ -800,10 +800,12 @@ def _schedule_tensor(key: tuple, device):
         done.record()
         _SCHEDULES[(key, device)] = [sched, host, done]
         return sched
-    if entry[2] is not None:
+    # An event query inside a capture invalidates it (cudaEventQuery is not allowed in global capture mode):
+    # look only outside one; a graph captured later replays after the copy was enqueued before it.
+    if entry[2] is not None and not torch.cuda.is_current_stream_capturing():
         if entry[2].query():
             entry[1] = entry[2] = None
-        elif not torch.cuda.is_current_stream_capturing():
+        else:
             torch.cuda.current_stream(device).wait_event(entry[2])  # another stream may run before the copy
     return entry[0]
 

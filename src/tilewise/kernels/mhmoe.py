@@ -145,9 +145,9 @@ def _glu_block(f: int) -> tuple[int, int]:
 
 
 @triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
-def _glu_kernel(
-    gu_ptr: Any, a_ptr: Any, S: Any, F: Any, stride_gu: Any, stride_a: Any, BLOCK_S: tl.constexpr, BLOCK_F: tl.constexpr
-) -> Any:  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
+def _glu_kernel(  # type: ignore[no-untyped-def]  # a Triton kernel: its arguments stay unannotated (Triton types them)
+    gu_ptr, a_ptr, S, F, stride_gu, stride_a, BLOCK_S: tl.constexpr, BLOCK_F: tl.constexpr
+):
     """a [S, F] = silu(g) * u of the gate/up activation gu [S, 2 F] = [g | u], in fp32, one rounding."""
     rows = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
     cols = tl.program_id(1) * BLOCK_F + tl.arange(0, BLOCK_F)
