@@ -188,7 +188,9 @@ def test_one_timer_in_the_tree():
 # --------------------------------------------------------------------------- what every row records
 
 
-def test_source_state_in_this_checkout():
+def test_source_state_in_this_checkout(monkeypatch):
+    for k in ("TILEWISE_COMMIT", "TILEWISE_DIRTY"):
+        monkeypatch.delenv(k, raising=False)
     s = harness.source_state()
     assert s["version"] == __import__("tilewise").__version__
     if harness._checkout_root() is None:
@@ -231,3 +233,11 @@ def test_every_row_carries_the_source_state(monkeypatch):
         flops=traffic.gemm_flops(64, 64, 64), nbytes=traffic.gemm_bytes(64, 64, 64, "bf16"), tags=tags, gpu_key="h200",
     )  # fmt: skip
     assert (row["commit"], row["dirty"], row["version"]) == ("feedbeef", False, tags["version"])
+
+
+def test_the_environment_wins_over_a_copied_git(monkeypatch):
+    """A tree copied to a GPU machine can carry a stale .git: the commit its copier names is the one recorded."""
+    monkeypatch.setenv("TILEWISE_COMMIT", "feedbeef")
+    monkeypatch.setenv("TILEWISE_DIRTY", "0")
+    s = harness.source_state()
+    assert (s["commit"], s["dirty"]) == ("feedbeef", False)

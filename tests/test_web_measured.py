@@ -110,7 +110,7 @@ def test_gemm_measured_rows_in_hierarchy_and_decode():
     d = api.call("decode", {"gpu": "h200"})
     shapes = [x["shape"] for x in d["measured"]]
     want = sorted((s for s in by_shape if s.endswith("x24576x8192")), key=lambda s: int(s.split("x")[0]))
-    assert shapes == want and len(shapes) >= 5
+    assert shapes == want and len(shapes) >= 1  # the quoted re-measure times 64 x 24576 x 8192 alone
     for x in d["measured"]:
         assert x["ours_ms"] == by_shape[x["shape"]][1]["ours_ms"]
 

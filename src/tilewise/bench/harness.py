@@ -83,18 +83,11 @@ def source_state() -> dict[str, Any]:
     """{"version", "commit", "dirty"}: the package version, the git commit of the tree that ran and whether
     its tracked files differed from that commit (True / False).
 
-    From git when tilewise runs from a source checkout (src/tilewise under a work tree); otherwise from
-    the environment, TILEWISE_COMMIT and TILEWISE_DIRTY (1/true/yes or 0/false/no) -- a copy of the tree
-    without .git, as a remote GPU machine gets, sets them; "unknown" for what neither says."""
+    TILEWISE_COMMIT (with TILEWISE_DIRTY: 1/true/yes or 0/false/no) when set: whoever copies a tree to a
+    remote GPU machine knows its commit, and a copy can carry a stale .git of its own (seen on the device
+    machine: a copy of a clean tree read as the session's first commit, dirty). Otherwise from git when
+    tilewise runs from a source checkout (src/tilewise under a work tree); "unknown" for what neither says."""
     state: dict[str, Any] = {"version": _version_module.__version__, "commit": "unknown", "dirty": "unknown"}
-    root = _checkout_root()
-    if root is not None:
-        head = _git(root, "rev-parse", "HEAD")
-        status = _git(root, "status", "--porcelain", "--untracked-files=no")
-        if head:
-            state["commit"] = head
-            state["dirty"] = bool(status) if status is not None else "unknown"
-            return state
     env_commit = os.environ.get("TILEWISE_COMMIT", "").strip()
     if env_commit:
         state["commit"] = env_commit
@@ -103,6 +96,14 @@ def source_state() -> dict[str, Any]:
             state["dirty"] = True
         elif flag in ("0", "false", "no"):
             state["dirty"] = False
+        return state
+    root = _checkout_root()
+    if root is not None:
+        head = _git(root, "rev-parse", "HEAD")
+        status = _git(root, "status", "--porcelain", "--untracked-files=no")
+        if head:
+            state["commit"] = head
+            state["dirty"] = bool(status) if status is not None else "unknown"
     return state
 
 
