@@ -85,7 +85,7 @@ def source_state() -> dict[str, Any]:
 
     TILEWISE_COMMIT (with TILEWISE_DIRTY: 1/true/yes or 0/false/no) when set: whoever copies a tree to a
     remote GPU machine knows its commit, and a copy can carry a stale .git of its own (seen on the device
-    machine: a copy of a clean tree read as the session's first commit, dirty). Otherwise from git when
+    machine: a copy of a clean tree read as an older commit, dirty). Otherwise from git when
     tilewise runs from a source checkout (src/tilewise under a work tree); "unknown" for what neither says."""
     state: dict[str, Any] = {"version": _version_module.__version__, "commit": "unknown", "dirty": "unknown"}
     env_commit = os.environ.get("TILEWISE_COMMIT", "").strip()
