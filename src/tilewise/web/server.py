@@ -137,7 +137,7 @@ def http_protocol() -> type[Any]:
     import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
-    class Protocol(H11Protocol):
+    class Protocol(H11Protocol):  # type: ignore[misc]  # uvicorn is read as Any (pyproject [tool.mypy])
         def send_400_response(self, msg: str) -> None:
             cycle = getattr(self, "cycle", None)
             if cycle is not None:
