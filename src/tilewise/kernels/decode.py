@@ -223,7 +223,8 @@ def _decode_tile_loop(
     return acc, l_i, m_i
 
 
-@triton.jit
+# counts stay runtime values (not specialised on divisibility by 16): one compile serves every split count and head count
+@triton.jit(do_not_specialize=["num_kv_heads", "num_splits"])
 def _decode_split_kernel(
     # pointers (and TMA descriptors over the [B*Hkv*L, D] / [pages*Hkv*PAGE, D] views of the caches)
     Q,
@@ -265,7 +266,6 @@ def _decode_split_kernel(
     PAGED: tl.constexpr,
     USE_DESC: tl.constexpr,
     MERGE_G: tl.constexpr,
-    SPLITS_P2: tl.constexpr,
     SPLIT_CHUNK: tl.constexpr,
     INLINE: tl.constexpr,
 ):
@@ -335,42 +335,46 @@ def _decode_split_kernel(
             arrived = tl.atomic_add(COUNTERS + bh, 1, sem="acq_rel", scope="gpu")
             if arrived == num_splits - 1:
                 _decode_merge(WS, lse_ptr, O, LSE, COUNTERS, b, bh, hk, num_kv_heads, num_splits, stride_ob,
-                              stride_oh, GROUP, HEAD_DIM, MERGE_G, SPLITS_P2, SPLIT_CHUNK, True)  # fmt: skip
+                              stride_oh, GROUP, HEAD_DIM, MERGE_G, SPLIT_CHUNK, True)  # fmt: skip
 
 
 @triton.jit
 def _decode_merge(
     WS, LSE_WS, O, LSE, COUNTERS, b, bh, hk, num_kv_heads, num_splits, stride_ob, stride_oh,
-    GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, MERGE_G: tl.constexpr, SPLITS_P2: tl.constexpr,
-    SPLIT_CHUNK: tl.constexpr, RESET: tl.constexpr,
+    GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, MERGE_G: tl.constexpr, SPLIT_CHUNK: tl.constexpr,
+    RESET: tl.constexpr,
 ):  # fmt: skip
-    """The last split of (b, kv head) (or the merge launch's program for it): out_g = sum_s w_s o_s / sum_s w_s with w_s = 2^(lse_s - max_s lse_s),
-    for the group's heads at once; splits without keys have lse -inf (weight 0)."""
-    offs_s = tl.arange(0, SPLITS_P2)
+    """The last split of (b, kv head) (or the merge launch's program for it): out_g = sum_s w_s o_s / sum_s w_s
+    with w_s = 2^(lse_s - max_s lse_s), for the group's heads at once; splits without keys have lse -inf
+    (weight 0). One pass over the splits in chunks of SPLIT_CHUNK, in split order (deterministic), rescaling
+    the running sums when a chunk raises the maximum: the split count is a runtime value, so one compiled
+    kernel serves every count (a constexpr count compiled one kernel per count, ~2 s each)."""
     offs_g = tl.arange(0, MERGE_G)
     offs_d = tl.arange(0, HEAD_DIM)
+    offs_c = tl.arange(0, SPLIT_CHUNK)
     g_ok = offs_g < GROUP
     first = bh.to(tl.int64) * num_splits  # the (b, kv head)'s first split row
-    rows = (first + offs_s[:, None]) * MERGE_G + offs_g[None, :]
-    ok = (offs_s[:, None] < num_splits) & g_ok[None, :]
-    lse_s = tl.load(LSE_WS + rows, mask=ok, other=float("-inf"), cache_modifier=".cg")  # [SPLITS_P2, MERGE_G]
-    m = tl.max(lse_s, 0)
-    m_use = tl.where(m == float("-inf"), 0.0, m)
-    denom = tl.sum(tl.math.exp2(lse_s - m_use[None, :]), 0)
+    m_i = tl.full([MERGE_G], float("-inf"), tl.float32)
+    denom = tl.zeros([MERGE_G], tl.float32)
     acc = tl.zeros([MERGE_G, HEAD_DIM], tl.float32)
-    offs_c = tl.arange(0, SPLIT_CHUNK)
     for s0 in range(0, num_splits, SPLIT_CHUNK):
         ss = s0 + offs_c
-        r2 = (first + ss[:, None]) * MERGE_G + offs_g[None, :]  # [SPLIT_CHUNK, MERGE_G]
-        ok2 = (ss[:, None] < num_splits) & g_ok[None, :]
-        w = tl.math.exp2(tl.load(LSE_WS + r2, mask=ok2, other=float("-inf"), cache_modifier=".cg") - m_use[None, :])
-        o_s = tl.load(WS + r2[:, :, None] * HEAD_DIM + offs_d[None, None, :], mask=ok2[:, :, None], other=0.0,
+        rows = (first + ss[:, None]) * MERGE_G + offs_g[None, :]  # [SPLIT_CHUNK, MERGE_G]
+        ok = (ss[:, None] < num_splits) & g_ok[None, :]
+        lse_c = tl.load(LSE_WS + rows, mask=ok, other=float("-inf"), cache_modifier=".cg")
+        m_new = tl.maximum(m_i, tl.max(lse_c, 0))
+        m_use = tl.where(m_new == float("-inf"), 0.0, m_new)  # no key yet: every weight is 0 either way
+        alpha = tl.math.exp2(m_i - m_use)
+        w = tl.math.exp2(lse_c - m_use[None, :])
+        o_s = tl.load(WS + rows[:, :, None] * HEAD_DIM + offs_d[None, None, :], mask=ok[:, :, None], other=0.0,
                       cache_modifier=".cg")  # fmt: skip
-        acc += tl.sum(o_s * w[:, :, None], 0)
+        denom = denom * alpha + tl.sum(w, 0)
+        acc = acc * alpha[:, None] + tl.sum(o_s * w[:, :, None], 0)
+        m_i = m_new
     has_key = denom > 0.0
     d_safe = tl.where(has_key, denom, 1.0)
     out = acc / d_safe[:, None]
-    lse = tl.where(has_key, (m_use + tl.math.log2(d_safe)) * LN2, float("-inf"))
+    lse = tl.where(has_key, (m_i + tl.math.log2(d_safe)) * LN2, float("-inf"))
     heads = hk * GROUP + offs_g
     tl.store(O + b.to(tl.int64) * stride_ob + heads[:, None] * stride_oh + offs_d[None, :],
              out.to(O.dtype.element_ty), mask=g_ok[:, None])  # fmt: skip
@@ -379,17 +383,16 @@ def _decode_merge(
         tl.atomic_xchg(COUNTERS + bh, 0)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["num_kv_heads", "num_splits"])
 def _decode_merge_kernel(
     WS, O, LSE, num_kv_heads, num_splits, stride_ob, stride_oh,
-    GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, MERGE_G: tl.constexpr, SPLITS_P2: tl.constexpr,
-    SPLIT_CHUNK: tl.constexpr,
+    GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, MERGE_G: tl.constexpr, SPLIT_CHUNK: tl.constexpr,
 ):  # fmt: skip
     """The merge as its own launch, program b * Hkv + kv head: every SM merges at once, after every split."""
     bh = tl.program_id(0)
     lse_ptr = WS + tl.num_programs(0).to(tl.int64) * num_splits * MERGE_G * HEAD_DIM
     _decode_merge(WS, lse_ptr, O, LSE, WS, bh // num_kv_heads, bh, bh % num_kv_heads, num_kv_heads, num_splits,
-                  stride_ob, stride_oh, GROUP, HEAD_DIM, MERGE_G, SPLITS_P2, SPLIT_CHUNK, False)  # fmt: skip
+                  stride_ob, stride_oh, GROUP, HEAD_DIM, MERGE_G, SPLIT_CHUNK, False)  # fmt: skip
 
 
 # ---------------------------------------------------------------------------- launcher
@@ -569,14 +572,11 @@ def _make_plan(
     tma = tma and _tma_rows(k) and _tma_rows(v)
     plan.rows = k.shape[0] * k.shape[1] * k.shape[2]
     plan.desc_block = [block_n, D] if tma else None
-    splits_p2 = next_power_of_2(splits)
-    # the merge reads the partials in chunks of <= 4096 floats (32 per thread at 4 warps)
-    merge_consts = dict(GROUP=group, HEAD_DIM=D, MERGE_G=merge_g, SPLITS_P2=splits_p2,
-                        SPLIT_CHUNK=min(splits_p2, max(1, 4096 // (merge_g * D))))  # fmt: skip
+    # the merge reads the partials in chunks of <= 4096 floats (32 per thread at 4 warps), whatever the count
+    merge_consts = dict(GROUP=group, HEAD_DIM=D, MERGE_G=merge_g, SPLIT_CHUNK=max(1, 4096 // (merge_g * D)))
     split_consts = dict(
         GROUP=group, BLOCK_G=block_g, BLOCK_N=block_n, HEAD_DIM=D, SINGLE=splits == 1,
-        PAGE=page, PAGED=paged, USE_DESC=tma, MERGE_G=merge_g, SPLITS_P2=splits_p2,
-        SPLIT_CHUNK=merge_consts["SPLIT_CHUNK"],
+        PAGE=page, PAGED=paged, USE_DESC=tma, MERGE_G=merge_g, SPLIT_CHUNK=merge_consts["SPLIT_CHUNK"],
     )  # fmt: skip
     if merge is None:
         plan.merge_graph, plan.merge_eager = merge_placement(B, Hq, Hk, max(max_len, 1), D, q.dtype,
