@@ -10,8 +10,8 @@ bf16), GQA batches and B1 long contexts. Columns: ours through `tilewise.kernels
 kernel in the arithmetic round-robin tile order (`lpt=False`, the order before `lpt_schedule`), at D 64 the
 Gluon kernel beside the dispatch's Triton kernel, SDPA's default backend (cuDNN on the H200) and SDPA forced onto its flash backend.
 Decode: batch 1-256, GQA groups 1-8, L 1k-128k, D 64/128/256, equal and ragged lengths. Columns: SDPA
-(enable_gqa; ragged: padded to the longest with a mask) and ours at one split, at the advisor's split
-count with each merge placement, and at a grid of split counts with each placement.
+(enable_gqa; ragged: padded to the longest with a mask) and ours as planned, at one split, and at the
+advisor's split count with each merge placement.
 
 Timing (`tilewise.bench.timing`): per problem every column is captured as a CUDA graph of `calls` calls
 cycling over input copies (enough copies that the K/V of one cycle exceed L2 three times, at most 64),
@@ -272,10 +272,11 @@ def decode_columns(B, Hq, Hk, lens, D, dtype, copies):
     cols = {"sdpa": sdpa, "ours": lambda i: dec.decode_attention(qs[i % copies], ks[i % copies], vs[i % copies],
                                                                    lens_d, max_seq_len=L)}  # fmt: skip
     cols["s1"] = ours(1, "inline")
-    grid = sorted({s for s in (2, 4, 8, 16, 32, 64, s_adv) if s > 1 and math.ceil(L / s) >= bn})
-    for s in grid:
+    # the model's split count with each merge placement (the tile x split x merge grid behind the choice is
+    # benchmarks/probes/decode_variants.py's)
+    if s_adv > 1:
         for m in ("inline", "launch"):
-            cols[f"s{s}_{m}"] = ours(s, m)
+            cols[f"s{s_adv}_{m}"] = ours(s_adv, m)
     info = {"lens_min": min(ll), "lens_max": L, "tile": [bn, w, st], "advisor_splits": s_adv,
             "model_merge_graph": mg, "model_merge_eager": me, "problem": {"batch": B, "heads": Hq, "kv_heads": Hk,
             "seq_len": L, "head_dim": D, "dtype": name}, "total_keys": sum(ll)}  # fmt: skip

@@ -31,6 +31,10 @@ def _rows(name):
     return json.loads((ROOT / f"benchmarks/results/h200/{name}.json").read_text())["rows"]
 
 
+def _history(name):
+    return bool(json.loads((ROOT / f"benchmarks/results/h200/{name}.json").read_text()).get("history"))
+
+
 @pytest.mark.parametrize("name", FILES)
 def test_every_committed_suite_row_gets_a_prediction(name):
     for r in _rows(name):
@@ -44,6 +48,8 @@ def test_every_committed_suite_row_gets_a_prediction(name):
         else:  # a row measured with the column: the model it records is today's (the row's sources are current)
             assert m["model_source"] != model_rows.SOURCE
         kernel, problem, config = model_rows.model_spec(r)
+        if r.get("model_ms") is not None and _history(name):
+            continue  # a history file's model column is the model of its commit, which has changed since
         assert m["model_ms"] == pytest.approx(predict(kernel, problem, config, "h200").ms, rel=1e-6)
 
 

@@ -93,28 +93,51 @@ def test_bad_input(call, text):
 
 def test_decode_merge_cost_and_choice():
     """The merge's cost (predict.decode_merge_s): nothing for one split; the second launch pays a launch and
-    runs once; the in-launch merge pays a counter round trip per program generation, so it loses under a
-    CUDA graph once the SMs run several generations of split programs, and wins eagerly when the host's
-    second launch is the longer part of the step."""
+    runs once, whatever the program count; the in-launch merge pays a counter per program on the busiest SM,
+    so it loses under a CUDA graph once the SMs run thousands of split programs, and wins at one generation
+    and eagerly, where the host's second launch is the longer part of the step."""
     from tilewise.model import predict as pr
 
     m = pr.machine("h200")
     assert pr.decode_merge_s(m, "inline", 8, 8, 4, 1, 128, 3, 1) == 0.0
-    one = pr.decode_merge_s(m, "inline", 8, 8, 4, 4, 128, 1, 1)
-    many = pr.decode_merge_s(m, "inline", 8, 8, 4, 4, 128, 6, 1)
-    assert many > one + 5 * pr.DECODE_INLINE_GEN * m.latency_s * 0.99
-    launch = pr.decode_merge_s(m, "launch", 8, 8, 4, 4, 128, 6, 1)
-    assert launch == pr.decode_merge_s(m, "launch", 8, 8, 4, 4, 128, 1, 1) and launch < many
+    few = pr.decode_merge_s(m, "inline", 1, 8, 4, 16, 128, 1, 1)  # 128 programs: one per SM
+    some = pr.decode_merge_s(m, "inline", 8, 8, 4, 16, 128, 8, 1)  # 1,024 programs: 8 on the busiest SM
+    many = pr.decode_merge_s(m, "inline", 64, 8, 4, 16, 128, 62, 2)  # 8,192 programs: 63 on the busiest SM
+    assert many - some == pytest.approx(55 * pr.DECODE_INLINE_PROGRAM_S, rel=1e-9)
+    launch = pr.decode_merge_s(m, "launch", 1, 8, 4, 16, 128, 1, 1)
+    assert few < launch
+    assert pr.decode_merge_s(m, "launch", 64, 8, 4, 16, 128, 62, 2) < many
     with pytest.raises(InputError, match="merge must be one of"):
         pr.decode_merge_s(m, "later", 8, 8, 4, 4, 128, 1, 1)
     p = {"batch": 1, "heads": 32, "kv_heads": 8, "seq_len": 1024, "head_dim": 128, "dtype": "bf16"}
     c = {"block_n": 64, "num_warps": 4, "num_stages": 3, "num_splits": 16}
     assert pr.decode_merge(p, c, graph=False) == "inline"  # a 6 us step: the host's second launch would cost more
-    assert pr.decode_merge(p, c, graph=True) == "inline"  # one generation: the launch's fill costs more
-    # 16 splits of B16 Hq32 Hkv8 L8k on 128-key tiles: 2,048 programs, 16 generations of one per SM (measured:
-    # the second launch 10.5 us faster in a CUDA graph)
-    many_p = {**p, "batch": 16, "seq_len": 8192}
-    assert pr.decode_merge(many_p, {**c, "block_n": 128, "num_splits": 16}, graph=True) == "launch"
+    assert pr.decode_merge(p, c, graph=True) == "inline"  # 128 programs: the launch's fill costs more
+    # 64 splits of B8 Hq32 Hkv8 on 32-key tiles, 4,096 programs (measured on the H200 in a CUDA graph, ragged
+    # lengths 1k-32k: inline 193.1 us, launch 180.7 us)
+    many_p = {**p, "batch": 8, "seq_len": 32768}
+    assert pr.decode_merge(many_p, {**c, "block_n": 32, "num_stages": 2, "num_splits": 64}, graph=True) == "launch"
     assert pr.decode_merge(p, {**c, "num_splits": 1}) == "inline"
     t = {g: pr.predict("decode", p, {**c, "merge": g}).ms for g in pr.DECODE_MERGES}
     assert pr.decode_merge(p, c, graph=True) == min(t, key=t.get)
+
+
+def test_ragged_lengths_price_the_keys_there_are():
+    """`total_keys` (the keys of every sequence): the bytes and the splits with keys follow it, the longest
+    sequence still streams its full chunk; 32 sequences of 1k-64k keys (1,064,960 in all) measured 1.16-1.19 ms
+    on the H200 at one split of 128-key tiles; priced as 32 full 64k sequences the model said 2.05 ms."""
+    from tilewise.model import predict as pr
+
+    p = {"batch": 32, "heads": 32, "kv_heads": 8, "seq_len": 65536, "head_dim": 128, "dtype": "bf16"}
+    c = {"block_n": 128, "num_warps": 4, "num_stages": 3, "num_splits": 1}
+    full = pr.predict("decode", p, c)
+    ragged = pr.predict("decode", {**p, "total_keys": 1064960}, c)
+    assert ragged.ms < 0.7 * full.ms
+    assert ragged.detail["hbm_bytes"] == 2 * 8 * 1064960 * 128 * 2
+    assert 1.0 < ragged.ms < 1.4
+    assert pr.predict("decode", {**p, "total_keys": 32 * 65536}, c).ms == full.ms  # every sequence full
+    one = {**p, "batch": 1, "seq_len": 65536}
+    assert pr.predict("decode", {**one, "total_keys": 65536}, c).ms == pr.predict("decode", one, c).ms
+    for bad in (0, 32 * 65536 + 1, 1.5):
+        with pytest.raises(InputError, match="total_keys must be"):
+            pr.predict("decode", {**p, "total_keys": bad}, c)

@@ -57,6 +57,8 @@ def _decode(r: dict[str, Any]) -> Any:
     b, hq, hk, L, _lo, hi = s.groups()
     seq = int(L or hi) * 1024  # the longest sequence sets the plan (varlen: the range's top)
     p = {"batch": int(b), "heads": int(hq), "kv_heads": int(hk), "seq_len": seq, "head_dim": 128, "dtype": r["dtype"]}
+    if L is None and r.get("total_keys"):  # varlen: the keys of all sequences (the model prices ragged lengths)
+        p["total_keys"] = int(r["total_keys"])
     cfg = dict(zip(("block_n", "num_warps", "num_stages"), _ints(t)), num_splits=int(r["splits"]))
     return "decode", p, cfg
 

@@ -604,11 +604,16 @@ def _decode(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str,
     chunk = cdiv(cdiv(max(L, 1), s), bn) * bn
     splits = cdiv(max(L, 1), chunk)
     sms = mach.sms
-    programs = B * Hk * splits
-    smem = _tiles.decode_smem_bytes(bn, d, st, e)
-    b = _blocks_per_sm(mach.key, w, 16 * d / (32 * w) * 2, smem)
+    # Ragged lengths (`total_keys` < batch x seq_len): a split past its sequence's end loads nothing and exits,
+    # so only the splits with keys count: the total over the chunk, plus about half a chunk per sequence
+    # (its last split is partly filled), never more than every split. Lengths 1k-64k over 32 sequences:
+    # 1,064,960 keys, not 32 x 65,536.
+    total = p.get("total_keys", B * L)
+    programs = B * Hk * splits if total >= B * L else min(B * Hk * splits, Hk * cdiv(2 * total + B * chunk, 2 * chunk))
+    smem = _tiles.decode_smem_compiled(bn, d, st, e)
+    b = _blocks_per_sm(mach.key, w, _tiles.decode_registers(bn, d, w, e) - 48, smem)  # 48: _blocks_per_sm's base
     active = min(programs, sms * b)
-    kv = 2 * B * Hk * L * d * e
+    kv = 2 * Hk * total * d * e
     group = Hq // Hk
     part = splits * B * Hq * (d + 1) * 4 if splits > 1 else 0
     inflight = active * max(1, st - 1) * 2 * bn * d * e
@@ -616,7 +621,7 @@ def _decode(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str,
     bw = _stream_bw(mach, inflight, stream)
     # the busiest SM streams its programs' chunks one generation after another
     gens = cdiv(programs, sms * b)
-    per_prog_bytes = 2 * chunk * d * e
+    per_prog_bytes = 2 * chunk * d * e if total >= B * L else kv / programs  # ragged: the mean split's keys
     # each generation streams its programs' chunks at the bandwidth its own bytes in flight allow: the full
     # ones at `bw`, the last (fewer programs) at its own Little's-law rate. Charging the last generation a full
     # one's time (each program at 1/slots of the bandwidth) over-predicted 512 programs on 396 slots (b1 h32
@@ -626,14 +631,15 @@ def _decode(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str,
     per_inflight = max(1, st - 1) * 2 * bn * d * e
     t_gens = (gens - 1) * slots * per_prog_bytes / bw
     t_gens += last * per_prog_bytes / _stream_bw(mach, last * per_inflight, stream)
-    t_stream = max(kv / bw, t_gens)
+    # and no sooner than one full chunk streams alone (a ragged batch's longest sequence)
+    t_stream = max(kv / bw, t_gens, 2 * chunk * d * e / _stream_bw(mach, per_inflight, stream))
     t_l2 = (kv + 2 * part) / mach.l2_bps
     sm_bw = mach.read_bps / _gpus.get(mach.key).sms
     t_fixed = gens * (mach.latency_s + mach.fill_s + 2 * bn * d * e / sm_bw)
     # a config without "merge" is priced at the placement the kernel takes in a CUDA graph: the shorter one
     merges = (c["merge"],) if "merge" in c else DECODE_MERGES
     t_merge = min(decode_merge_s(mach, m, B, Hk, group, splits, d, gens, b) for m in merges)
-    flops = 4 * B * Hq * L * d
+    flops = 4 * Hq * total * d
     mma_eff = _eff(mach, "decode", "mma", tag, eff)
     t_tc = cdiv(programs, sms) * 4 * max(16, group) * chunk * d / (mach.peak_flops / sms * mma_eff)
     # A program's K/V steps are a dependent chain (QK, softmax, PV on one tile, then the next): its load
@@ -657,9 +663,14 @@ DECODE_MERGES = ("inline", "launch")
 # B1 Hq32 Hkv8 L8k 20.8 us per call with its launches, 12.0 us without; a direct launch 4.9 us.
 DECODE_HOST_S = 12.0e-6
 HOST_LAUNCH_S = 4.9e-6
-# Round trips an inline merge costs per program generation after the first (`decode_merge_s`): fitted to the
-# two many-generation rows named there (0.8 us and 0.44 us per generation at 1 and 2 programs per SM).
-DECODE_INLINE_GEN = 0.7
+# What an inline merge costs per program on the busiest SM (`decode_merge_s`): each split program, before it
+# exits, takes its (sequence, KV head)'s counter (acquire-release, one round trip that its SM's other residents
+# hide only in part). Fitted to the 349 (shape, tile, split count) pairs timed with both placements in CUDA
+# graphs (H200, benchmarks/results/h200/decode_variants.json): inline minus launch = 3.4 us + 0.45 us x
+# programs / 132 SMs by least squares. With the rest of the model, 0.45 us places the merge as measured (or
+# within 1 us) on 293 of the 349 pairs, losing 1.0 us a pair on average (0.15 / 0.3 / 0.7 / 1.0 us: 235 / 280 /
+# 292 / 280 pairs); the per-generation rule it replaces placed 180, losing 6.8 us.
+DECODE_INLINE_PROGRAM_S = 0.45e-6
 
 
 def decode_merge_s(
@@ -672,13 +683,13 @@ def decode_merge_s(
     pipeline start), the partials (splits x group x (D + 1) floats per pair) read at the HBM rate by every
     SM at once, and one pair's share at an SM's bandwidth.
     inline: the last split of a pair takes a counter (one round trip) and reads the pair's partials alone
-    at an SM's share: the launch's tail once; and every program generation an SM runs after the first pays
-    DECODE_INLINE_GEN round trips (the counter's, partly hidden by the SM's other residents).
-    Measured on the H200 (benchmarks/results/h200/decode_sweep.json, CUDA graphs): at the advisor's split
-    counts (<= 256 programs, one generation) the inline merge ran 0.0-2.3 us faster than the launch on
-    all 11 shapes with splits; with many generations the launch wins: B16 Hq32 Hkv8 L8k, 16 splits (2,048
-    programs, 16 generations of one program per SM) 10.5 us, B64 L4k 32 splits (16,384 programs, 62
-    generations of two) 25.6 us.
+    at an SM's share: the launch's tail once; and every program pays DECODE_INLINE_PROGRAM_S for its counter,
+    ceil(programs / SMs) of them on the busiest SM (`gens` and `blocks_per_sm` do not enter: co-resident
+    programs hide each other's counters no better than the fit says).
+    Measured on the H200 (benchmarks/results/h200/decode_variants.json, CUDA graphs): at one generation of
+    128 programs the inline merge is 1-1.5 us faster (B1 Hq32 Hkv8 L128k, 16 splits of 128-key tiles: 126.8
+    against 128.2 us); with thousands of programs the launch wins by 10-20 us (B8 ragged 1k-32k, 64 splits
+    of 32-key tiles: 193.1 against 180.7 us).
     """
     if splits <= 1:
         return 0.0
@@ -690,7 +701,7 @@ def decode_merge_s(
         fill = mach.latency_s + mach.fill_s
         return mach.launch_s + fill + batch * kv_heads * pair / mach.read_bps + pair / sm_bw
     tail = mach.latency_s + pair / sm_bw
-    return mach.latency_s + tail + (gens - 1) * DECODE_INLINE_GEN * mach.latency_s / max(1, blocks_per_sm)
+    return mach.latency_s + tail + cdiv(batch * kv_heads * splits, mach.sms) * DECODE_INLINE_PROGRAM_S
 
 
 def decode_merge(problem: dict[str, Any], config: dict[str, Any], gpu: str = "h200", *, graph: bool = True) -> str:
@@ -796,7 +807,7 @@ def predict(
 PROBLEM_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {  # (required sizes, optional others)
     "gemm": (("m", "n", "k"), ("dtype", "layout")),
     "attention": (("batch", "heads", "kv_heads", "seq_q", "seq_k", "head_dim"), ("causal", "dtype")),
-    "decode": (("batch", "heads", "kv_heads", "seq_len", "head_dim"), ("dtype",)),
+    "decode": (("batch", "heads", "kv_heads", "seq_len", "head_dim"), ("dtype", "total_keys")),
     "grouped": (("experts", "rows_per_expert", "n", "k"), ("dtype",)),
 }
 _POW2_TILE = (16, 1024)  # block sizes: powers of two (tl.arange needs them), 16 (one MMA row slab) to 1024
@@ -845,6 +856,8 @@ def _check_problem(kernel: str, problem: object) -> None:
         _gpus.dtype_key(p["dtype"])
     if "causal" in p and not isinstance(p["causal"], bool):
         raise InputError(f"causal must be True or False, got {shown(p['causal'])}")
+    if "total_keys" in p:  # decode's ragged lengths: the keys of every sequence together, the longest seq_len
+        whole("total_keys", p["total_keys"], minimum=1, maximum=p["batch"] * p["seq_len"])
 
 
 def _check_config(kernel: str, config: object) -> None:

@@ -94,8 +94,28 @@ def attention_tag(c: dict[str, Any]) -> str:
 
 
 def decode_smem_bytes(block_n: int, head_dim: int, stages: int, e: int) -> int:
-    """Shared memory of one decode program: `stages` K and V tiles of `block_n` keys."""
+    """The kernel's shared-memory budget for one decode program's tile (kernels.decode.DECODE_SMEM bounds it):
+    `stages` K and V tiles of `block_n` keys."""
     return 2 * block_n * head_dim * e * stages
+
+
+def decode_smem_compiled(block_n: int, head_dim: int, stages: int, e: int) -> int:
+    """Shared memory one decode program takes as Triton 3.6 compiles it for sm_90, which sets its programs per
+    SM: `stages - 1` K and V buffers (the tile in use is read from one of them) and one 16-row tile of the
+    query and of the probabilities for their layout changes. Compiled (tests/data/tuning/kernel_resources_sm90.json):
+    D128 bf16 128-key tiles at 3 stages 139,264 B = 2 x 65,536 + 16 x 256 x 2; D64 bf16 128 keys 71,680;
+    D256 bf16 64 keys 141,312, all as this formula gives (and not 2 x `decode_smem_bytes`' 3 stages)."""
+    return 2 * block_n * head_dim * e * max(1, stages - 1) + 16 * (block_n + head_dim) * e
+
+
+def decode_registers(block_n: int, head_dim: int, warps: int, e: int) -> int:
+    """Registers per thread of one decode program as Triton 3.6 compiles it for sm_90: 64 and the thread's share
+    of a K and a V tile in 32-bit registers (2 x block_n x head_dim x e / (4 x 32 x warps)), at most 255. Compiled
+    (ptxas through cuobjdump, bf16, GQA 4): D128 64-key tiles on 4 warps 128 (the formula 128), 32-key 96 (96),
+    128-key 183-255 (192); D64 128-key 128 (128); D256 64-key 184-186 (192), 32-key 128 (128); 8 warps halve the
+    share (D128 128-key tiles 128). With 65,536 registers per SM they, more than shared memory, cap the programs
+    per SM: D128 64-key tiles 4 at 2 stages and 3 at 3, 128-key tiles 2."""
+    return min(255, 64 + 2 * block_n * head_dim * e // (4 * 32 * warps))
 
 
 def decode_tag(c: dict[str, Any]) -> str:
@@ -171,7 +191,9 @@ __all__ = [
     "TAGS",
     "attention_smem_bytes",
     "attention_tag",
+    "decode_registers",
     "decode_smem_bytes",
+    "decode_smem_compiled",
     "decode_tag",
     "gemm_acc_regs",
     "gemm_gluon_smem_bytes",
