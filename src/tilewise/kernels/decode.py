@@ -17,9 +17,11 @@ from Tensor-Core utilisation to saturating HBM. This file does three things for 
   merge by their log-sum-exp either in the same launch (the last split of each (sequence, KV
   head) to finish, through a counter per pair that it sets back to zero) or in a second kernel,
   as `tilewise.model.predict.decode_merge` chooses for CUDA-graph capture and for eager calls
-  (`merge_placement`): at one generation of programs the in-launch merge measured 0-2.3 us faster
-  in graphs and 1-9 us eagerly (the second launch costs the host ~5 us); with many generations
-  the second kernel wins (B64 L4k, 32 splits: 25.6 us).
+  (`merge_placement`): each program of an in-launch merge pays its counter's round trip, so at 128
+  programs it measured 1-1.5 us faster in graphs (and up to 9 us eagerly, where the second launch costs
+  the host ~5 us), with thousands the second kernel wins by 10-20 us (H200, 349 pairs timed both ways:
+  benchmarks/results/h200/decode_variants.json). The merge is one pass over chunks of splits with the
+  count a runtime value, so one compiled kernel serves every split count.
 * Variable lengths without padding traffic: a program reads keys [start, min(start +
   chunk, len)) of its sequence only; chunks past the end load nothing and leave a partial of
   weight 0 (lse -inf).
