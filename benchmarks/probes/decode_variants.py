@@ -193,6 +193,7 @@ def run(out_path: str, meta: dict) -> None:
     rows = []
     for problem in decode_problems():
         row = problem_row(*problem)
+        row.update({k: meta.get(k) for k in ("gpu", "date", "torch", "triton", "cpu", "command", "commit")})
         rows.append(row)
         res = row["us"]
         best = min((v[0], k) for k, v in res.items() if k.endswith("_graph") and not k.startswith("sdpa"))
