@@ -233,3 +233,18 @@ def test_merge_placement_is_the_models_and_checked():
     q, k = rand(1, 4, 16, dtype=torch.float32), rand(1, 4, 64, 16, dtype=torch.float32)
     with pytest.raises(InputError, match="merge must be one of inline, launch"):
         decode_attention(q, k, k, [64], num_splits=2, merge="later")
+
+
+@pytest.mark.parametrize("merge", ["inline", "launch"])
+def test_merge_over_several_chunks_of_splits(merge):
+    """The merge reads the partials in chunks of 4096 / (group x D) splits (4 at GQA 8, D 128) and rescales its
+    running sums when a later chunk raises the maximum: 13 splits of 16 keys over 4 chunks, the largest scores
+    in the last splits (keys scaled up at the end), ragged lengths whose last chunks are empty, one empty
+    sequence; against float64."""
+    lens = [200, 37, 0, 129]
+    q = rand(4, 8, 128, dtype=torch.float32)
+    k = rand(4, 1, 200, 128, dtype=torch.float32)
+    k[:, :, 150:] *= 4.0  # the maximum arrives in the fourth chunk of splits
+    v = rand(4, 1, 200, 128, dtype=torch.float32)
+    out, lse = check(q, k, v, torch.tensor(lens), num_splits=13, merge=merge, tile=(16, 4, 1))
+    assert (lse[2] == float("-inf")).all() and (out[2] == 0).all()
