@@ -194,7 +194,9 @@ def _desc(X, kernel: str):
                         bytes_per_program=X.dyt_bytes, programs=X.dyt_programs,
                         elements_per_program=lambda a, k: k["BLOCK_N"])  # fmt: skip
     if kernel == "flaggems_mm":
-        return describe("gemm", name="flag_gems.mm_kernel_general", fixed={"group_m": 8})
+        import autotune_targets
+
+        return autotune_targets.FLAGGEMS_DESC
     import matmul as ex
 
     return ex.DESC

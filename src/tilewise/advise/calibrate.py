@@ -23,6 +23,7 @@ import json
 import math
 import os
 import statistics
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -122,6 +123,7 @@ def measure(
     out = open(partial, "a") if partial else None
     t0 = time.time()
     rows = list(done)
+    failed: list[str] = []
     for ci, si in pairs:
         if time.time() - t0 > budget_s:
             break
@@ -136,7 +138,13 @@ def measure(
         def call(kw: dict[str, Any] = kw, args: Any = args, grid: Any = grid) -> None:
             t.kernel[grid](*args, **kw)
 
-        ms = float(triton.testing.do_bench(call, warmup=5, rep=20))
+        try:
+            ms = float(triton.testing.do_bench(call, warmup=5, rep=20))
+        except Exception as e:  # a config that does not compile or launch here is skipped, and said
+            failed.append(f"config {ci} on shape {si}: {type(e).__name__}: {str(e)[:120]}")
+            if bar:
+                bar.update(1)
+            continue
         row = {"kernel": t.desc.name, "gpu": dev, "config_index": ci, "shape_index": si,
                "config": {k: v for k, v in kw.items()}, "shape": dict(t.shapes[si]), "ms": ms}  # fmt: skip
         rows.append(row)
@@ -149,6 +157,8 @@ def measure(
         bar.close()
     if out:
         out.close()
+    for line in failed:
+        print(f"calibrate {t.desc.name}: skipped {line}", file=sys.stderr)
     return rows
 
 
