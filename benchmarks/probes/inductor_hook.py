@@ -112,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     from tilewise.bench.harness import env_tags
 
     meta = env_tags("python " + " ".join([os.path.relpath(sys.argv[0]), *sys.argv[1:]]))
-    meta.update({"torch": torch.__version__, "triton": triton.__version__})
+    meta.update({"torch": torch.__version__, "triton": triton.__version__,
+                 "reproduce": "python benchmarks/probes/inductor_hook.py --out benchmarks/results/h200/inductor_hook.json"})  # fmt: skip
     t0 = time.time()
     runs: list[dict[str, Any]] = []
     for shape in SHAPES:
