@@ -190,8 +190,8 @@ def gluon_config(
 
 if _IMPORT_ERROR is None:
 
-    @gluon.jit
-    def _tile_info(t, num_bh, num_m, group, seq_q, seq_k, BLOCK_Q: gl.constexpr, BLOCK_N: gl.constexpr,
+    @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
+    def _tile_info(t, num_bh, num_m, group, seq_q, seq_k, BLOCK_Q: gl.constexpr, BLOCK_N: gl.constexpr,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
                    CAUSAL: gl.constexpr):  # fmt: skip
         """Tile t of the persistent order -> (b*h index, first query row, keys to visit, key tiles).
 
@@ -212,8 +212,8 @@ if _IMPORT_ERROR is None:
         n_tiles = (n_keys + BLOCK_N - 1) // BLOCK_N
         return bh, m0, n_keys, n_tiles
 
-    @gluon.jit
-    def _tile_at(r, pid, nprog, total, snake):
+    @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
+    def _tile_at(r, pid, nprog, total, snake):  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
         """Round r of CTA pid: tile r * grid + pid, or, with `snake`, the mirrored slot in odd full rounds.
 
         The tiles are sorted longest first inside a head group, so mirroring every other round gives the
@@ -224,16 +224,16 @@ if _IMPORT_ERROR is None:
             t = r * nprog + nprog - 1 - pid
         return t
 
-    @gluon.jit
-    def _tile_count(sched_ptr, pid, nprog, total, TABLE: gl.constexpr):
+    @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
+    def _tile_count(sched_ptr, pid, nprog, total, TABLE: gl.constexpr):  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
         """Tiles CTA pid runs: every grid-th one, or (TABLE) its segment of the host's schedule (`lpt_schedule`)."""
         n = (total - pid + nprog - 1) // nprog
         if TABLE:
             n = gl.load(sched_ptr + pid + 1) - gl.load(sched_ptr + pid)
         return n
 
-    @gluon.jit
-    def _tile_id(sched_ptr, r, pid, nprog, total, snake, TABLE: gl.constexpr):
+    @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
+    def _tile_id(sched_ptr, r, pid, nprog, total, snake, TABLE: gl.constexpr):  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
         """The r-th tile of CTA pid: `_tile_at`, or (TABLE) entry r of its segment of the schedule."""
         if TABLE:
             t = gl.load(sched_ptr + nprog + 1 + gl.load(sched_ptr + pid) + r)
@@ -241,8 +241,8 @@ if _IMPORT_ERROR is None:
             t = _tile_at(r, pid, nprog, total, snake)
         return t
 
-    @gluon.jit
-    def _load_q(q_desc, q_smem, q_full, q_empty, b, h, m0, tile_count, BLOCK_M: gl.constexpr,
+    @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
+    def _load_q(q_desc, q_smem, q_full, q_empty, b, h, m0, tile_count, BLOCK_M: gl.constexpr,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
                 CONSUMERS: gl.constexpr):  # fmt: skip
         for c in gl.static_range(CONSUMERS):
             # the consumer arrives on q_empty after its last Q K^T of the previous tile
@@ -250,8 +250,8 @@ if _IMPORT_ERROR is None:
             mbarrier.expect(q_full.index(c), q_desc.block_type.nbytes)
             tma.async_copy_global_to_shared(q_desc, [b, h, m0 + c * BLOCK_M, 0], q_full.index(c), q_smem.index(c))
 
-    @gluon.jit
-    def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty,
+    @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
+    def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
                   num_heads, num_kv_heads, seq_q, seq_k, num_m, group, total, snake, sched_ptr,
                   BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
                   CONSUMERS: gl.constexpr, Q_LATE: gl.constexpr, CAUSAL: gl.constexpr,
@@ -291,8 +291,8 @@ if _IMPORT_ERROR is None:
                 kv_count += 1
             tile_count += 1
 
-    @gluon.jit
-    def _softmax_step(s, m_i, l_i, qk_scale, col0, rows, n_keys, causal_shift, MASKED: gl.constexpr,
+    @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
+    def _softmax_step(s, m_i, l_i, qk_scale, col0, rows, n_keys, causal_shift, MASKED: gl.constexpr,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
                       CAUSAL: gl.constexpr, S_LAYOUT: gl.constexpr):  # fmt: skip
         """One key tile of the online softmax (log2 domain). Returns P (fp32), the new max, sum, alpha."""
         if MASKED:
@@ -312,8 +312,8 @@ if _IMPORT_ERROR is None:
         l_i = l_i * alpha + gl.sum(p, 1)
         return p, m_new, l_i, alpha
 
-    @gluon.jit
-    def _consumer(q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, turn,
+    @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
+    def _consumer(q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, turn,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
                   o_ptr, lse_ptr, stride_ob, stride_oh, stride_om,
                   num_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale, sched_ptr,
                   C: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
@@ -478,8 +478,8 @@ if _IMPORT_ERROR is None:
             tile_count += 1
 
     # sizes are not specialized (a new Sq would otherwise recompile whenever its divisibility by 16 changes)
-    @gluon.jit(do_not_specialize=["num_heads", "num_kv_heads", "seq_q", "seq_k", "num_m", "group", "total", "snake"])
-    def _fa3_fwd_kernel(q_desc, k_desc, v_desc, o_ptr, lse_ptr, sched_ptr,
+    @gluon.jit(do_not_specialize=["num_heads", "num_kv_heads", "seq_q", "seq_k", "num_m", "group", "total", "snake"])  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
+    def _fa3_fwd_kernel(q_desc, k_desc, v_desc, o_ptr, lse_ptr, sched_ptr,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
                         stride_ob, stride_oh, stride_om,
                         num_heads, num_kv_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale,
                         HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,

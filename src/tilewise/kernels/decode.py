@@ -154,8 +154,8 @@ def _tma_rows(t: torch.Tensor) -> bool:
 # ------------------------------------------------------------------------------ kernels
 
 
-@triton.jit
-def _decode_tile_loop(
+@triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
+def _decode_tile_loop(  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
     acc,
     l_i,
     m_i,
@@ -223,8 +223,8 @@ def _decode_tile_loop(
     return acc, l_i, m_i
 
 
-@triton.jit
-def _decode_split_kernel(
+@triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
+def _decode_split_kernel(  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
     # pointers (and TMA descriptors over the [B*Hkv*L, D] / [pages*Hkv*PAGE, D] views of the caches)
     Q,
     K,
@@ -338,8 +338,8 @@ def _decode_split_kernel(
                               stride_oh, GROUP, HEAD_DIM, MERGE_G, SPLITS_P2, SPLIT_CHUNK, True)  # fmt: skip
 
 
-@triton.jit
-def _decode_merge(
+@triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
+def _decode_merge(  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
     WS, LSE_WS, O, LSE, COUNTERS, b, bh, hk, num_kv_heads, num_splits, stride_ob, stride_oh,
     GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, MERGE_G: tl.constexpr, SPLITS_P2: tl.constexpr,
     SPLIT_CHUNK: tl.constexpr, RESET: tl.constexpr,
@@ -379,8 +379,8 @@ def _decode_merge(
         tl.atomic_xchg(COUNTERS + bh, 0)
 
 
-@triton.jit
-def _decode_merge_kernel(
+@triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
+def _decode_merge_kernel(  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
     WS, O, LSE, num_kv_heads, num_splits, stride_ob, stride_oh,
     GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, MERGE_G: tl.constexpr, SPLITS_P2: tl.constexpr,
     SPLIT_CHUNK: tl.constexpr,

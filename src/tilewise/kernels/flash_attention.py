@@ -227,8 +227,8 @@ def _forward_config_cached(
 # ------------------------------------------------------------------------------ kernel
 
 
-@triton.jit
-def _attn_tile_loop(
+@triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
+def _attn_tile_loop(  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
     acc,
     l_i,
     m_i,
@@ -291,8 +291,8 @@ def _attn_tile_loop(
     return acc, l_i, m_i
 
 
-@triton.jit
-def _attn_fwd_kernel(
+@triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
+def _attn_fwd_kernel(  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
     # pointers (and TMA descriptors over the [B*Hkv*Sk, D] views of K and V)
     Q,
     K,
