@@ -579,14 +579,14 @@ def _tma_ok(t: torch.Tensor) -> bool:
 
 @functools.lru_cache(maxsize=16)
 def _device_ok(index: int) -> bool:
-    import torch  # deferred: compile_sm90 and the config helpers run with Triton alone (no torch)
+    import torch  # deferred: the module imports with Triton alone (compile_sm90 needs no torch)
 
     return bool(torch.cuda.get_device_capability(index) == (9, 0))
 
 
 @functools.lru_cache(maxsize=16)
 def _sm_count(index: int) -> int:
-    import torch  # deferred: compile_sm90 and the config helpers run with Triton alone (no torch)
+    import torch  # deferred: the module imports with Triton alone (compile_sm90 needs no torch)
 
     return int(torch.cuda.get_device_properties(index).multi_processor_count)
 
@@ -609,7 +609,7 @@ def use_gluon(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | 
     Gluon names this file uses, fp16/bf16, head_dim in DISPATCH_HEAD_DIMS, a positive scale (the unmasked
     softmax scales the row max), TMA-compatible layouts; TILEWISE_GLUON=0 turns it off.
     """
-    import torch  # deferred: compile_sm90 and the config helpers run with Triton alone (no torch)
+    import torch  # deferred: the module imports with Triton alone (compile_sm90 needs no torch)
 
     if os.environ.get("TILEWISE_GLUON", "1") == "0" or os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
         return False
@@ -789,7 +789,7 @@ _SCHEDULES: dict[tuple[tuple[Any, ...], torch.device], list[Any]] = {}
 
 def _schedule_tensor(key: tuple[Any, ...], device: torch.device) -> torch.Tensor | None:
     """The schedule on the device, built once per shape (outside a CUDA-graph capture: None inside one)."""
-    import torch  # deferred: compile_sm90 and the config helpers run with Triton alone (no torch)
+    import torch  # deferred: the module imports with Triton alone (compile_sm90 needs no torch)
 
     entry = _SCHEDULES.get((key, device))
     if entry is None:
@@ -831,8 +831,8 @@ def gluon_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal
                     group: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
     """FA3's forward on Hopper. Inputs as `tilewise.kernels.attention` (already checked there):
     q [B, H, Sq, D], k/v [B, Hkv, Sk, D], fp16/bf16, D in (64, 128, 256), last dim contiguous."""
-    import torch  # deferred: compile_sm90 and the config helpers run with Triton alone (no torch)
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor  # deferred: needs a Triton with Gluon
+    import torch  # deferred: the module imports with Triton alone (compile_sm90 needs no torch)
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor  # deferred: Gluon's host API, at launch only
 
     B, H, Sq, D = q.shape
     Hk, Sk = k.shape[1], k.shape[2]
@@ -891,8 +891,8 @@ def compile_sm90(design: str, head_dim: int, dtype: str = "bf16", causal: bool =
 
     Uses only Triton (no torch, no device): the PyPI wheel carries ptxas.
     """
-    from triton.backends.compiler import GPUTarget  # deferred: only the offline build needs the compiler's API
-    from triton.experimental.gluon._runtime import GluonASTSource  # (and a Triton with Gluon)
+    from triton.backends.compiler import GPUTarget  # deferred: only the offline sm_90a build uses the compiler API
+    from triton.experimental.gluon._runtime import GluonASTSource  # (as above)
 
     cfg = gluon_config(head_dim, design, dtype)
     tname = {"bf16": "bf16", "fp16": "fp16"}[dtype]

@@ -339,14 +339,14 @@ def _b_transposed(b: torch.Tensor) -> bool:
 
 @functools.lru_cache(maxsize=16)
 def _device_ok(index: int) -> bool:
-    import torch
+    import torch  # deferred: the module imports with Triton alone (compile_sm90 needs no torch)
 
     return bool(torch.cuda.get_device_capability(index) == (9, 0))
 
 
 @functools.lru_cache(maxsize=16)
 def _sm_count(index: int) -> int:
-    import torch
+    import torch  # deferred: the module imports with Triton alone (compile_sm90 needs no torch)
 
     return int(torch.cuda.get_device_properties(index).multi_processor_count)
 
@@ -373,7 +373,7 @@ def unsupported(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias: torch.T
     Hopper (sm 9.0), a Triton version the GPU tests passed on (`GLUON_VERIFIED`) with the Gluon names this
     file uses, fp16/bf16, TMA-compatible A, B (or w for `a @ w.T`) and C; TILEWISE_GLUON=0 turns it off.
     """
-    import torch
+    import torch  # deferred: the module imports with Triton alone (compile_sm90 needs no torch)
 
     if os.environ.get("TILEWISE_GLUON", "1") == "0":
         return "TILEWISE_GLUON=0"
@@ -402,7 +402,7 @@ def unsupported(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias: torch.T
 
 
 def _layout(block: list[int], torch_dtype: torch.dtype) -> Any:
-    import torch
+    import torch  # deferred: the module imports with Triton alone (compile_sm90 needs no torch)
 
     gdt = gl.bfloat16 if torch_dtype == torch.bfloat16 else gl.float16
     return gl.NVMMASharedLayout.get_default_for(block, gdt)
@@ -443,8 +443,8 @@ def gluon_matmul(
 ) -> torch.Tensor:
     """C = activation(A @ B + bias) with the Gluon kernel. Inputs as `tilewise.kernels.gemm.matmul`, already
     checked there and accepted by `unsupported`: a [M, K], b [K, N] (or w.T), fp16/bf16, TMA-compatible."""
-    import torch
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+    import torch  # deferred: the module imports with Triton alone (compile_sm90 needs no torch)
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor  # deferred: Gluon's host API, at launch only
 
     m, k = a.shape
     n = b.shape[1]
@@ -470,8 +470,8 @@ def compile_sm90(cfg: GluonGemmConfig, dtype: str = "bf16", b_t: bool = False, h
                  activation: str = "none") -> dict[str, Any]:  # fmt: skip
     """Build the kernel for sm_90a without a GPU (only Triton; its wheel carries ptxas): shared memory per CTA
     and the compiled object (tests and the config check use it; a config that does not build is caught here)."""
-    from triton.backends.compiler import GPUTarget
-    from triton.experimental.gluon._runtime import GluonASTSource
+    from triton.backends.compiler import GPUTarget  # deferred: only the offline sm_90a build uses the compiler API
+    from triton.experimental.gluon._runtime import GluonASTSource  # (as above)
 
     tname = {"bf16": "bf16", "fp16": "fp16"}[dtype]
     gdt = gl.bfloat16 if dtype == "bf16" else gl.float16
