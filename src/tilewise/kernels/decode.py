@@ -133,8 +133,8 @@ def advised_plan(
 
 @functools.lru_cache(maxsize=4096)
 def merge_placement(
-    batch: int, heads: int, kv_heads: int, seq_len: int, head_dim: int, dtype: torch.dtype, gpu: str, block_n: int, warps: int,
-    stages: int, splits: int,
+    batch: int, heads: int, kv_heads: int, seq_len: int, head_dim: int, dtype: torch.dtype, gpu: str, block_n: int,
+    warps: int, stages: int, splits: int,
 ) -> tuple[str, str]:  # fmt: skip
     """(placement inside a CUDA-graph capture, placement eagerly) of the split partials' merge, each "inline"
     (the last split merges, one launch) or "launch" (a second kernel): the model's shorter step
