@@ -171,7 +171,7 @@ def main(argv=None) -> int:
             })  # fmt: skip
         out_rows += k_rows
         summary[kernel] = _figures(k_rows)
-        summary[kernel]["calibration"] = {k: cal[k] for k in ("rates", "timings", "held_out_error")}
+        summary[kernel]["calibration"] = {k: cal[k] for k in ("kept", "rates", "timings", "held_out_error")}
         summary[kernel]["calibration"]["own_config_rates"] = len(cal["configs"])
         if file_cal:
             summary[kernel]["calibration_file"] = {

@@ -60,7 +60,8 @@ def test_figures_as_stated():
     assert s["liger_dyt"]["builtin_top1_within_5pct"] < s["liger_dyt"]["top1_within_5pct"]  # calibration helps
     assert s["inductor_mm"]["top3_within_2pct"] >= 0.63 and s["inductor_mm"]["top1_within_5pct"] >= 0.6
     fg = s["flaggems_mm"]  # FlagGems 5.0.2's mm over its 22 Hopper configs: targets missed, see docs/advise.md
-    assert fg["top3_within_2pct"] >= 0.73 and fg["top1_within_5pct"] >= 0.53 and fg["builtin_top1_within_5pct"] >= 0.63
+    assert fg["top3_within_2pct"] >= 0.76 and fg["top1_within_5pct"] >= 0.63 and fg["tune_time_ratio"] <= 0.15
+    assert fg["calibration"]["kept"] == "built-in"  # its six shapes' fit predicted the held-out one worse
     # `tilewise calibrate` run on the H200 (8 shapes of its own, 56 timings): its file's picks on the same rows
     f = fg["calibration_file"]
     assert f["file"] == CAL_FILE and f["timings"]["fit"] + f["timings"]["held_out"] >= 50
