@@ -69,13 +69,14 @@ def config(kind: str, kv: tuple, dq: tuple):
 
 
 def inputs(b, h, hk, s, d):
+    """Seeded bf16 inputs, drawn on the CPU: a CUDA-graph capture that fails leaves the CUDA generator unusable for
+    the rest of the process, and the next problem's inputs must not depend on it."""
     import torch
 
-    g = torch.Generator(device="cuda").manual_seed(0)
-    q = torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16, generator=g)
-    k = torch.randn(b, hk, s, d, device="cuda", dtype=torch.bfloat16, generator=g)
-    v = torch.randn(b, hk, s, d, device="cuda", dtype=torch.bfloat16, generator=g)
-    return q, k, v, torch.randn_like(q)
+    g = torch.Generator().manual_seed(0)
+    q, k, v, d_out = (torch.randn(*shape, generator=g, dtype=torch.bfloat16).cuda()
+                      for shape in ((b, h, s, d), (b, hk, s, d), (b, hk, s, d), (b, h, s, d)))  # fmt: skip
+    return q, k, v, d_out
 
 
 _REF: dict = {}
@@ -143,7 +144,9 @@ def graph_of(p, cfg):
     from tilewise.kernels import attention_backward as ab
 
     q, k, v, d_out, out, lse, _ = prepared(p)
-    return timing.capture(lambda i: ab.attention_backward(d_out, q, k, v, out, lse, causal=p[5], config=cfg), 1)
+    return timing.capture(
+        lambda i: ab.attention_backward(d_out, q, k, v, out, lse, causal=p[5], config=cfg), 1, refuse_sync=True
+    )
 
 
 def cudnn_graph(p):
@@ -155,7 +158,8 @@ def cudnn_graph(p):
     q, k, v, d_out, _, _, _ = prepared(p)
     qg, kg, vg = (t.detach().requires_grad_() for t in (q, k, v))
     o = cudnn(qg, kg, vg, p[5])
-    return timing.capture(lambda i: torch.autograd.grad(o, (qg, kg, vg), d_out, retain_graph=True), 1)
+    step = lambda i: torch.autograd.grad(o, (qg, kg, vg), d_out, retain_graph=True)
+    return timing.capture(step, 1, warmup=1, refuse_sync=True)
 
 
 def time_sides(sides, rounds, budget_ms):
@@ -246,11 +250,14 @@ def main():
             sq, dq_t = c["separate_dkdv"], c["separate_dq"]
             cfgs = {"atomic": config("atomic", c["atomic"], DQ[d][0]), "separate": config("separate", sq, dq_t)}
             sides = {m: graph_of(p, cfg) for m, cfg in cfgs.items()}
-            sides["cudnn"] = cudnn_graph(p)
+            try:
+                sides["cudnn"] = cudnn_graph(p)
+            except Exception as e:  # the row keeps our two modes
+                print(f"cudnn not captured: {type(e).__name__}: {str(e)[:200]}", flush=True)
             ms = time_sides(sides, args.rounds, 20.0)
             rows.append({"section": "modes", "shape": shapes.attention_name(*p), "head_dim": d,
                          "atomic_tile": list(c["atomic"]), "separate_tiles": [list(sq), list(dq_t)],
-                         "atomic_ms": ms["atomic"], "separate_ms": ms["separate"], "cudnn_ms": ms["cudnn"],
+                         "atomic_ms": ms["atomic"], "separate_ms": ms["separate"], "cudnn_ms": ms.get("cudnn"),
                          "separate_over_atomic": ms["separate"] / ms["atomic"], **tags})  # fmt: skip
             print({k: rows[-1][k] for k in ("shape", "atomic_ms", "separate_ms", "cudnn_ms")}, flush=True)
             del sides
