@@ -114,6 +114,9 @@ def test_advise_attention_backward(capsys):
     assert main(["advise", "attention", "--backward", "--causal", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["kernel"] == "attention_backward" and out["advice"][0]["predicted_ms"] > 0
+    # the first row names what the kernel launches: the model's table, which the kernel reads too
+    ship = m.shipped_config(128)
+    assert out["shipped"]["config"] == ship and out["shipped"]["predicted_ms"] == m.predict(out["problem"], ship).ms
     assert main(["advise", "attention", "--backward"]) == 0
     assert "5 GEMMs per (query, key) pair" in capsys.readouterr().out
     assert main(["advise", "gemm", "--backward"]) == 2
@@ -124,8 +127,13 @@ def test_explain_attention_backward(capsys):
     assert main(["explain", "attention", "--backward", "--causal", "--kv-heads", "4", "--gpu", "h200", "--json"]) == 0
     r = json.loads(capsys.readouterr().out)
     assert r["kind"] == "attention_backward"
-    assert r["work"]["ratio_to_forward"] == pytest.approx(2.5)
+    assert r["work"]["ratio_to_forward"] == pytest.approx(3.5)  # the shipped mode: dQ by the second kernel
+    ship = m.shipped_config(128)
+    assert (r["tile"]["block_m"], r["tile"]["block_n"]) == (ship["block_m"], ship["block_n"])
     assert r["tile"]["group"] == 4 and r["registers"]["total"] == 240 and r["smem"]["fits"]
+    assert main(["explain", "attention", "--backward", "--dq", "atomic", "--gpu", "h200", "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["work"]["ratio_to_forward"] == pytest.approx(2.5) and r["bytes"]["atomic_bytes"] > 0
     assert r["memory"]["naive_score_bytes"] > 10 * r["memory"]["bytes"]
     assert main(["explain", "attention", "--backward", "--deterministic", "--gpu", "h200", "--json"]) == 0
     r = json.loads(capsys.readouterr().out)
@@ -137,5 +145,7 @@ def test_explain_attention_backward(capsys):
 def test_explain_options_that_do_not_apply_are_refused(capsys):
     assert main(["explain", "attention", "--warps", "4"]) == 2
     assert "--warps applies only with --backward" in capsys.readouterr().err
+    assert main(["explain", "attention", "--dq", "atomic"]) == 2
+    assert "--dq applies only with --backward" in capsys.readouterr().err
     assert main(["explain", "attention", "--backward", "--hit-rate", "0.5"]) == 2
     assert "does not take it" in capsys.readouterr().err
