@@ -2,7 +2,7 @@
 # One device call for the attention backward: the GPU tests (4 processes, compile-bound), then the
 # benchmark (sweep beside cuDNN / flash SDPA, memory). Results under $OUT.
 # Run from the repository root: bash benchmarks/attention_backward_device.sh [bench options]
-# TESTS=0 skips the tests (the benchmark alone, with --precompile 12, runs in about a minute).
+# TESTS=0 skips the tests (the benchmark alone, with --precompile 15, runs in about a minute).
 export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/bwd_out}; mkdir -p $OUT
 T0=$(date +%s)
