@@ -93,9 +93,7 @@ def test_rule_where_the_advisor_refuses(on_gpu, monkeypatch):
     def refuse(*a, **kw):
         raise InputError("no attention configuration of the space fits")
 
-    import tilewise.advise as adv
-
-    monkeypatch.setattr(adv, "advise", refuse)
+    monkeypatch.setattr(fa, "advise", refuse)
     fa._forward_config_cached.cache_clear()
     try:
         cfg = fa.forward_config(256, False, torch.bfloat16, 1000, batch=1, heads=5)

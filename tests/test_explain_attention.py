@@ -47,6 +47,28 @@ def test_seed_numbers():
     assert h["at_80_percent"]["bound"] == "compute"
 
 
+# The walk's steps in order, per MMA family (wgmma; mma.sync on Ampere and Ada; tcgen05 with Tensor Memory)
+STEPS = {
+    "h100-sxm": ["problem", "block", "wgmma", "feed", "registers", "smem", "hbm", "pipeline", "waves"],
+    "a100-sxm": ["problem", "block", "mma", "feed", "registers", "smem", "hbm", "pipeline", "waves"],
+    "l40s": ["problem", "block", "mma", "feed", "registers", "smem", "hbm", "pipeline", "waves"],
+    "b200": ["problem", "block", "mma", "feed", "tmem", "smem", "hbm", "pipeline", "waves"],
+}
+
+
+@pytest.mark.parametrize("gpu", STEPS)
+def test_every_step_in_order_with_its_prose(gpu):
+    r = explain(gpu=gpu, kv_heads=4)
+    assert [s.key for s in r.steps] == STEPS[gpu]
+    assert all(s.lines and s.values for s in r.steps)
+    text = r.render()
+    for i, s in enumerate(r.steps, 1):
+        assert f"\n{i}. {s.title}\n" in text
+    assert "GQA: 4 query heads share each K/V head" in " ".join(text.split())
+    # one line per design, each followed by its timeline
+    assert sum(line.endswith("tiles.") for line in r.steps[-2].lines) == 3
+
+
 def test_gqa_multiplies_m():
     r = explain(heads=32, kv_heads=4)
     assert r["hbm"]["gqa_group"] == 8

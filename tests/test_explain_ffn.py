@@ -32,6 +32,21 @@ def test_default_numbers():
     assert p["backward_flops"]["split"] == 11 * 2 * 16384 * 16 * 128 * 512
 
 
+STEPS = ["layer", "unsplit", "unfused", "n_bound", "m_bound", "prediction", "small_speedup"]
+
+
+@pytest.mark.parametrize("gpu", ["h100-sxm", "a100-sxm", "l40s", "b200"])
+def test_every_step_in_order_with_its_prose(gpu):
+    r = ffn.explain(gpu=gpu)
+    assert [s.key for s in r.steps] == STEPS
+    assert all(s.lines and s.values for s in r.steps)
+    text = r.render()
+    for i, s in enumerate(r.steps, 1):
+        assert f"\n{i}. {s.title}\n" in text
+    assert ("tmem_columns" in r["n_bound"]) == (gpu == "b200")  # Tensor Memory bounds N on Blackwell
+    assert r.advice[-1].startswith("Training: the recompute backward")
+
+
 def test_backward_flop_modes():
     u = 2 * 10 * 3 * 64 * 7
     assert ffn.mhffn_backward_flops(10, 3, 64, 7) == 6 * u

@@ -31,6 +31,21 @@ def test_seed_numbers():
     assert any("still below 295" in a for a in r.advice)
 
 
+STEPS = ["problem", "tiling", "waves", "block", "mma", "traffic", "roofline", "padding", "occupancy"]
+
+
+@pytest.mark.parametrize("gpu", ["h100-sxm", "a100-sxm", "b200"])
+def test_every_step_in_order_with_its_prose(gpu):
+    r = explain(gpu=gpu)
+    assert [s.key for s in r.steps] == STEPS
+    assert all(s.lines and s.values for s in r.steps)
+    text = r.render()
+    for i, s in enumerate(r.steps, 1):
+        assert f"\n{i}. {s.title}\n" in text
+    assert "model_ms" in r["roofline"]  # the time model beside the floor (bf16)
+    assert len(r.advice) == 3  # memory-bound; how to stream B; the tail wave (M = 64 fills its fragments)
+
+
 def test_tiling_cuts_traffic_by_ts():
     # With TS x TS tiles, HBM traffic drops to 1/TS
     r = explain(m=4096, n=4096, k=4096, tile="32x32", block_k=32, threads=1024)

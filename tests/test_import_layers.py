@@ -193,17 +193,6 @@ def test_the_checks_find_a_planted_circle_and_an_upward_import(tmp_path):
 
 # What a function-local import may defer: the optional extras (and what they pull in at import)
 HEAVY = ("torch", "triton", "matplotlib", "uvicorn", "starlette", "h11", "cupy", "tqdm")
-# Modules whose function-local imports of light modules are still to move to their tops (they are being
-# restructured elsewhere); take a module off once its imports pass
-NOT_YET = (
-    "tilewise.cli",
-    "tilewise.explain.attention",
-    "tilewise.explain.predicted",
-    "tilewise.kernels.attention_gluon",
-    "tilewise.kernels.decode",
-    "tilewise.kernels.flash_attention",
-    "tilewise.kernels.gemm",
-)
 
 
 def _imported(node: ast.Import | ast.ImportFrom) -> list[tuple[str, str | None]]:
@@ -274,8 +263,6 @@ def test_function_local_imports_only_defer_a_heavy_dependency():
     heavy = heavy_modules(SRC)
     light = []
     for mod, path in sorted(mods.items()):
-        if mod in NOT_YET:
-            continue
         with open(path, encoding="utf-8") as f:
             tree = ast.parse(f.read(), path)
         for node in _function_local(tree):

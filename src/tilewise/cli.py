@@ -14,7 +14,7 @@ import json
 import re
 import sys
 
-from tilewise import __version__
+from tilewise import __version__, occupancy_cli
 from tilewise import gpus as _gpus
 from tilewise.errors import InputError, cli_int, parse_size
 
@@ -177,8 +177,6 @@ def _describe_gpu(g: _gpus.GPU) -> str:
 
 
 def _cmd_occupancy(a: argparse.Namespace) -> int:
-    from tilewise import occupancy_cli
-
     return occupancy_cli.run(a)
 
 

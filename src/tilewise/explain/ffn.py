@@ -23,6 +23,7 @@ the FFN register budget in tilewise.model.tensorcore (`ffn_register_budget`).
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 
 from tilewise import gpus as _gpus
 from tilewise import validate
@@ -30,6 +31,7 @@ from tilewise.errors import cli_int, require, shown
 from tilewise.explain.predicted import prediction
 from tilewise.explain.report import (
     Report,
+    Step,
     fmt_bytes,
     fmt_flops,
     fmt_intensity,
@@ -96,13 +98,68 @@ def explain(
         {"x and out": 2 * T * D * e, "weights": 3 * H * d * inter * e, "W_in and W_out": 2 * D * D * e},
         "the FFN's activations and weights",
     )
-    native = mma.path(g, dt)
-    arch = native.family  # ampere (mma.sync: Ampere and Ada), hopper or blackwell
-    wm = tensorcore.WGMMA_M
-    regs_lim = g.max_regs_per_thread
-    smem_lim = g.smem_per_block_optin
-    peak = _gpus.peak_flops(g, dt)
+    p = _Ffn(T, D, H, inter, d, bm, bn, dt, e, g, mma.path(g, dt))
+    r = _report(p)
 
+    fl = _layer(r, p)
+    _unsplit(r, p)
+    rf_unf, fus_bytes, saved = _unfused(r, p, fl)
+    regs, max_n, feed_break = _n_bound(r, p)
+    w_bytes = _m_bound(r, p)
+    rf_fwd, bwd = _prediction(r, p, fl, rf_unf, fus_bytes, saved)
+    _small_speedup(r, p, fl, rf_unf, bwd)
+    _advice(r, p, rf_fwd, feed_break, regs, max_n, w_bytes)
+    return r
+
+
+@dataclass(frozen=True)
+class _Ffn:
+    """The checked problem every step reads: sizes (T tokens, D = H x d_h, I per head), tiles, dtype, GPU, MMA path."""
+
+    T: int
+    D: int
+    H: int
+    inter: int
+    d: int  # d_h = D / H
+    bm: int
+    bn: int
+    dt: str
+    e: int
+    g: _gpus.GPU
+    native: mma.MmaPath
+
+    @property
+    def wm(self) -> int:
+        """The smallest block of token rows: one MMA's M (wgmma's 64, four warps of mma.sync's 16)."""
+        return tensorcore.WGMMA_M
+
+    @property
+    def arch(self) -> str:
+        """ampere (mma.sync: Ampere and Ada), hopper or blackwell."""
+        return self.native.family
+
+    @property
+    def regs_lim(self) -> int:
+        return self.g.max_regs_per_thread
+
+    @property
+    def smem_lim(self) -> int:
+        return self.g.smem_per_block_optin
+
+    @property
+    def peak(self) -> float:
+        return _gpus.peak_flops(self.g, self.dt)
+
+    @property
+    def inter_bytes(self) -> int:
+        """The [T, H, I] intermediate."""
+        return self.T * self.H * self.inter * self.e
+
+
+def _report(p: _Ffn) -> Report:
+    T, D, H, inter, d, bm, bn, dt, g, native, arch = (
+        p.T, p.D, p.H, p.inter, p.d, p.bm, p.bn, p.dt, p.g, p.native, p.arch
+    )  # fmt: skip
     r = Report(
         kind="ffn",
         title=f"FlashFFN: {H} heads of d_h = {d}, I = {inter} per head, {T} tokens ({dt}) on {g.name}",
@@ -118,11 +175,14 @@ def explain(
         )
     if bm > T:
         r.notes.append(f"block_m = {bm} is more than the {T} tokens: one block, {pct(T / bm)} of its rows real.")
+    return r
 
+
+def _layer(r: Report, p: _Ffn) -> int:
+    T, D, H, inter, d, e, inter_bytes = p.T, p.D, p.H, p.inter, p.d, p.e, p.inter_bytes
     # 1. The layer and its work.
     fl = traffic.mhffn_flops(T, H, d, inter)
     params = 3 * H * d * inter
-    inter_bytes = T * H * inter * e
     dense_inter_bytes = T * inter * e
     s = r.step(
         "layer",
@@ -142,11 +202,17 @@ def explain(
         f"SwiGLU with d_model = {D} and intermediate {inter} ({fmt_flops(dense_swiglu_flops(T, D, inter))}). "
         f"But the intermediate is [T, H, I] = {fmt_bytes(inter_bytes)}, {H}x the dense [T, I] ({fmt_bytes(dense_inter_bytes)})."
     )
+    return fl
 
+
+def _acc_regs(width: int) -> float:
+    """Registers per thread of a warpgroup for a [64, width] fp32 accumulator."""
+    return tensorcore.WGMMA_M * width * tensorcore.ACC_BYTES / 4 / tensorcore.WARPGROUP_THREADS
+
+
+def _unsplit(r: Report, p: _Ffn) -> None:
+    D, H, d, e, g, arch, wm, regs_lim, smem_lim = p.D, p.H, p.d, p.e, p.g, p.arch, p.wm, p.regs_lim, p.smem_lim
     # 2. Why the unsplit FFN does not fit a flash kernel.
-    def acc_regs(width: int) -> float:
-        return wm * width * tensorcore.ACC_BYTES / 4 / tensorcore.WARPGROUP_THREADS
-
     x_tile = wm * D * e
     m_why = {
         "hopper": f"wgmma's M is {wm}",
@@ -156,8 +222,8 @@ def explain(
     s = r.step(
         "unsplit",
         "Why the unsplit FFN does not fit a flash kernel",
-        accumulator_regs_per_thread_unsplit=acc_regs(D),
-        accumulator_regs_per_thread_split=acc_regs(d),
+        accumulator_regs_per_thread_unsplit=_acc_regs(D),
+        accumulator_regs_per_thread_split=_acc_regs(d),
         accumulator_bytes_unsplit=wm * D * tensorcore.ACC_BYTES,
         register_file_bytes=g.regs_per_sm * 4,
         x_tile_bytes_unsplit=x_tile,
@@ -169,13 +235,13 @@ def explain(
     s.say(
         f"A flash kernel keeps a block of token rows on chip and walks the intermediate dimension, accumulating the "
         f"down-projection in fp32. {m_why}, so the smallest block is {wm} rows. Unsplit, the accumulator "
-        f"is [{wm}, {D}] fp32 = {fmt_kib(wm * D * 4)}: {acc_regs(D):.0f} registers per thread of a warpgroup "
+        f"is [{wm}, {D}] fp32 = {fmt_kib(wm * D * 4)}: {_acc_regs(D):.0f} registers per thread of a warpgroup "
         f"against a limit of {regs_lim}, {wm * D * 4 / (g.regs_per_sm * 4):.2g}x the SM's whole register file "
         f"({fmt_kib(g.regs_per_sm * 4)}). The input rows [{wm}, {D}] alone take {fmt_kib(x_tile)} of the "
         f"{fmt_kib(smem_lim)} a block may have."
     )
     s.say(
-        f"Split into {H} heads of {d}: the accumulator is [{wm}, {d}] = {acc_regs(d):.0f} registers per thread "
+        f"Split into {H} heads of {d}: the accumulator is [{wm}, {d}] = {_acc_regs(d):.0f} registers per thread "
         f"(attention's O), the z tile {fmt_kib(wm * d * e)}. Heads make the flash kernel fit."
     )
     if arch == "blackwell":
@@ -185,6 +251,9 @@ def explain(
             f"({'fits' if D <= mma.TMEM_COLUMNS else 'does NOT fit'}), split [{wm}, {d}] needs {d}."
         )
 
+
+def _unfused(r: Report, p: _Ffn, fl: int) -> tuple[roofline.Roofline, int, int]:
+    T, H, d, inter, dt, e, g, inter_bytes = p.T, p.H, p.d, p.inter, p.dt, p.e, p.g, p.inter_bytes
     # 3. Why the split FFN without fusion blows up memory.
     unf_bytes = traffic.mhffn_unfused_bytes(T, H, d, inter, dt)
     fus_bytes = traffic.mhffn_bytes(T, H, d, inter, dt)
@@ -212,7 +281,28 @@ def explain(
         f"recomputes them chunk by chunk, as FlashAttention recomputes S. The flash kernel keeps heads from blowing up "
         f"memory."
     )
+    return rf_unf, fus_bytes, saved
 
+
+def _up_down_feed(p: _Ffn) -> tuple[float, float, float, int]:
+    """Compute / feed of the up-projections (and their break-even N) and of the down-projection, on this GPU's MMA
+    path, and the N the up-projections' figure is taken at."""
+    d, bn, dt, g, arch, wm = p.d, p.bn, p.dt, p.g, p.arch, p.wm
+    if arch == "hopper":
+        feed_up = tensorcore.smem_feed(max(64, min(256, bn // 8 * 8)), dt, "SS", g.key)
+        feed_dn = tensorcore.smem_feed(d, dt, "RS", g.key)
+        return feed_up.ratio, feed_up.break_even_n, feed_dn.ratio, feed_up.n
+    if arch == "ampere":
+        wu = mma.warp_feed(wm, 4, bn, dt, g, q_in_registers=False)
+        wd = mma.warp_feed(wm, 4, d, dt, g, q_in_registers=True)
+        return wu.ratio, 0.0, wd.ratio, bn
+    fu = mma.instruction_feed(mma.TCGEN05_M, bn, dt, g, a_from_smem=True)
+    fd = mma.instruction_feed(mma.TCGEN05_M, d, dt, g, a_from_smem=False)
+    return fu.ratio, fu.break_even_n, fd.ratio, bn
+
+
+def _n_bound(r: Report, p: _Ffn) -> tuple[dict[str, float], int, float]:
+    d, bn, dt, arch, native, wm, regs_lim = p.d, p.bn, p.dt, p.arch, p.native, p.wm, p.regs_lim
     # 4a. N: the intermediate chunk.
     regs = ffn_register_budget(wm, bn, d, dt)
     max_n = max(
@@ -223,20 +313,9 @@ def explain(
         ),
         default=0,
     )
-    if arch == "hopper":
-        feed_up = tensorcore.smem_feed(max(64, min(256, bn // 8 * 8)), dt, "SS", g.key)
-        feed_dn = tensorcore.smem_feed(d, dt, "RS", g.key)
-        up_ratio, up_break, dn_ratio = feed_up.ratio, feed_up.break_even_n, feed_dn.ratio
-    elif arch == "ampere":
-        wu = mma.warp_feed(wm, 4, bn, dt, g, q_in_registers=False)
-        wd = mma.warp_feed(wm, 4, d, dt, g, q_in_registers=True)
-        up_ratio, up_break, dn_ratio = wu.ratio, 0.0, wd.ratio
-    else:
-        fu = mma.instruction_feed(mma.TCGEN05_M, bn, dt, g, a_from_smem=True)
-        fd = mma.instruction_feed(mma.TCGEN05_M, d, dt, g, a_from_smem=False)
-        up_ratio, up_break, dn_ratio = fu.ratio, fu.break_even_n, fd.ratio
-        tmem_cols = 2 * bn + d  # g and u [128, N] fp32, the output [128, d_h] fp32
-        tmem_max_n = max(0, (mma.TMEM_COLUMNS - d) // 2 // 16 * 16)
+    up_ratio, up_break, dn_ratio, up_n = _up_down_feed(p)
+    tmem_cols = 2 * bn + d  # g and u [128, N] fp32, the output [128, d_h] fp32
+    tmem_max_n = max(0, (mma.TMEM_COLUMNS - d) // 2 // 16 * 16)
     s = r.step(
         "n_bound",
         "N carries over: the intermediate chunk",
@@ -249,30 +328,7 @@ def explain(
         register_limit=regs_lim,
         max_block_n=max_n if arch != "blackwell" else tmem_max_n,
     )
-    if arch == "hopper":
-        s.say(
-            f"The up-projections z_h Wg_h and z_h Wu_h are attention's S = Q K^T with K = d_h: the z tile is wgmma's A, "
-            f"re-read from shared memory by every instruction, the weight chunk [d_h, N] is B. The feed bound holds "
-            f"unchanged: 0.5 N >= 16 + 0.25 N, N >= {feed_up.break_even_n:.0f}; at N = {feed_up.n} compute / feed = "
-            f"{feed_up.ratio:.2f}."
-        )
-        s.say(
-            f"The down-projection a Wd_h is P V: a = silu(g) * u is made in registers and can feed wgmma from there "
-            f"(RS), ratio {feed_dn.ratio:.2f} at N = d_h = {d}."
-        )
-    elif arch == "ampere":
-        s.say(
-            f"On Ampere the 4 warps of a {wm}-row block split the rows and each reads the whole weight chunk "
-            f"[d_h, {bn}] through ldmatrix, plus its rows of z: compute / feed = {wu.ratio:.2f} (rows per warp / 16 "
-            f"once z stays in registers). mma.sync takes a = silu(g) * u from registers for the down-projection: "
-            f"ratio {wd.ratio:.2f}."
-        )
-    else:
-        s.say(
-            f"On Blackwell one thread issues tcgen05.mma m{mma.TCGEN05_M}nNk16: 0.5 N cycles of compute against 32 + "
-            f"0.25 N of shared memory, N >= {fu.break_even_n:.0f}; at N = {bn}: {fu.ratio:.2f}. The down-projection "
-            f"can take a from Tensor Memory: {fd.ratio:.2f}."
-        )
+    _n_feed_prose(s, p, up_ratio, up_break, dn_ratio, up_n)
     if arch != "blackwell":
         s.say(
             f"Registers set the upper bound, tighter than attention's: two [{wm}, N] fp32 up-projections (N per "
@@ -289,8 +345,40 @@ def explain(
             f"({'fits' if tmem_cols <= mma.TMEM_COLUMNS else 'does NOT fit'}); the largest N is {tmem_max_n}. "
             "Tensor Memory, not the register file, bounds N from above."
         )
-    feed_break = up_break
+    return regs, max_n, up_break
 
+
+def _n_feed_prose(s: Step, p: _Ffn, up_ratio: float, up_break: float, dn_ratio: float, up_n: int) -> None:
+    """The up- and down-projections as attention's two GEMMs, fed on this GPU's MMA path."""
+    d, bn, arch, wm = p.d, p.bn, p.arch, p.wm
+    if arch == "hopper":
+        s.say(
+            f"The up-projections z_h Wg_h and z_h Wu_h are attention's S = Q K^T with K = d_h: the z tile is wgmma's A, "
+            f"re-read from shared memory by every instruction, the weight chunk [d_h, N] is B. The feed bound holds "
+            f"unchanged: 0.5 N >= 16 + 0.25 N, N >= {up_break:.0f}; at N = {up_n} compute / feed = "
+            f"{up_ratio:.2f}."
+        )
+        s.say(
+            f"The down-projection a Wd_h is P V: a = silu(g) * u is made in registers and can feed wgmma from there "
+            f"(RS), ratio {dn_ratio:.2f} at N = d_h = {d}."
+        )
+    elif arch == "ampere":
+        s.say(
+            f"On Ampere the 4 warps of a {wm}-row block split the rows and each reads the whole weight chunk "
+            f"[d_h, {bn}] through ldmatrix, plus its rows of z: compute / feed = {up_ratio:.2f} (rows per warp / 16 "
+            f"once z stays in registers). mma.sync takes a = silu(g) * u from registers for the down-projection: "
+            f"ratio {dn_ratio:.2f}."
+        )
+    else:
+        s.say(
+            f"On Blackwell one thread issues tcgen05.mma m{mma.TCGEN05_M}nNk16: 0.5 N cycles of compute against 32 + "
+            f"0.25 N of shared memory, N >= {up_break:.0f}; at N = {bn}: {up_ratio:.2f}. The down-projection "
+            f"can take a from Tensor Memory: {dn_ratio:.2f}."
+        )
+
+
+def _m_bound(r: Report, p: _Ffn) -> int:
+    T, H, d, inter, bm, dt, e, g = p.T, p.H, p.d, p.inter, p.bm, p.dt, p.e, p.g
     # 4b. M: token rows per block, weights from L2.
     w_bytes_head = 3 * d * inter * e
     w_bytes = H * w_bytes_head
@@ -326,7 +414,13 @@ def explain(
         f"{reuse.bound}-bound. Unlike attention's KV, the weights are the same for every sequence, so the reuse does "
         f"not depend on the sequence length."
     )
+    return w_bytes
 
+
+def _prediction(
+    r: Report, p: _Ffn, fl: int, rf_unf: roofline.Roofline, fus_bytes: int, saved: int
+) -> tuple[roofline.Roofline, dict[str, int]]:
+    T, D, H, d, inter, dt, e, g, peak, inter_bytes = p.T, p.D, p.H, p.d, p.inter, p.dt, p.e, p.g, p.peak, p.inter_bytes
     # 5. Predicted time and memory.
     rf_fwd = roofline.time(g, fl, fus_bytes, dt)
     bwd = {m: mhffn_backward_flops(T, H, d, inter, m) for m in BACKWARD_MODES}
@@ -388,7 +482,11 @@ def explain(
         what="a training step, forward + the split backward (its 14 GEMM units)",
         floor_s=rf_fwd.time_s + rf_bwd["split"].time_s, prefix="step_",
     )  # fmt: skip
+    return rf_fwd, bwd
 
+
+def _small_speedup(r: Report, p: _Ffn, fl: int, rf_unf: roofline.Roofline, bwd: dict[str, int]) -> None:
+    D, d, inter, peak = p.D, p.d, p.inter, p.peak
     # 6. Why is the speedup so small?
     s = r.step(
         "small_speedup",
@@ -411,6 +509,11 @@ def explain(
         f"kernel. The benchmark rows (benchmarks/results/h200/ffn.json) carry the measured answer."
     )
 
+
+def _advice(
+    r: Report, p: _Ffn, rf_fwd: roofline.Roofline, feed_break: float, regs: dict[str, float], max_n: int, w_bytes: int
+) -> None:
+    bn, g, arch, wm, regs_lim = p.bn, p.g, p.arch, p.wm, p.regs_lim
     if not rf_fwd.bound == "compute":
         r.advice.append("The fused forward is memory-bound here: more token rows per block (M) or more tokens.")
     if bn < feed_break:
@@ -423,7 +526,6 @@ def explain(
         "Training: the recompute backward trades FLOPs for memory; if memory allows, storing a alone removes one "
         "recomputed GEMM per chunk."
     )
-    return r
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -10,6 +10,7 @@ tests/test_explain_gemm.py asserts the figures (192 blocks, 1.45 waves, 2 KB +
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 
 from tilewise import gpus as _gpus
 from tilewise import validate
@@ -27,7 +28,7 @@ from tilewise.explain.report import (
     provenance_line,
 )
 from tilewise.model import decode, mma, roofline, traffic, waves
-from tilewise.model.occupancy import occupancy
+from tilewise.model.occupancy import Occupancy, occupancy
 from tilewise.util import cdiv
 
 DEFAULTS = dict(
@@ -87,7 +88,75 @@ def explain(
     require(bm % mm == 0 and bn % mn == 0, f"tile must be a multiple of the {mm}x{mn} MMA fragment, got {bm}x{bn}")
     require(block_k % mk == 0, f"block_k must be a multiple of the MMA's k = {mk} ({dt}), got {block_k}")
     validate.fits_memory(g, {"A": m * k * e, "B": k * n * e, "C": m * n * e}, "A, B and C")
+    p = _Gemm(m, n, k, dtype, dt, e, g, native, bm, bn, block_k, threads, stages, registers)
+    require(
+        p.stage_smem <= g.smem_per_block_optin,
+        f"stages x (tile M x block_k + block_k x tile N) x {e} B = {stages} x ({bm} x {block_k} + {block_k} x {bn}) "
+        f"x {e} = {p.stage_smem} bytes of shared memory must fit the {g.name}'s {g.smem_per_block_optin} per block; "
+        "use fewer stages, a smaller tile or block_k",
+    )
+    r = _report(p)
 
+    flops, nbytes, b_b = _problem(r, p)
+    _tiling(r, p)
+    occ, w1 = _waves(r, p)
+    _block(r, p)
+    _mma(r, p)
+    _traffic(r, p, nbytes)
+    rf = _roofline(r, p, flops, nbytes)
+    fill16 = _padding(r, p)
+    _occupancy(r, p, occ)
+    _advice(r, p, rf, b_b, w1, fill16)
+    return r
+
+
+@dataclass(frozen=True)
+class _Gemm:
+    """The checked problem every step reads: sizes, dtype (as given and as computed), GPU, MMA path, the block."""
+
+    m: int
+    n: int
+    k: int
+    dtype: str  # as given: fp32 stores 4 bytes per element and computes as tf32
+    dt: str  # the Tensor Cores' dtype
+    e: int
+    g: _gpus.GPU
+    native: mma.MmaPath
+    bm: int
+    bn: int
+    block_k: int
+    threads: int
+    stages: int
+    registers: int
+
+    @property
+    def grid(self) -> tuple[int, int]:
+        """Output tiles along M and N: one block each."""
+        return cdiv(self.m, self.bm), cdiv(self.n, self.bn)
+
+    @property
+    def blocks(self) -> int:
+        gm, gn = self.grid
+        return gm * gn
+
+    @property
+    def trips(self) -> int:
+        """Steps of the K loop."""
+        return cdiv(self.k, self.block_k)
+
+    @property
+    def warps(self) -> int:
+        return self.threads // self.g.warp_size
+
+    @property
+    def stage_smem(self) -> int:
+        """Shared memory of the A and B tiles over all stages."""
+        return self.stages * (self.bm * self.block_k + self.block_k * self.bn) * self.e
+
+
+def _report(p: _Gemm) -> Report:
+    m, n, k, dtype, dt, g, bm, bn, block_k = p.m, p.n, p.k, p.dtype, p.dt, p.g, p.bm, p.bn, p.block_k
+    threads, stages, registers = p.threads, p.stages, p.registers
     r = Report(
         kind="gemm",
         title=f"GEMM C[{m}, {n}] = A[{m}, {k}] x B[{k}, {n}] ({dt}) on {g.name}",
@@ -111,7 +180,11 @@ def explain(
         r.notes.append(
             f"block_k = {block_k} is longer than K = {k}: the K loop is one step with {pct(k / block_k)} of it real."
         )
+    return r
 
+
+def _problem(r: Report, p: _Gemm) -> tuple[int, int, int]:
+    m, n, k, dtype, e = p.m, p.n, p.k, p.dtype, p.e
     # 1. The work and the bytes.
     flops = traffic.gemm_flops(m, n, k)
     nbytes = traffic.gemm_bytes(m, n, k, dtype)
@@ -122,10 +195,13 @@ def explain(
         f"Fewest bytes: A {fmt_bytes(a_b)} + B {fmt_bytes(b_b)} ({b_b / 2**20:.0f} MiB) + C {fmt_bytes(c_b)} "
         f"= {fmt_bytes(nbytes)}, each read or written once."
     )
+    return flops, nbytes, b_b
 
+
+def _tiling(r: Report, p: _Gemm) -> None:
+    m, n, k, bm, bn, blocks = p.m, p.n, p.k, p.bm, p.bn, p.blocks
+    gm, gn = p.grid
     # 2. Output-stationary tiling and the grid.
-    gm, gn = cdiv(m, bm), cdiv(n, bn)
-    blocks = gm * gn
     s = r.step(
         "tiling",
         "Output-stationary tiling: one block per output tile",
@@ -140,15 +216,11 @@ def explain(
     )
     s.say(f"Each block reads A's rows [{bm}, {k}] and B's columns [{k}, {bn}]; blocks never talk to each other.")
 
+
+def _waves(r: Report, p: _Gemm) -> tuple[Occupancy, waves.Waves]:
+    g, blocks = p.g, p.blocks
     # 3. Waves over the SMs.
-    stage_smem = stages * (bm * block_k + block_k * bn) * e
-    require(
-        stage_smem <= g.smem_per_block_optin,
-        f"stages x (tile M x block_k + block_k x tile N) x {e} B = {stages} x ({bm} x {block_k} + {block_k} x {bn}) "
-        f"x {e} = {stage_smem} bytes of shared memory must fit the {g.name}'s {g.smem_per_block_optin} per block; "
-        "use fewer stages, a smaller tile or block_k",
-    )
-    occ = occupancy(g, threads, registers, 0, stage_smem)
+    occ = occupancy(g, p.threads, p.registers, 0, p.stage_smem)
     w1 = waves.grid_waves(blocks, g.sms, 1)
     wk = waves.grid_waves(blocks, g.sms, max(occ.blocks_per_sm, 1))
     s = r.step(
@@ -192,11 +264,13 @@ def explain(
             f"This configuration fits {occ.blocks_per_sm} blocks per SM ({occ.limiter} limit), {resident}; "
             f"blocks on one SM share its Tensor Cores, and {load}."
         )
+    return occ, w1
 
+
+def _block(r: Report, p: _Gemm) -> None:
+    k, e, bm, bn, block_k, threads, stages, trips = p.k, p.e, p.bm, p.bn, p.block_k, p.threads, p.stages, p.trips
     # 4. Block level: shared-memory tiles and the K loop.
-    a_tile, b_tile = bm * block_k * e, block_k * bn * e
-    trips = cdiv(k, block_k)
-    warps = threads // g.warp_size
+    a_tile, b_tile, warps = bm * block_k * e, block_k * bn * e, p.warps
     s = r.step(
         "block",
         "Inside a block: shared-memory tiles and the K loop",
@@ -215,6 +289,11 @@ def explain(
     )
     s.say(f"K loop: {k} / {block_k} = {trips} steps; {stages} buffer(s) take {fmt_kib(stages * (a_tile + b_tile))}.")
 
+
+def _mma(r: Report, p: _Gemm) -> None:
+    dt, g, native, bm, bn, block_k, trips, blocks = p.dt, p.g, p.native, p.bm, p.bn, p.block_k, p.trips, p.blocks
+    warps = p.warps
+    mm, mn, mk = mma_shape(dt)
     # 5. Warps and MMA instructions.
     mma_flops = 2 * mm * mn * mk
     mmas_per_step = (bm // mm) * (bn // mn) * (block_k // mk)
@@ -240,6 +319,10 @@ def explain(
         f"{native.accumulator}."
     )
 
+
+def _traffic(r: Report, p: _Gemm, nbytes: int) -> None:
+    m, n, k, dtype, bm, bn = p.m, p.n, p.k, p.dtype, p.bm, p.bn
+    gm, gn = p.grid
     # 6. HBM traffic: naive vs tiled.
     naive = traffic.gemm_naive_hbm_bytes(m, n, k, dtype)
     tiled = traffic.gemm_tiled_hbm_bytes(m, n, k, bm, bn, dtype)
@@ -263,6 +346,9 @@ def explain(
         f"(traffic drops to 1/TS); here the smaller side is {ts}. L2 can serve A's repeats, so HBM sees about {fmt_bytes(nbytes)}."
     )
 
+
+def _roofline(r: Report, p: _Gemm, flops: int, nbytes: int) -> roofline.Roofline:
+    m, n, k, dtype, g = p.m, p.n, p.k, p.dtype, p.g
     # 7. Arithmetic intensity and the roofline.
     rf = roofline.time(g, flops, nbytes, dtype)
     s = r.step(
@@ -292,7 +378,11 @@ def explain(
     if _gpus.dtype_name(dtype) in ("bf16", "fp16"):
         problem = {"m": m, "n": n, "k": k, "dtype": _gpus.dtype_name(dtype)}
         prediction(s, "gemm", problem, g.key, what="tilewise's kernel at its best config", floor_s=rf.time_s)
+    return rf
 
+
+def _padding(r: Report, p: _Gemm) -> float:
+    m, native = p.m, p.native
     # 8. Fragment padding when M is small.
     fill16 = decode.fragment_fill(m, 16)
     fill64 = decode.fragment_fill(m, 64)
@@ -312,43 +402,24 @@ def explain(
         f"An MMA fragment has 16 rows; M = {m} fills {pct(fill16)} of them{native_txt}. "
         f"At M = 1 (decode, batch 1) only 1 of 16 rows carries data: {pct(decode.fragment_fill(1, 16))}."
     )
+    return fill16
 
+
+def _occupancy(r: Report, p: _Gemm, occ: Occupancy) -> None:
     # 9. Occupancy of the configuration.
     s = r.step("occupancy", "Occupancy of this configuration", **occ.to_dict())
     s.say(
-        f"{threads} threads, {registers} registers per thread (assumed; pass --registers with what ptxas reports), "
+        f"{p.threads} threads, {p.registers} registers per thread (assumed; pass --registers with what ptxas reports), "
         f"{fmt_kib(occ.smem_per_block)} of shared memory per block: {occ.blocks_per_sm} blocks per SM, "
         f"{occ.warps_per_sm} of {occ.max_warps_per_sm} warps ({pct(occ.occupancy)}), limited by {occ.limiter}."
     )
 
+
+def _advice(r: Report, p: _Gemm, rf: roofline.Roofline, b_b: int, w1: waves.Waves, fill16: float) -> None:
+    m, native, blocks, trips = p.m, p.native, p.blocks, p.trips
     # What would help, from the numbers.
     if rf.bound == "memory":
-        need_m = decode.batch_for_compute_bound(k, n, dt, g)  # the same function `explain decode` uses
-        need = (
-            f"compute-bound from M = {need_m}"
-            if need_m is not None
-            else "no M reaches the balance (the intensity of this K and N saturates below it)"
-        )
-        full_m = cdiv(m, 16) * 16  # the smallest M >= m whose fragments are all full
-        i_full = traffic.gemm_flops(full_m, n, k) / traffic.gemm_bytes(full_m, n, k, dt)
-        if i_full < rf.balance:
-            frag = (
-                f"M = {m} fills every 16-row fragment yet gives only {fmt_intensity(i_full)} FLOP/B"
-                if full_m == m
-                else f"Filling the fragments (M = {full_m}) would give only {fmt_intensity(i_full)} FLOP/B"
-            )
-            frag += f", still below {rf.balance:.0f}: full fragments are not the same as full Tensor Cores."
-        else:
-            frag = ""
-        r.advice.append(
-            f"Memory-bound ({fmt_intensity(rf.intensity)} FLOP/B against {rf.balance:.0f}): the floor is reading "
-            f"B ({fmt_bytes(b_b)}) once. Batching more rows raises intensity with M; {need}. {frag}".rstrip()
-        )
-        spread = "enough blocks or split-K" if trips > 1 else "enough blocks (smaller tiles)"
-        r.advice.append(
-            "Since time is bytes / bandwidth, the goal is HBM bandwidth: wide (16-byte) loads, deep pipelining "
-            f"(3-4 stages) and {spread} to keep every SM streaming B."
-        )
+        r.advice.extend(_memory_bound_advice(p, rf, b_b))
     else:
         feed = {
             "hopper": "feed wgmma from TMA-loaded shared memory with 128x128+ tiles, 3-4 stages",
@@ -374,7 +445,35 @@ def explain(
         r.advice.append(
             f"The K loop is only {trips} steps: prologue and epilogue are a large share; consider a persistent kernel."
         )
-    return r
+
+
+def _memory_bound_advice(p: _Gemm, rf: roofline.Roofline, b_b: int) -> list[str]:
+    """The memory-bound GEMM's two lines: batch rows to raise the intensity with M, and stream B at full bandwidth."""
+    m, n, k, dt, g, trips = p.m, p.n, p.k, p.dt, p.g, p.trips
+    need_m = decode.batch_for_compute_bound(k, n, dt, g)  # the same function `explain decode` uses
+    need = (
+        f"compute-bound from M = {need_m}"
+        if need_m is not None
+        else "no M reaches the balance (the intensity of this K and N saturates below it)"
+    )
+    full_m = cdiv(m, 16) * 16  # the smallest M >= m whose fragments are all full
+    i_full = traffic.gemm_flops(full_m, n, k) / traffic.gemm_bytes(full_m, n, k, dt)
+    if i_full < rf.balance:
+        frag = (
+            f"M = {m} fills every 16-row fragment yet gives only {fmt_intensity(i_full)} FLOP/B"
+            if full_m == m
+            else f"Filling the fragments (M = {full_m}) would give only {fmt_intensity(i_full)} FLOP/B"
+        )
+        frag += f", still below {rf.balance:.0f}: full fragments are not the same as full Tensor Cores."
+    else:
+        frag = ""
+    spread = "enough blocks or split-K" if trips > 1 else "enough blocks (smaller tiles)"
+    return [
+        f"Memory-bound ({fmt_intensity(rf.intensity)} FLOP/B against {rf.balance:.0f}): the floor is reading "
+        f"B ({fmt_bytes(b_b)}) once. Batching more rows raises intensity with M; {need}. {frag}".rstrip(),
+        "Since time is bytes / bandwidth, the goal is HBM bandwidth: wide (16-byte) loads, deep pipelining "
+        f"(3-4 stages) and {spread} to keep every SM streaming B.",
+    ]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

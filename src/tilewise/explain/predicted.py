@@ -12,13 +12,12 @@ it does not cover) `<prefix>model_ms` is None and the sentence says why.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from tilewise.advise import KERNELS, advise
 from tilewise.errors import InputError
 from tilewise.explain.report import Step, fmt_time
-
-if TYPE_CHECKING:
-    from tilewise.model.predict import Prediction
+from tilewise.model.predict import Prediction, predict
 
 
 def prediction(
@@ -33,9 +32,6 @@ def prediction(
     prefix: str = "",
 ) -> Prediction | None:
     """Add the time model's prediction of `kernel` on `problem` to `step`; returns the Prediction (or None)."""
-    from tilewise.advise import KERNELS, advise
-    from tilewise.model.predict import predict
-
     tag = None
     try:
         if config is None and kernel in KERNELS:

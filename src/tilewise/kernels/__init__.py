@@ -13,6 +13,7 @@ see them like torch's own ops.
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 from tilewise.errors import require_extra
 
@@ -34,7 +35,7 @@ _OPS = {
 }
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name in _OPS:
         require_extra("torch", "kernels")
         require_extra("triton", "kernels")

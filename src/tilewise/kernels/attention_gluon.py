@@ -44,11 +44,25 @@ for those (see `use_gluon`).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import heapq
 import math
+import os
+import re
+import subprocess
+import tempfile
+import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
+from tilewise.errors import InputError
+from tilewise.model.tensorcore import register_budget, setmaxnreg_split, smem_budget
 from tilewise.util import cdiv
+
+if TYPE_CHECKING:
+    import torch
 
 try:
     import triton
@@ -144,11 +158,7 @@ def gluon_config(
     lpt: bool | None = None,
 ) -> GluonConfig:
     """Tile, ring depth and register split for one design, from `tilewise.model.tensorcore`."""
-    from tilewise.model.tensorcore import register_budget, setmaxnreg_split, smem_budget
-
     if design not in DESIGNS:
-        from tilewise.errors import InputError
-
         raise InputError(f"design must be one of {list(DESIGNS)}, got {design!r}")
     bn = _BLOCK_N[head_dim]
     two = design == "pingpong"
@@ -190,8 +200,8 @@ def gluon_config(
 
 if _IMPORT_ERROR is None:
 
-    @gluon.jit
-    def _tile_info(t, num_bh, num_m, group, seq_q, seq_k, BLOCK_Q: gl.constexpr, BLOCK_N: gl.constexpr,
+    @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
+    def _tile_info(t, num_bh, num_m, group, seq_q, seq_k, BLOCK_Q: gl.constexpr, BLOCK_N: gl.constexpr,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
                    CAUSAL: gl.constexpr):  # fmt: skip
         """Tile t of the persistent order -> (b*h index, first query row, keys to visit, key tiles).
 
@@ -212,8 +222,8 @@ if _IMPORT_ERROR is None:
         n_tiles = (n_keys + BLOCK_N - 1) // BLOCK_N
         return bh, m0, n_keys, n_tiles
 
-    @gluon.jit
-    def _tile_at(r, pid, nprog, total, snake):
+    @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
+    def _tile_at(r, pid, nprog, total, snake):  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
         """Round r of CTA pid: tile r * grid + pid, or, with `snake`, the mirrored slot in odd full rounds.
 
         The tiles are sorted longest first inside a head group, so mirroring every other round gives the
@@ -224,16 +234,16 @@ if _IMPORT_ERROR is None:
             t = r * nprog + nprog - 1 - pid
         return t
 
-    @gluon.jit
-    def _tile_count(sched_ptr, pid, nprog, total, TABLE: gl.constexpr):
+    @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
+    def _tile_count(sched_ptr, pid, nprog, total, TABLE: gl.constexpr):  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
         """Tiles CTA pid runs: every grid-th one, or (TABLE) its segment of the host's schedule (`lpt_schedule`)."""
         n = (total - pid + nprog - 1) // nprog
         if TABLE:
             n = gl.load(sched_ptr + pid + 1) - gl.load(sched_ptr + pid)
         return n
 
-    @gluon.jit
-    def _tile_id(sched_ptr, r, pid, nprog, total, snake, TABLE: gl.constexpr):
+    @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
+    def _tile_id(sched_ptr, r, pid, nprog, total, snake, TABLE: gl.constexpr):  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
         """The r-th tile of CTA pid: `_tile_at`, or (TABLE) entry r of its segment of the schedule."""
         if TABLE:
             t = gl.load(sched_ptr + nprog + 1 + gl.load(sched_ptr + pid) + r)
@@ -241,8 +251,8 @@ if _IMPORT_ERROR is None:
             t = _tile_at(r, pid, nprog, total, snake)
         return t
 
-    @gluon.jit
-    def _load_q(q_desc, q_smem, q_full, q_empty, b, h, m0, tile_count, BLOCK_M: gl.constexpr,
+    @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
+    def _load_q(q_desc, q_smem, q_full, q_empty, b, h, m0, tile_count, BLOCK_M: gl.constexpr,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
                 CONSUMERS: gl.constexpr):  # fmt: skip
         for c in gl.static_range(CONSUMERS):
             # the consumer arrives on q_empty after its last Q K^T of the previous tile
@@ -250,8 +260,8 @@ if _IMPORT_ERROR is None:
             mbarrier.expect(q_full.index(c), q_desc.block_type.nbytes)
             tma.async_copy_global_to_shared(q_desc, [b, h, m0 + c * BLOCK_M, 0], q_full.index(c), q_smem.index(c))
 
-    @gluon.jit
-    def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty,
+    @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
+    def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
                   num_heads, num_kv_heads, seq_q, seq_k, num_m, group, total, snake, sched_ptr,
                   BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
                   CONSUMERS: gl.constexpr, Q_LATE: gl.constexpr, CAUSAL: gl.constexpr,
@@ -291,8 +301,8 @@ if _IMPORT_ERROR is None:
                 kv_count += 1
             tile_count += 1
 
-    @gluon.jit
-    def _softmax_step(s, m_i, l_i, qk_scale, col0, rows, n_keys, causal_shift, MASKED: gl.constexpr,
+    @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
+    def _softmax_step(s, m_i, l_i, qk_scale, col0, rows, n_keys, causal_shift, MASKED: gl.constexpr,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
                       CAUSAL: gl.constexpr, S_LAYOUT: gl.constexpr):  # fmt: skip
         """One key tile of the online softmax (log2 domain). Returns P (fp32), the new max, sum, alpha."""
         if MASKED:
@@ -312,8 +322,8 @@ if _IMPORT_ERROR is None:
         l_i = l_i * alpha + gl.sum(p, 1)
         return p, m_new, l_i, alpha
 
-    @gluon.jit
-    def _consumer(q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, turn,
+    @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
+    def _consumer(q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, turn,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
                   o_ptr, lse_ptr, stride_ob, stride_oh, stride_om,
                   num_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale, sched_ptr,
                   C: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
@@ -478,8 +488,8 @@ if _IMPORT_ERROR is None:
             tile_count += 1
 
     # sizes are not specialized (a new Sq would otherwise recompile whenever its divisibility by 16 changes)
-    @gluon.jit(do_not_specialize=["num_heads", "num_kv_heads", "seq_q", "seq_k", "num_m", "group", "total", "snake"])
-    def _fa3_fwd_kernel(q_desc, k_desc, v_desc, o_ptr, lse_ptr, sched_ptr,
+    @gluon.jit(do_not_specialize=["num_heads", "num_kv_heads", "seq_q", "seq_k", "num_m", "group", "total", "snake"])  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
+    def _fa3_fwd_kernel(q_desc, k_desc, v_desc, o_ptr, lse_ptr, sched_ptr,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
                         stride_ob, stride_oh, stride_om,
                         num_heads, num_kv_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale,
                         HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
@@ -561,24 +571,24 @@ if _IMPORT_ERROR is None:
 # ---------------------------------------------------------------------------- dispatch
 
 
-def _tma_ok(t) -> bool:
+def _tma_ok(t: torch.Tensor) -> bool:
     """A 4-D TMA descriptor needs a 16-byte-aligned base and 16-byte-aligned strides, unit last stride."""
     e = t.element_size()
-    return t.stride(3) == 1 and t.data_ptr() % 16 == 0 and all((t.stride(i) * e) % 16 == 0 for i in range(3))
+    return bool(t.stride(3) == 1 and t.data_ptr() % 16 == 0 and all((t.stride(i) * e) % 16 == 0 for i in range(3)))
 
 
 @functools.lru_cache(maxsize=16)
 def _device_ok(index: int) -> bool:
-    import torch
+    import torch  # deferred: the module imports with Triton alone (compile_sm90 needs no torch)
 
-    return torch.cuda.get_device_capability(index) == (9, 0)
+    return bool(torch.cuda.get_device_capability(index) == (9, 0))
 
 
 @functools.lru_cache(maxsize=16)
 def _sm_count(index: int) -> int:
-    import torch
+    import torch  # deferred: the module imports with Triton alone (compile_sm90 needs no torch)
 
-    return torch.cuda.get_device_properties(index).multi_processor_count
+    return int(torch.cuda.get_device_properties(index).multi_processor_count)
 
 
 _FAILED: list[str] = []  # the first failure, kept for `gluon_status()`; the Gluon path is off afterwards
@@ -586,24 +596,20 @@ _FAILED: list[str] = []  # the first failure, kept for `gluon_status()`; the Glu
 
 def gluon_failed(exc: BaseException) -> None:
     """Called by the dispatch when the Gluon kernel raised (compile error, out of resources): turn it off."""
-    import warnings
-
     if not _FAILED:
         _FAILED.append(f"{type(exc).__name__}: {str(exc)[:500]}")
         warnings.warn(f"tilewise: the Gluon attention kernel failed ({_FAILED[0][:200]}); using the Triton kernel",
                       RuntimeWarning, stacklevel=3)  # fmt: skip
 
 
-def use_gluon(q, k, v, scale) -> bool:
+def use_gluon(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | None) -> bool:
     """Whether `tilewise.kernels.attention` should run the Gluon kernel for these (already checked) inputs.
 
     Hopper (sm 9.0) GPU, a Triton version on which the GPU tests passed (`GLUON_VERIFIED`) with the
     Gluon names this file uses, fp16/bf16, head_dim in DISPATCH_HEAD_DIMS, a positive scale (the unmasked
     softmax scales the row max), TMA-compatible layouts; TILEWISE_GLUON=0 turns it off.
     """
-    import os
-
-    import torch
+    import torch  # deferred: the module imports with Triton alone (compile_sm90 needs no torch)
 
     if os.environ.get("TILEWISE_GLUON", "1") == "0" or os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
         return False
@@ -621,7 +627,7 @@ def use_gluon(q, k, v, scale) -> bool:
 # ---------------------------------------------------------------------------- launcher
 
 
-def kernel_constexprs(cfg: GluonConfig, causal: bool, table: bool | None = None) -> dict:
+def kernel_constexprs(cfg: GluonConfig, causal: bool, table: bool | None = None) -> dict[str, Any]:
     """The kernel's compile-time arguments; `table`: the CTAs read `lpt_schedule` (default: cfg.lpt and causal)."""
     return dict(
         HEAD_DIM=cfg.head_dim,
@@ -692,8 +698,6 @@ def lpt_schedule(batch_heads: int, num_m: int, group: int, seq_q: int, seq_k: in
     instead leaves the last CTA to finish with up to 1.5x the mean work under a causal mask (B1 H16 S32k:
     4,096 tiles of 2..256 key tiles on 132 CTAs, 1.51x with the mirrored order, 1.04x without; this table 1.00x).
     """
-    import heapq
-
     loads = [(0.0, p) for p in range(nprog)]
     own: list[list[int]] = [[] for _ in range(nprog)]
     for t in range(batch_heads * num_m):
@@ -733,6 +737,7 @@ def busiest_cta(batch_heads: int, num_m: int, group: int, seq_q: int, seq_k: int
     takes. Python over every tile, once per shape (`use_lpt` on B1 H32 S131072, 32,768 tiles: 75 ms, 2.3 us a
     tile for both orders)."""
     total = batch_heads * num_m
+    lists: list[Sequence[int]]
     if lpt:
         sched = lpt_schedule(batch_heads, num_m, group, seq_q, seq_k, block_n, causal, nprog)
         lists = [sched[nprog + 1 + sched[p] : nprog + 1 + sched[p + 1]] for p in range(nprog)]
@@ -770,8 +775,6 @@ def shape_config(head_dim: int, dtype: str, batch_heads: int, seq_q: int, seq_k:
                  group: int) -> GluonConfig:  # fmt: skip
     """The ping-pong config for one problem: the consumers' turn order (TURN_FREE_KEYS) and the causal
     schedule (`use_lpt`), from the per-head-dim `gluon_config`."""
-    import dataclasses
-
     cfg = gluon_config(head_dim, "pingpong", dtype, Q_LATE, SNAKE)
     turn = causal or seq_k < TURN_FREE_KEYS
     num_m = cdiv(seq_q, ROWS_PER_CTA)
@@ -781,12 +784,12 @@ def shape_config(head_dim: int, dtype: str, batch_heads: int, seq_q: int, seq_k:
 
 # (lpt_schedule's arguments, device) -> [device table, pinned host copy, copy-done event]. Never freed: a captured
 # CUDA graph holds a table's address (a table is (grid + 1 + tiles) int32s: 17 KB for B1 H16 S32768).
-_SCHEDULES: dict = {}
+_SCHEDULES: dict[tuple[tuple[Any, ...], torch.device], list[Any]] = {}
 
 
-def _schedule_tensor(key: tuple, device):
+def _schedule_tensor(key: tuple[Any, ...], device: torch.device) -> torch.Tensor | None:
     """The schedule on the device, built once per shape (outside a CUDA-graph capture: None inside one)."""
-    import torch
+    import torch  # deferred: the module imports with Triton alone (compile_sm90 needs no torch)
 
     entry = _SCHEDULES.get((key, device))
     if entry is None:
@@ -810,7 +813,7 @@ def _schedule_tensor(key: tuple, device):
     return entry[0]
 
 
-def _nvmma(block, dtype_bits: int):
+def _nvmma(block: list[int], dtype_bits: int) -> Any:
     return gl.NVMMASharedLayout(swizzle_byte_width=_swizzle(block[-1] * dtype_bits // 8), element_bitwidth=dtype_bits,
                                 rank=len(block))  # fmt: skip
 
@@ -822,12 +825,14 @@ def _swizzle(row_bytes: int) -> int:
     return 0
 
 
-def gluon_attention(q, k, v, *, causal: bool = False, scale: float | None = None, design: str = "pingpong",
-                    num_sms: int | None = None, config: GluonConfig | None = None, group: int | None = None):  # fmt: skip
+def gluon_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool = False,
+                    scale: float | None = None, design: str = "pingpong", num_sms: int | None = None,
+                    config: GluonConfig | None = None,
+                    group: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
     """FA3's forward on Hopper. Inputs as `tilewise.kernels.attention` (already checked there):
     q [B, H, Sq, D], k/v [B, Hkv, Sk, D], fp16/bf16, D in (64, 128, 256), last dim contiguous."""
-    import torch
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+    import torch  # deferred: the module imports with Triton alone (compile_sm90 needs no torch)
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor  # deferred: Gluon's host API, at launch only
 
     B, H, Sq, D = q.shape
     Hk, Sk = k.shape[1], k.shape[2]
@@ -851,7 +856,7 @@ def gluon_attention(q, k, v, *, causal: bool = False, scale: float | None = None
         cfg = gluon_config(D, design, dt, Q_LATE, SNAKE)
     bm, bn = cfg.rows_per_consumer, cfg.block_n
 
-    def desc(t, rows):
+    def desc(t: torch.Tensor, rows: int) -> Any:
         block = [1, 1, rows, D]
         return TensorDescriptor(t, list(t.shape), list(t.stride()), block, _nvmma(block, 16))
 
@@ -871,11 +876,6 @@ def gluon_attention(q, k, v, *, causal: bool = False, scale: float | None = None
 
 def _resource_usage(cubin: bytes) -> tuple[int, int]:
     """(registers per thread, stack frame bytes) from cuobjdump, the tool Triton's wheel ships."""
-    import os
-    import re
-    import subprocess
-    import tempfile
-
     tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(cubin)
@@ -886,19 +886,19 @@ def _resource_usage(cubin: bytes) -> tuple[int, int]:
     return (int(reg.group(1)) if reg else -1, int(stack.group(1)) if stack else -1)
 
 
-def compile_sm90(design: str, head_dim: int, dtype: str = "bf16", causal: bool = False) -> dict:
+def compile_sm90(design: str, head_dim: int, dtype: str = "bf16", causal: bool = False) -> dict[str, Any]:
     """Build the kernel for sm_90a without a GPU; returns registers, spills and shared memory per CTA.
 
     Uses only Triton (no torch, no device): the PyPI wheel carries ptxas.
     """
-    from triton.backends.compiler import GPUTarget
-    from triton.experimental.gluon._runtime import GluonASTSource
+    from triton.backends.compiler import GPUTarget  # deferred: only the offline sm_90a build uses the compiler API
+    from triton.experimental.gluon._runtime import GluonASTSource  # (as above)
 
     cfg = gluon_config(head_dim, design, dtype)
     tname = {"bf16": "bf16", "fp16": "fp16"}[dtype]
     bits = 16
 
-    def dsig(rows):
+    def dsig(rows: int) -> str:
         block = [1, 1, rows, head_dim]
         return f"tensordesc<{tname}[{','.join(map(str, block))}],{_nvmma(block, bits)!r}>"
 

@@ -113,7 +113,7 @@ def _matmul_op(a: Tensor, b: Tensor, bias: Tensor | None, activation: str) -> Te
 
 @_matmul_op.register_fake  # type: ignore[untyped-decorator]  # torch is read as Any (unchecked)
 def _(a: Any, b: Any, bias: Any, activation: Any) -> Any:
-    gemm.check_matmul(a, b, None, bias, activation)  # type: ignore[no-untyped-call]  # gemm is not type-checked yet
+    gemm.check_matmul(a, b, None, bias, activation)
     return a.new_empty((a.shape[0], b.shape[1]))
 
 
@@ -155,7 +155,7 @@ def matmul(
         return gemm.matmul(a, b, out=out, bias=bias, activation=activation, config=config)
     _eager_only("matmul", config=config)
     if out is not None:
-        gemm.check_matmul(a, b, out, bias, activation)  # type: ignore[no-untyped-call]  # gemm is not type-checked yet
+        gemm.check_matmul(a, b, out, bias, activation)
         return out.copy_(torch.ops.tilewise.matmul(a, b, bias, activation))
     return torch.ops.tilewise.matmul(a, b, bias, activation)
 
@@ -325,7 +325,7 @@ def _(
     max_chunk: Any,
     use_desc: Any,
 ) -> Any:
-    decode.check_decode_attention(q, k_cache, v_cache, block_table, scale)  # type: ignore[no-untyped-call]  # decode is not type-checked yet
+    decode.check_decode_attention(q, k_cache, v_cache, block_table, scale)
     B = q.shape[0]
     # the lengths' values are data (checked when the op runs); their shape and dtype are checked here
     if seq_lens.dim() != 1 or seq_lens.shape[0] != B:

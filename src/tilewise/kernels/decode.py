@@ -32,12 +32,14 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 import triton
 import triton.language as tl
 
+from tilewise.advise import default_config
 from tilewise.errors import InputError, require
 from tilewise.kernels.utils import (
     Launcher,
@@ -51,6 +53,7 @@ from tilewise.kernels.utils import (
     workspace,
 )
 from tilewise.model.decode import choose_num_splits
+from tilewise.model.predict import decode_merge
 from tilewise.util import cdiv, next_power_of_2
 
 try:  # host-side TMA descriptors (triton >= 3.4); the interpreter understands them too
@@ -91,7 +94,9 @@ def choose_splits(
 
 
 @functools.lru_cache(maxsize=4096)
-def _choose_splits_cached(batch: int, kv_heads: int, max_len: int, sms: int, block_n: int, max_chunk: int):
+def _choose_splits_cached(
+    batch: int, kv_heads: int, max_len: int, sms: int, block_n: int, max_chunk: int
+) -> tuple[int, int]:
     splits = choose_num_splits(batch, kv_heads, max(max_len, 1), sms, block_n=block_n, max_splits=MAX_SPLITS)
     splits = max(int(splits), cdiv(max_len, max_chunk), 1)
     chunk = cdiv(cdiv(max(max_len, 1), splits), block_n) * block_n
@@ -108,13 +113,13 @@ def default_tile(head_dim: int, elem_bytes: int) -> tuple[int, int, int]:
 
 
 @functools.lru_cache(maxsize=4096)
-def advised_plan(batch: int, heads: int, kv_heads: int, seq_len: int, head_dim: int, dtype, gpu: str):
+def advised_plan(
+    batch: int, heads: int, kv_heads: int, seq_len: int, head_dim: int, dtype: torch.dtype, gpu: str
+) -> tuple[int, int, int, int] | None:
     """(block_n, warps, stages, num_splits) of the advisor's top-1 for 16-bit caches, else None (fp32 and
     shapes outside the advisor's range keep `default_tile` and the wave rule). The sweep timed both on
     the H200: the advisor's top-1 within 5% of the best of 7 tiles x 7 split counts on ~80% of the
     held-out problems, the rule before it on 9% (docs/advise.md)."""
-    from tilewise.advise import default_config
-
     name = {torch.float16: "fp16", torch.bfloat16: "bf16"}.get(dtype)
     if name is None:
         return None
@@ -128,14 +133,12 @@ def advised_plan(batch: int, heads: int, kv_heads: int, seq_len: int, head_dim: 
 
 @functools.lru_cache(maxsize=4096)
 def merge_placement(
-    batch: int, heads: int, kv_heads: int, seq_len: int, head_dim: int, dtype, gpu: str, block_n: int, warps: int,
-    stages: int, splits: int,
+    batch: int, heads: int, kv_heads: int, seq_len: int, head_dim: int, dtype: torch.dtype, gpu: str, block_n: int,
+    warps: int, stages: int, splits: int,
 ) -> tuple[str, str]:  # fmt: skip
     """(placement inside a CUDA-graph capture, placement eagerly) of the split partials' merge, each "inline"
     (the last split merges, one launch) or "launch" (a second kernel): the model's shorter step
     (`tilewise.model.predict.decode_merge`). A GPU or dtype the model does not know keeps "inline"."""
-    from tilewise.model.predict import decode_merge
-
     name = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}[dtype]
     p = {"batch": batch, "heads": heads, "kv_heads": kv_heads, "seq_len": seq_len, "head_dim": head_dim, "dtype": name}
     c = {"block_n": block_n, "num_warps": warps, "num_stages": stages, "num_splits": splits}
@@ -154,8 +157,8 @@ def _tma_rows(t: torch.Tensor) -> bool:
 # ------------------------------------------------------------------------------ kernels
 
 
-@triton.jit
-def _decode_tile_loop(
+@triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
+def _decode_tile_loop(  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
     acc,
     l_i,
     m_i,
@@ -223,8 +226,8 @@ def _decode_tile_loop(
     return acc, l_i, m_i
 
 
-@triton.jit
-def _decode_split_kernel(
+@triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
+def _decode_split_kernel(  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
     # pointers (and TMA descriptors over the [B*Hkv*L, D] / [pages*Hkv*PAGE, D] views of the caches)
     Q,
     K,
@@ -338,8 +341,8 @@ def _decode_split_kernel(
                               stride_oh, GROUP, HEAD_DIM, MERGE_G, SPLITS_P2, SPLIT_CHUNK, True)  # fmt: skip
 
 
-@triton.jit
-def _decode_merge(
+@triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
+def _decode_merge(  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
     WS, LSE_WS, O, LSE, COUNTERS, b, bh, hk, num_kv_heads, num_splits, stride_ob, stride_oh,
     GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, MERGE_G: tl.constexpr, SPLITS_P2: tl.constexpr,
     SPLIT_CHUNK: tl.constexpr, RESET: tl.constexpr,
@@ -379,8 +382,8 @@ def _decode_merge(
         tl.atomic_xchg(COUNTERS + bh, 0)
 
 
-@triton.jit
-def _decode_merge_kernel(
+@triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
+def _decode_merge_kernel(  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
     WS, O, LSE, num_kv_heads, num_splits, stride_ob, stride_oh,
     GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, MERGE_G: tl.constexpr, SPLITS_P2: tl.constexpr,
     SPLIT_CHUNK: tl.constexpr,
@@ -395,7 +398,9 @@ def _decode_merge_kernel(
 # ---------------------------------------------------------------------------- launcher
 
 
-def _as_lens(seq_lens, batch: int, device: torch.device) -> tuple[torch.Tensor, int | None, list[int] | None]:
+def _as_lens(
+    seq_lens: torch.Tensor | Sequence[int], batch: int, device: torch.device
+) -> tuple[torch.Tensor, int | None, list[int] | None]:
     """seq_lens as an int32 tensor on `device`, and its maximum when known without a device sync."""
     if isinstance(seq_lens, torch.Tensor):
         require(
@@ -428,13 +433,20 @@ def _as_lens(seq_lens, batch: int, device: torch.device) -> tuple[torch.Tensor, 
     return torch.tensor(host, dtype=torch.int32, device=device), (max(host) if host else 0), host
 
 
-def _need(ok: bool, message) -> None:
-    """Raise InputError(message()) unless ok: the message is built only on failure (decode steps are short)."""
+def _need(ok: bool, message: Callable[..., str]) -> None:
+    """Raise InputError(message()) unless ok: the message is built only on failure (decode steps are short).
+    (`...`: the lambdas that bind a loop's variables as defaults are called with no argument too.)"""
     if not ok:
         raise InputError(message())
 
 
-def _check(q, k_cache, v_cache, block_table, scale):
+def _check(
+    q: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    block_table: torch.Tensor | None,
+    scale: float | None,
+) -> None:
     for name, t in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache)):
         _need(isinstance(t, torch.Tensor), lambda n=name, t=t: f"{n} must be a torch.Tensor, got {type(t).__name__}")
     _need(
@@ -512,10 +524,38 @@ class _Plan:
         "ws_counters",
         "ws_numel",
     )  # fmt: skip
+    contig: tuple[bool, bool, bool]  # q, k, v read through a contiguous copy (head_dim not unit-stride)
+    desc_block: list[int] | None  # the TMA box of the key tiles; None: pointer loads
+    empty: bool  # a batch of 0: nothing to launch
+    ints: tuple[float, ...]  # the split kernel's scalar arguments
+    launcher: Launcher | None  # the split kernel, merging inline where a placement is "inline"
+    lse_shape: tuple[int, int]
+    lse_strides: tuple[int, int]
+    merge_eager: str  # where the partials merge: "inline" or "launch" (MERGES), eagerly
+    merge_graph: str  # and inside a CUDA-graph capture
+    merge_ints: tuple[int, int, int, int]
+    merge_launcher: Launcher | None  # the merge kernel, where a placement is "launch"
+    out_shape: tuple[int, ...]
+    out_strides: tuple[int, ...]
+    rows: int  # rows of the [N*H*L, D] view the descriptors take
+    split_launcher: Launcher | None  # the split kernel without the merge, where a placement is "launch"
+    ws_counters: int
+    ws_numel: int  # workspace floats (0: one split writes out and lse itself)
 
 
 def _make_plan(
-    q, k_cache, v_cache, table, paged, scale, num_splits, max_len, tile, max_chunk, use_desc, merge
+    q: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    table: torch.Tensor,
+    paged: bool,
+    scale: float | None,
+    num_splits: int | None,
+    max_len: int,
+    tile: tuple[int, int, int] | None,
+    max_chunk: int | None,
+    use_desc: bool | None,
+    merge: str | None,
 ) -> _Plan:
     """Everything a call with this signature (and this longest sequence) launches; `table` is the int32
     block table when `paged` (else the lengths, unused)."""
@@ -608,7 +648,9 @@ def _make_plan(
     return plan
 
 
-def _run(plan: _Plan, q, k, v, lens, table):
+def _run(
+    plan: _Plan, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, lens: torch.Tensor, table: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     dev = q.device
     out = torch.empty_strided(plan.out_shape, plan.out_strides, dtype=q.dtype, device=dev)
     lse = torch.empty_strided(plan.lse_shape, plan.lse_strides, dtype=torch.float32, device=dev)
@@ -635,9 +677,11 @@ def _run(plan: _Plan, q, k, v, lens, table):
     if plan.merge_graph != mode and q.is_cuda and torch.cuda.is_current_stream_capturing():
         mode = plan.merge_graph  # inside a capture the second launch costs the host nothing per replay
     if mode == "launch":
+        assert plan.split_launcher is not None and plan.merge_launcher is not None  # built for a "launch" placement
         plan.split_launcher(q, k, v, k_desc, v_desc, lens, table, out, lse, ws, cnt, *plan.ints)
         plan.merge_launcher(ws, out, lse, *plan.merge_ints)
     else:
+        assert plan.launcher is not None  # built for an "inline" placement (and for one split)
         plan.launcher(q, k, v, k_desc, v_desc, lens, table, out, lse, ws, cnt, *plan.ints)
     return out, lse
 
@@ -651,7 +695,7 @@ def decode_attention(
     q: torch.Tensor,
     k_cache: torch.Tensor,
     v_cache: torch.Tensor,
-    seq_lens,
+    seq_lens: torch.Tensor | Sequence[int],
     *,
     scale: float | None = None,
     block_table: torch.Tensor | None = None,
@@ -673,6 +717,9 @@ def decode_attention(
     the key tiles) and `merge` ("inline" or "launch", see `merge_placement`) override the plan (sweeps). Lengths on the device cost the host least: host lengths
     are checked and copied to the device every call.
     """
+    sig: tuple[Any, ...] | None
+    key: tuple[Any, ...] | None
+    plan: _Plan | None
     key = plan = None
     try:
         sig = (
@@ -691,6 +738,7 @@ def decode_attention(
     except (AttributeError, TypeError):  # not tensors, or an unhashable option: the checks refuse it
         sig = key = plan = None
     if plan is not None:
+        assert isinstance(seq_lens, torch.Tensor)  # a plan is looked up first only for lengths on the device
         lens = seq_lens if seq_lens.dtype == torch.int32 else seq_lens.to(torch.int32)
         if block_table is None:
             return _run(plan, q, k_cache, v_cache, lens, lens)
@@ -702,6 +750,7 @@ def decode_attention(
     lens, host_max, _host = _as_lens(seq_lens, B, q.device)
     capacity = k_cache.shape[2] if block_table is None else block_table.shape[1] * k_cache.shape[2]
     if host_max is not None:
+        assert _host is not None  # known with host_max
         require(
             all(0 <= x <= capacity for x in _host),
             f"seq_lens must lie in [0, {capacity}] (the cache holds {capacity} keys), got {_host}"
@@ -718,12 +767,13 @@ def decode_attention(
                           max_chunk, use_desc, merge)  # fmt: skip
         if key is not None:
             _PLANS.put(key, plan)
+            assert sig is not None  # a key holds the signature
             _CHECKED.add(sig)
     return _run(plan, q, k_cache, v_cache, lens, table)
 
 
 # Signatures whose tensors passed `_check` (host-side lengths are still checked every call).
-_CHECKED: set = set()
+_CHECKED: set[tuple[Any, ...]] = set()
 
 
 __all__ = [

@@ -29,13 +29,16 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import triton
 import triton.language as tl
 from triton.runtime.errors import OutOfResources
 
+from tilewise.advise import advise
 from tilewise.errors import InputError, require
 from tilewise.kernels.attention_gluon import gluon_attention, gluon_failed, use_gluon
 from tilewise.kernels.utils import Launcher, PlanCache, flat_rows, gpu_key, interpreting, long_kernel
@@ -72,7 +75,7 @@ class ForwardConfig:
     reason: str = ""
 
 
-def _budget(head_dim: int, block_m: int, block_n: int, num_warps: int, stages: int, dtype: str) -> dict:
+def _budget(head_dim: int, block_m: int, block_n: int, num_warps: int, stages: int, dtype: str) -> dict[str, Any]:
     """Registers per thread and shared memory of one tile, from `tilewise.model.tensorcore`.
 
     Triton gives each warpgroup (4 warps) BLOCK_M / (num_warps / 4) rows of the tile; with 8 warps
@@ -98,7 +101,8 @@ def _budget(head_dim: int, block_m: int, block_n: int, num_warps: int, stages: i
 # * no configuration of the space fits the GPU (the advisor refuses): 64 x 64 with one warpgroup and two stages
 #   (N = 64 is the wgmma shared-memory feed's break-even, 0.5 N >= 16 + 0.25 N), shrunk the same way;
 # * the interpreter: 32 x 32 tiles (small test shapes stay cheap).
-_RULE_TILE = (64, 64, 4, 2)
+_Tile = tuple[int, int, int, int]  # (block_m, block_n, num_warps, num_stages)
+_RULE_TILE: _Tile = (64, 64, 4, 2)
 
 
 def forward_config(
@@ -123,7 +127,7 @@ def forward_config(
     )  # fmt: skip
 
 
-def _smaller(bm: int, bn: int, w: int, st: int):
+def _smaller(bm: int, bn: int, w: int, st: int) -> Iterator[_Tile]:
     """Tiles below a starting tile, for rows the advisor does not model (fp32): fewer stages first (each K/V
     stage is 2 x BLOCK_N x D elements of shared memory), then half the key tile, then half the query tile."""
     while True:
@@ -138,10 +142,10 @@ def _smaller(bm: int, bn: int, w: int, st: int):
         yield bm, bn, (4 if bm <= 64 else w), st
 
 
-def _advised(batch, heads, kv_heads, seq_q, seq_k, head_dim, causal, dtype: str, gpu: str):
+def _advised(
+    batch: int, heads: int, kv_heads: int, seq_q: int, seq_k: int, head_dim: int, causal: bool, dtype: str, gpu: str
+) -> tuple[_Tile, str] | None:
     """The advisor's top-1 (tilewise.advise) as (tile, reason), or None where it refuses (no config fits)."""
-    from tilewise.advise import advise
-
     p = {"batch": batch, "heads": heads, "kv_heads": kv_heads, "seq_q": seq_q, "seq_k": seq_k,
          "head_dim": head_dim, "causal": causal, "dtype": dtype}  # fmt: skip
     try:
@@ -152,7 +156,7 @@ def _advised(batch, heads, kv_heads, seq_q, seq_k, head_dim, causal, dtype: str,
     return (c["block_m"], c["block_n"], c["num_warps"], c["num_stages"]), a.reason
 
 
-def _note(head_dim: int, bm: int, bn: int, w: int, st: int, dt: str) -> tuple[dict, str]:
+def _note(head_dim: int, bm: int, bn: int, w: int, st: int, dt: str) -> tuple[dict[str, Any], str]:
     b = _budget(head_dim, bm, bn, w, st, dt)
     r, sm = b["registers"], b["smem"]
     note = (
@@ -202,7 +206,7 @@ def _forward_config_cached(
         start, origin = adv[0], f"fp32: the 16-bit advisor top-1 ({adv[1]}), shrunk to fit"
     else:
         start, origin = _RULE_TILE, f"the advisor has no {dt} tile for {gpu}: the 64 x 64 rule, shrunk to fit"
-    notes = []
+    notes: list[str] = []
     chain = [start, *_smaller(*start)]
     # two stages or more where any fits: compiled for sm_90 (triton 3.6, no GPU), the one-stage fp32 tiles this chain
     # reaches first spilled 126-146 KB at D 128 / 256; the two-stage ones below them 8-61 KB (fp32 is the slow path)
@@ -227,8 +231,8 @@ def _forward_config_cached(
 # ------------------------------------------------------------------------------ kernel
 
 
-@triton.jit
-def _attn_tile_loop(
+@triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
+def _attn_tile_loop(  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
     acc,
     l_i,
     m_i,
@@ -291,8 +295,8 @@ def _attn_tile_loop(
     return acc, l_i, m_i
 
 
-@triton.jit
-def _attn_fwd_kernel(
+@triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
+def _attn_fwd_kernel(  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
     # pointers (and TMA descriptors over the [B*Hkv*Sk, D] views of K and V)
     Q,
     K,
@@ -386,7 +390,7 @@ def _attn_fwd_kernel(
 # ---------------------------------------------------------------------------- launcher
 
 
-def _check(q, k, v, scale) -> None:
+def _check(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | None) -> None:
     for name, t in (("q", q), ("k", k), ("v", v)):
         require(isinstance(t, torch.Tensor), f"{name} must be a torch.Tensor, got {type(t).__name__}")
         require(t.dim() == 4, f"{name} must have shape [batch, heads, seq, head_dim], got {list(t.shape)}")
@@ -436,9 +440,26 @@ class _Plan:
         "out_shape",
         "scale",
     )
+    causal: bool
+    contig: tuple[bool, bool, bool]  # q, k, v read through a contiguous copy (head_dim not unit-stride)
+    desc_blocks: list[int] | None  # the TMA box of K and V; None: pointer loads
+    empty: bool  # nothing to compute (Sq, B or H is 0)
+    gluon: bool  # the Gluon kernel (tilewise.kernels.attention_gluon) runs it
+    ints: tuple[float, ...]  # the kernel's scalar arguments
+    launcher: Launcher
+    lse_shape: tuple[int, int, int]
+    out_shape: tuple[int, int, int, int]
+    scale: float | None
 
 
-def _make_plan(q, k, v, causal, scale, config) -> _Plan:
+def _make_plan(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    causal: bool,
+    scale: float | None,
+    config: ForwardConfig | None,
+) -> _Plan:
     _check(q, k, v, scale)
     B, H, Sq, D = q.shape
     Hk, Sk = k.shape[1], k.shape[2]
@@ -487,7 +508,7 @@ def _make_plan(q, k, v, causal, scale, config) -> _Plan:
     return plan
 
 
-def _run(plan: _Plan, q, k, v):
+def _run(plan: _Plan, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     if plan.empty:
         return (torch.empty(plan.out_shape, device=q.device, dtype=q.dtype),
                 torch.empty(plan.lse_shape, device=q.device, dtype=torch.float32))  # fmt: skip
@@ -511,7 +532,7 @@ def _run(plan: _Plan, q, k, v):
     return out, lse
 
 
-def _run_first(plan: _Plan, q, k, v):
+def _run_first(plan: _Plan, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """The first launch compiles: a tile the model let through but Triton cannot place is refused in words."""
     try:
         return _run(plan, q, k, v)
@@ -541,6 +562,7 @@ def attention(
     Returns (out [B, H, Sq, D] in q's dtype, lse [B, H, Sq] fp32, natural log).
     `config` overrides the tile choice (benchmark sweeps).
     """
+    key: tuple[Any, ...] | None
     try:
         key = (
             q.shape, q.stride(), q.dtype, q.device, q.data_ptr() % 16 == 0,
@@ -560,7 +582,7 @@ def attention(
     return result
 
 
-def _desc(t: torch.Tensor, block: list):
+def _desc(t: torch.Tensor, block: list[int]) -> Any:
     B, H, S, D = t.shape
     return TensorDescriptor(t, [B * H * S, D], [D, 1], block)
 

@@ -30,12 +30,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+from typing import Any
 
 import torch
 import triton
 import triton.language as tl
 
 from tilewise import gpus as _gpus
+from tilewise.advise import advise
 from tilewise.advise.space import gemm_gluon_space
 from tilewise.errors import InputError
 from tilewise.kernels import gemm_gluon
@@ -137,8 +139,6 @@ def bytes_in_flight(cfg: Config, m: int, n: int, e: int, sms: int, gpu: str = "h
 # (docs/advise.md).
 @functools.lru_cache(maxsize=4096)
 def _choose_cached(m: int, n: int, k: int, dtype: str, key: str, layout: str) -> Config:
-    from tilewise.advise import advise
-
     best = advise("gemm", {"m": m, "n": n, "k": k, "dtype": dtype, "layout": layout}, gpu=key, top_k=1)[0]
     return Config(**best.config, reason=best.reason)
 
@@ -154,7 +154,9 @@ def choose_config(m: int, n: int, k: int, dtype: str, device: torch.device | Non
 
 
 @functools.lru_cache(maxsize=4096)
-def _gluon_cached(m: int, n: int, k: int, dtype: str, key: str, layout: str):
+def _gluon_cached(
+    m: int, n: int, k: int, dtype: str, key: str, layout: str
+) -> tuple[gemm_gluon.GluonGemmConfig, float] | None:
     """(best Gluon config, its predicted ms) of `advise.space.gemm_gluon_space`, or None when none fits."""
     p = {"m": m, "n": n, "k": k, "dtype": dtype, "layout": layout}
     ranked = sorted((predict.gemm_gluon(p, c, key).ms, gemm_gluon.config_from_dict(c).tag(), c)
@@ -183,7 +185,9 @@ def _layout(b: torch.Tensor) -> str:
     return "nn" if b.stride(1) == 1 else "nt"
 
 
-def choose_kernel(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias: torch.Tensor | None = None):
+def choose_kernel(
+    a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias: torch.Tensor | None = None
+) -> tuple[Config, gemm_gluon.GluonGemmConfig | None, str]:
     """The advisor's top-1 across the Triton and the Gluon kernel for these (checked) tensors.
 
     Returns (Triton config, Gluon config or None, reason). The Gluon config is returned when the model
@@ -220,8 +224,8 @@ def choose_kernel(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias: torch
 # --------------------------------------------------------------------------- kernels
 
 
-@triton.jit
-def _tile_coords(tile, tiles_m, tiles_n, GROUP_M: tl.constexpr):
+@triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
+def _tile_coords(tile, tiles_m, tiles_n, GROUP_M: tl.constexpr):  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
     """Grouped order: GROUP_M row tiles share a column of B tiles while it is in L2."""
     per_group = GROUP_M * tiles_n
     group = tile // per_group
@@ -232,8 +236,8 @@ def _tile_coords(tile, tiles_m, tiles_n, GROUP_M: tl.constexpr):
     return pid_m, pid_n
 
 
-@triton.jit
-def _epilogue(acc, bias_ptr, offs_n, N, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr):
+@triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
+def _epilogue(acc, bias_ptr, offs_n, N, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr):  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
     if HAS_BIAS:
         bias = tl.load(bias_ptr + offs_n, mask=offs_n < N, other=0.0).to(tl.float32)
         acc = acc + bias[None, :]
@@ -247,8 +251,8 @@ def _epilogue(acc, bias_ptr, offs_n, N, HAS_BIAS: tl.constexpr, ACTIVATION: tl.c
     return acc
 
 
-@triton.jit
-def _matmul_kernel(
+@triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
+def _matmul_kernel(  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
     # pointers
     a_ptr, b_ptr, c_ptr, bias_ptr, ws_ptr, counter_ptr,
     # sizes (M, N, K passed divided by MUL_M / MUL_N / MUL_K; M_LOAD / N_LOAD: the rows / columns loads
@@ -347,8 +351,8 @@ def _matmul_kernel(
         tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
-@triton.jit
-def _persistent_tile(
+@triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
+def _persistent_tile(  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
     a_desc, b_desc, c_desc, bias_ptr, tile, tiles_m, tiles_n, k_steps, N,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, EPILOGUE_SPLIT: tl.constexpr, OUT_DTYPE: tl.constexpr,
@@ -379,8 +383,8 @@ def _persistent_tile(
         c_desc.store([om, on], acc.to(OUT_DTYPE))
 
 
-@triton.jit
-def _matmul_tma_persistent_kernel(
+@triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
+def _matmul_tma_persistent_kernel(  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
     # descriptors (TMA: the copy engine moves tiles, zero-padding past the edges)
     a_desc, b_desc, c_desc, bias_ptr,
     # sizes
@@ -415,7 +419,9 @@ def _matmul_tma_persistent_kernel(
 # --------------------------------------------------------------------------- launcher
 
 
-def _check(a, b, out, bias, activation):
+def _check(
+    a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, bias: torch.Tensor | None, activation: str
+) -> None:
     for name, t in (("a", a), ("b", b)):
         if not isinstance(t, torch.Tensor):
             raise InputError(f"matmul: {name} must be a torch.Tensor, got {type(t).__name__}")
@@ -451,12 +457,12 @@ def _check(a, b, out, bias, activation):
 
 def _tma_rows(t: torch.Tensor) -> bool:
     """A TMA descriptor's tensor: unit last stride, 16-byte aligned base and row stride."""
-    return t.stride(1) == 1 and (t.stride(0) * t.element_size()) % 16 == 0 and t.data_ptr() % 16 == 0
+    return bool(t.stride(1) == 1 and (t.stride(0) * t.element_size()) % 16 == 0 and t.data_ptr() % 16 == 0)
 
 
 def _b_transposed(b: torch.Tensor) -> bool:
     """B is the transpose of a row-major matrix (`a @ w.T`): the TMA kernel describes w [N, K] instead."""
-    return b.stride(1) != 1 and b.stride(0) == 1
+    return bool(b.stride(1) != 1 and b.stride(0) == 1)
 
 
 def _tma_ok(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> bool:
@@ -471,7 +477,7 @@ def _tma_ok(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> bool:
 
 def _span(t: torch.Tensor) -> int:
     """Largest element offset a kernel computes into `t` (int32 arithmetic must not overflow)."""
-    return sum((d - 1) * abs(st) for d, st in zip(t.shape, t.stride())) + 1
+    return int(sum((d - 1) * abs(st) for d, st in zip(t.shape, t.stride())) + 1)
 
 
 def _load_extent(t: torch.Tensor, dim: int, size: int, unit: int) -> int:
@@ -500,8 +506,9 @@ def _row_aligned(t: torch.Tensor) -> bool:
     """One unit stride and the other a multiple of 16 bytes: rows can be read with 16-byte loads."""
     e = t.element_size()
     s0, s1 = t.stride()
-    return t.data_ptr() % 16 == 0 and (
-        (s1 == 1 and (s0 * e) % 16 == 0) or (s0 == 1 and (s1 * e) % 16 == 0) or t.shape[0] == 1 or t.shape[1] == 1
+    return bool(
+        t.data_ptr() % 16 == 0
+        and ((s1 == 1 and (s0 * e) % 16 == 0) or (s0 == 1 and (s1 * e) % 16 == 0) or t.shape[0] == 1 or t.shape[1] == 1)
     )
 
 
@@ -527,9 +534,25 @@ class _Plan:
 
     __slots__ = ("activation", "b_t", "blocks", "cfg", "gluon", "gluon_eager", "ints", "launcher", "pad_a", "pad_b", "recheck", "tiles",
                  "why", "ws_numel")  # fmt: skip
+    activation: str
+    b_t: bool  # B is w.T: the TMA kernel describes w [N, K]
+    blocks: tuple[list[int], list[int], list[int]]  # TMA boxes of A, B (or w) and C
+    cfg: Config
+    gluon: gemm_gluon.GluonGemmConfig | None  # the Gluon kernel's config, where the dispatch takes it
+    gluon_eager: bool  # eager calls run the Gluon kernel (else only CUDA-graph captures do)
+    ints: tuple[int, ...]  # the kernel's integer arguments
+    launcher: Launcher
+    pad_a: bool
+    pad_b: bool
+    recheck: bool  # derived from the storage's size, which the signature does not hold: never cached
+    tiles: int
+    why: str
+    ws_numel: int  # split-K workspace elements (0: none)
 
 
-def _make_plan(a, b, c, bias, activation, cfg: Config) -> _Plan:
+def _make_plan(
+    a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias: torch.Tensor | None, activation: str, cfg: Config
+) -> _Plan:
     """The launch of `cfg` on these tensors (a and b already padded where the plan pads them)."""
     m, k = a.shape
     n = b.shape[1]
@@ -610,17 +633,21 @@ def _make_plan(a, b, c, bias, activation, cfg: Config) -> _Plan:
 def _use_gluon(plan: _Plan) -> bool:
     """A Gluon plan launches the Gluon kernel eagerly only where it predicted long enough to hide its launch
     cost (`GLUON_EAGER_MIN_MS`), and always under CUDA-graph capture (a replay pays no host cost)."""
-    return plan.gluon is not None and (plan.gluon_eager or (_has_cuda() and torch.cuda.is_current_stream_capturing()))
+    use: bool = plan.gluon is not None and (
+        plan.gluon_eager or (_has_cuda() and torch.cuda.is_current_stream_capturing())
+    )
+    return use
 
 
 @functools.lru_cache(maxsize=1)
 def _has_cuda() -> bool:
-    return torch.cuda.is_available()  # (a CPU-only torch raises on the capture query)
+    return bool(torch.cuda.is_available())  # (a CPU-only torch raises on the capture query)
 
 
-def _run(plan: _Plan, a, b, c, bias) -> None:
+def _run(plan: _Plan, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias: torch.Tensor | None) -> None:
     """Launch a plan: allocations and descriptors are per call, everything else was derived once."""
     if _use_gluon(plan):
+        assert plan.gluon is not None  # _use_gluon checked it
         gemm_gluon.gluon_matmul(a, b, plan.gluon, out=c, bias=bias, activation=plan.activation)
         return
     bias_arg = bias if bias is not None else c
@@ -641,7 +668,9 @@ def _run(plan: _Plan, a, b, c, bias) -> None:
     plan.launcher(a, b, c, bias_arg, ws, cnt, *plan.ints)
 
 
-def _run_first(plan: _Plan, a, b, c, bias, activation) -> _Plan:
+def _run_first(
+    plan: _Plan, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias: torch.Tensor | None, activation: str
+) -> _Plan:
     """The first launch of a plan compiles; warp specialization needs triton >= 3.5 on Hopper and compiles
     only some shapes (128x256x64 w4 st3 hit an internal compiler error on triton 3.6): fall back once.
     A Gluon plan that raises turns the Gluon kernel off (one warning) and runs the Triton config instead."""
@@ -668,7 +697,9 @@ def _run_first(plan: _Plan, a, b, c, bias, activation) -> _Plan:
     return plan
 
 
-def _launch(a, b, c, bias, activation, cfg: Config) -> None:
+def _launch(
+    a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias: torch.Tensor | None, activation: str, cfg: Config
+) -> None:
     """Launch `cfg` as given (no plan cache; tests and sweeps)."""
     _run_first(_make_plan(a, b, c, bias, activation, cfg), a, b, c, bias, activation)
 
@@ -678,7 +709,14 @@ def _launch(a, b, c, bias, activation, cfg: Config) -> None:
 _PLANS = PlanCache()
 
 
-def _plan_key(a, b, out, bias, activation, config):
+def _plan_key(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    out: torch.Tensor | None,
+    bias: torch.Tensor | None,
+    activation: str,
+    config: Config | gemm_gluon.GluonGemmConfig | None,
+) -> tuple[Any, ...] | None:
     try:
         return (
             a.shape, a.stride(), a.dtype, a.device, a.data_ptr() % 16 == 0,
@@ -691,13 +729,22 @@ def _plan_key(a, b, out, bias, activation, config):
         return None  # (a None key is never stored, so it finds no plan)
 
 
-def _new_plan(key, a, b, out, bias, activation, config):
+def _new_plan(
+    key: tuple[Any, ...] | None,
+    a: torch.Tensor,
+    b: torch.Tensor,
+    out: torch.Tensor | None,
+    bias: torch.Tensor | None,
+    activation: str,
+    config: Config | gemm_gluon.GluonGemmConfig | None,
+) -> torch.Tensor:
     """Check the inputs and derive the plan of a signature not seen before (then cached)."""
     _check(a, b, out, bias, activation)
     m, k = a.shape
     n = b.shape[1]
     c = out if out is not None else torch.empty((m, n), dtype=a.dtype, device=a.device)
-    gcfg, why = None, ""
+    gcfg: gemm_gluon.GluonGemmConfig | None = None
+    why = ""
     if config is None:
         cfg, gcfg, why = choose_kernel(a, b, c, bias)
     elif isinstance(config, gemm_gluon.GluonGemmConfig):  # a pinned Gluon config (tests, sweeps)
@@ -741,7 +788,7 @@ def matmul(
     out: torch.Tensor | None = None,
     bias: torch.Tensor | None = None,
     activation: str = "none",
-    config: Config | None = None,
+    config: Config | gemm_gluon.GluonGemmConfig | None = None,
 ) -> torch.Tensor:
     """C = activation(A @ B + bias).
 
@@ -751,7 +798,8 @@ def matmul(
         out: optional [M, N] tensor of the same dtype to write into (any strides).
         bias: optional [N] vector added before the activation.
         activation: 'none', 'relu', 'gelu' (tanh) or 'silu', applied in fp32.
-        config: pin a `Config` (tests, sweeps); by default `choose_config` picks one.
+        config: pin a `Config` or a `gemm_gluon.GluonGemmConfig` (tests, sweeps); by default `choose_kernel`
+            picks one.
 
     Returns:
         C [M, N] in the dtype of `a`, accumulated in fp32.
@@ -768,7 +816,15 @@ def matmul(
     return c
 
 
-def matmul_plan(a, b, *, out=None, bias=None, activation: str = "none", config=None) -> dict:
+def matmul_plan(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    *,
+    out: torch.Tensor | None = None,
+    bias: torch.Tensor | None = None,
+    activation: str = "none",
+    config: Config | gemm_gluon.GluonGemmConfig | None = None,
+) -> dict[str, str]:
     """Which kernel and config `matmul` runs for these arguments, and why (the cached plan; built, and the
     kernel launched once, on first use): {"kernel": "gluon" | "triton", "config": tag, "eager_kernel": the
     kernel an eager (not graph-captured) call runs, "reason": ...}."""

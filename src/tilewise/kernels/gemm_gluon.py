@@ -39,9 +39,13 @@ import functools
 import os
 import warnings
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from tilewise.model.tiles import gemm_gluon_smem_bytes, gemm_gluon_tag
 from tilewise.util import cdiv
+
+if TYPE_CHECKING:
+    import torch
 
 try:
     import triton
@@ -114,7 +118,7 @@ class GluonGemmConfig:
         """Rows of one consumer's accumulator."""
         return self.block_m // 2 if self.schedule == "cooperative" else self.block_m
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """The advisor's spelling (`tilewise.advise.space.gemm_gluon_space` entries)."""
         return {"schedule": self.schedule, "block_m": self.block_m, "block_n": self.block_n,
                 "block_k": self.block_k, "num_stages": self.stages, "group_m": self.group_m}  # fmt: skip
@@ -123,7 +127,7 @@ class GluonGemmConfig:
         return gemm_gluon_tag(self.as_dict())
 
 
-def config_from_dict(c: dict) -> GluonGemmConfig:
+def config_from_dict(c: dict[str, Any]) -> GluonGemmConfig:
     return GluonGemmConfig(
         block_m=int(c["block_m"]),
         block_n=int(c["block_n"]),
@@ -144,8 +148,8 @@ CONSUMER_REGS = 232
 
 if _IMPORT_ERROR is None:
 
-    @gluon.jit
-    def _tile_mn(t, tiles_m, tiles_n, GROUP_M: gl.constexpr):
+    @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
+    def _tile_mn(t, tiles_m, tiles_n, GROUP_M: gl.constexpr):  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
         """Tile t of the grouped raster: GROUP_M row tiles walk the same column of B tiles."""
         per_group = GROUP_M * tiles_n
         g = t // per_group
@@ -155,8 +159,8 @@ if _IMPORT_ERROR is None:
         pid_n = (t % per_group) // rows
         return pid_m, pid_n
 
-    @gluon.jit
-    def _producer(a_desc, b_desc, a_smem, b_smem, full, empty, tiles_m, tiles_n, k_steps,
+    @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
+    def _producer(a_desc, b_desc, a_smem, b_smem, full, empty, tiles_m, tiles_n, k_steps,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
                   SUB_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, A_PARTS: gl.constexpr,
                   STAGES: gl.constexpr, GROUP_M: gl.constexpr, B_T: gl.constexpr):  # fmt: skip
         pid = gl.program_id(0)
@@ -182,8 +186,8 @@ if _IMPORT_ERROR is None:
                     tma.async_copy_global_to_shared(b_desc, [k0, on], bar, b_smem.index(s))
                 count += 1
 
-    @gluon.jit
-    def _epilogue_math(acc, bias_ptr, on, N, ACC_LAYOUT: gl.constexpr, BLOCK_N: gl.constexpr,
+    @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
+    def _epilogue_math(acc, bias_ptr, on, N, ACC_LAYOUT: gl.constexpr, BLOCK_N: gl.constexpr,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
                        HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr):  # fmt: skip
         """bias + activation in fp32, the same formulas as `tilewise.kernels.gemm` (gelu: tanh form)."""
         if HAS_BIAS:
@@ -199,8 +203,8 @@ if _IMPORT_ERROR is None:
             acc = acc / (1.0 + gl.exp(-acc))
         return acc
 
-    @gluon.jit
-    def _consumer(a_smem, b_smem, c_smem, full, empty, turn, c_desc, bias_ptr, N, tiles_m, tiles_n, k_steps,
+    @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
+    def _consumer(a_smem, b_smem, c_smem, full, empty, turn, c_desc, bias_ptr, N, tiles_m, tiles_n, k_steps,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
                   C: gl.constexpr, SUB_M: gl.constexpr, BLOCK_N: gl.constexpr, A_PARTS: gl.constexpr,
                   STAGES: gl.constexpr, GROUP_M: gl.constexpr, PINGPONG: gl.constexpr, B_T: gl.constexpr,
                   HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr):  # fmt: skip
@@ -260,8 +264,8 @@ if _IMPORT_ERROR is None:
             local += 1
         tma.store_wait(0)
 
-    @gluon.jit(do_not_specialize=["N", "tiles_m", "tiles_n", "k_steps"])
-    def _gemm_gluon_kernel(a_desc, b_desc, c_desc, bias_ptr, N, tiles_m, tiles_n, k_steps,
+    @gluon.jit(do_not_specialize=["N", "tiles_m", "tiles_n", "k_steps"])  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
+    def _gemm_gluon_kernel(a_desc, b_desc, c_desc, bias_ptr, N, tiles_m, tiles_n, k_steps,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
                            SUB_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr,
                            STAGES: gl.constexpr, GROUP_M: gl.constexpr, CONSUMERS: gl.constexpr,
                            PINGPONG: gl.constexpr, B_T: gl.constexpr, HAS_BIAS: gl.constexpr,
@@ -324,27 +328,27 @@ def smem_bytes(cfg: GluonGemmConfig, elem_bytes: int = 2) -> int:
     return gemm_gluon_smem_bytes(cfg.as_dict(), elem_bytes)
 
 
-def _tma_rows(t) -> bool:
+def _tma_rows(t: torch.Tensor) -> bool:
     """A 2-D TMA descriptor: unit last stride, 16-byte aligned base and row stride."""
-    return t.stride(1) == 1 and (t.stride(0) * t.element_size()) % 16 == 0 and t.data_ptr() % 16 == 0
+    return bool(t.stride(1) == 1 and (t.stride(0) * t.element_size()) % 16 == 0 and t.data_ptr() % 16 == 0)
 
 
-def _b_transposed(b) -> bool:
-    return b.stride(1) != 1 and b.stride(0) == 1
+def _b_transposed(b: torch.Tensor) -> bool:
+    return bool(b.stride(1) != 1 and b.stride(0) == 1)
 
 
 @functools.lru_cache(maxsize=16)
 def _device_ok(index: int) -> bool:
-    import torch
+    import torch  # deferred: the module imports with Triton alone (compile_sm90 needs no torch)
 
-    return torch.cuda.get_device_capability(index) == (9, 0)
+    return bool(torch.cuda.get_device_capability(index) == (9, 0))
 
 
 @functools.lru_cache(maxsize=16)
 def _sm_count(index: int) -> int:
-    import torch
+    import torch  # deferred: the module imports with Triton alone (compile_sm90 needs no torch)
 
-    return torch.cuda.get_device_properties(index).multi_processor_count
+    return int(torch.cuda.get_device_properties(index).multi_processor_count)
 
 
 _FAILED: list[str] = []  # the first failure; the Gluon path is off afterwards
@@ -363,13 +367,13 @@ def gluon_failed(exc: BaseException) -> str:
     return f"the Gluon kernel failed earlier ({_FAILED[0][:120]})"
 
 
-def unsupported(a, b, c, bias) -> str:
+def unsupported(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias: torch.Tensor | None) -> str:
     """'' when the Gluon kernel can run on these (already checked) tensors, else why not (the plan records it).
 
     Hopper (sm 9.0), a Triton version the GPU tests passed on (`GLUON_VERIFIED`) with the Gluon names this
     file uses, fp16/bf16, TMA-compatible A, B (or w for `a @ w.T`) and C; TILEWISE_GLUON=0 turns it off.
     """
-    import torch
+    import torch  # deferred: the module imports with Triton alone (compile_sm90 needs no torch)
 
     if os.environ.get("TILEWISE_GLUON", "1") == "0":
         return "TILEWISE_GLUON=0"
@@ -397,14 +401,14 @@ def unsupported(a, b, c, bias) -> str:
 # ---------------------------------------------------------------------------- launcher
 
 
-def _layout(block, torch_dtype):
-    import torch
+def _layout(block: list[int], torch_dtype: torch.dtype) -> Any:
+    import torch  # deferred: the module imports with Triton alone (compile_sm90 needs no torch)
 
     gdt = gl.bfloat16 if torch_dtype == torch.bfloat16 else gl.float16
     return gl.NVMMASharedLayout.get_default_for(block, gdt)
 
 
-def kernel_constexprs(cfg: GluonGemmConfig, b_t: bool, has_bias: bool, activation: str) -> dict:
+def kernel_constexprs(cfg: GluonGemmConfig, b_t: bool, has_bias: bool, activation: str) -> dict[str, Any]:
     return dict(
         SUB_M=cfg.sub_m,
         BLOCK_N=cfg.block_n,
@@ -427,11 +431,20 @@ def blocks(cfg: GluonGemmConfig, b_t: bool) -> tuple[list[int], list[int], list[
     return [cfg.sub_m, cfg.block_k], bb, [cfg.sub_m, cfg.block_n]
 
 
-def gluon_matmul(a, b, cfg: GluonGemmConfig, *, out=None, bias=None, activation: str = "none", num_sms=None):
+def gluon_matmul(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    cfg: GluonGemmConfig,
+    *,
+    out: torch.Tensor | None = None,
+    bias: torch.Tensor | None = None,
+    activation: str = "none",
+    num_sms: int | None = None,
+) -> torch.Tensor:
     """C = activation(A @ B + bias) with the Gluon kernel. Inputs as `tilewise.kernels.gemm.matmul`, already
     checked there and accepted by `unsupported`: a [M, K], b [K, N] (or w.T), fp16/bf16, TMA-compatible."""
-    import torch
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+    import torch  # deferred: the module imports with Triton alone (compile_sm90 needs no torch)
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor  # deferred: Gluon's host API, at launch only
 
     m, k = a.shape
     n = b.shape[1]
@@ -454,17 +467,17 @@ def gluon_matmul(a, b, cfg: GluonGemmConfig, *, out=None, bias=None, activation:
 
 
 def compile_sm90(cfg: GluonGemmConfig, dtype: str = "bf16", b_t: bool = False, has_bias: bool = False,
-                 activation: str = "none") -> dict:  # fmt: skip
+                 activation: str = "none") -> dict[str, Any]:  # fmt: skip
     """Build the kernel for sm_90a without a GPU (only Triton; its wheel carries ptxas): shared memory per CTA
     and the compiled object (tests and the config check use it; a config that does not build is caught here)."""
-    from triton.backends.compiler import GPUTarget
-    from triton.experimental.gluon._runtime import GluonASTSource
+    from triton.backends.compiler import GPUTarget  # deferred: only the offline sm_90a build uses the compiler API
+    from triton.experimental.gluon._runtime import GluonASTSource  # (as above)
 
     tname = {"bf16": "bf16", "fp16": "fp16"}[dtype]
     gdt = gl.bfloat16 if dtype == "bf16" else gl.float16
     consts = kernel_constexprs(cfg, b_t, has_bias, activation)
 
-    def dsig(block):
+    def dsig(block: list[int]) -> str:
         return f"tensordesc<{tname}[{','.join(map(str, block))}],{gl.NVMMASharedLayout.get_default_for(block, gdt)!r}>"
 
     ba, bb, bc = blocks(cfg, b_t)
