@@ -236,8 +236,8 @@ def _attention_setup(ctx: Any, inputs: Any, output: Any) -> None:
 
 def _attention_backward(ctx: Any, d_out: Any, d_lse: Any) -> Any:
     """FlashAttention's backward kernels (`tilewise.kernels.attention_backward`): P is rebuilt tile by tile from
-    the saved lse, so memory stays linear in the sequence. dQ without atomics under
-    torch.use_deterministic_algorithms(True)."""
+    the saved lse, so memory stays linear in the sequence. dQ comes from a second kernel without atomics (the
+    default mode; torch.use_deterministic_algorithms(True) keeps it whatever the mode)."""
     q, k, v, out, lse = ctx.saved_tensors
     if d_out is None:  # only the lse was used
         d_out = torch.zeros_like(out)
