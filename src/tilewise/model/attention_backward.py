@@ -109,9 +109,10 @@ def tile_budget(
 # benchmarks/results/h200/attention_backward_tune.json, section "tiles"; tile = block_m x block_n x warps x stages;
 # every variant's dQ, dK, dV within 3e-2 of cuDNN's, relative to the largest element):
 # * the dQ mode: the second kernel (7 GEMMs a pair, no atomics) beats the atomic fp32 adds (5 GEMMs) on all five
-#   probe problems once each mode has its own best tiles (ms, dK/dV best + dQ-kernel saving vs atomic best):
-#     B4 H32 S4096 D64     ~3.53 vs 4.45 | B4 H32 S1024 D64 causal ~0.22 vs 0.28 | B1 H32 S8192 D128 ~7.07 vs 7.26
-#     B1 H32 S8192 D128 causal ~3.78 vs 4.26 | B2 H16 S4096 D256 causal ~3.40 vs 4.59
+#   probe problems once each mode has its own best tiles (ms; the separate mode's time is its two kernels' sum, the
+#   dK/dV family's row plus the dQ family's row less their shared one):
+#     B4 H32 S4096 D64 3.61 vs 4.45 | B4 H32 S1024 D64 causal 0.221 vs 0.278 | B1 H32 S8192 D128 7.07 vs 7.26
+#     B1 H32 S8192 D128 causal 3.80 vs 4.26 | B2 H16 S4096 D256 causal 3.40 vs 4.59
 #   so the default mode is "separate", which is also bitwise repeatable (the deterministic mode costs nothing);
 # * dK/dV program, no atomics in it (ms with the dQ kernel at its previous tile):
 #     d = 64:  32x128x4x3 3.658 / 0.234 (S1024 causal) | 64x64x4x3 3.826 / 0.261 | 64x128x8x2 4.479 / 0.273
