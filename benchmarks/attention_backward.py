@@ -1,15 +1,16 @@
 """Training attention on the GPU: tilewise's flash backward beside cuDNN SDPA and SDPA's flash backend.
 
-    python3 benchmarks/attention_backward.py --out $OUT            # probe, sweep, memory
-    python3 benchmarks/attention_backward.py --out $OUT --quick    # two problems, for a smoke run
-    python3 benchmarks/attention_backward.py --out $OUT --sections sweep --dq separate   # the sweep, dQ kernel
+    python3 benchmarks/attention_backward.py --out $OUT --precompile 15   # memory, sweep
+    python3 benchmarks/attention_backward.py --out $OUT --quick             # two problems, for a smoke run
+    python3 benchmarks/attention_backward.py --out $OUT --sections sweep --dq atomic   # the sweep, atomic dQ
 
-Sections (rows go to one JSON file, attention_backward.json):
-* probe: the backward alone for a few dK/dV tiles per head dim and both dQ modes, on one problem each
-  (the rule in kernels/attention_backward.py takes the fastest);
+The tiles are the shipped ones (`tilewise.model.attention_backward.SHIPPED`, chosen by
+benchmarks/attention_backward_tune.py). `--precompile N` first compiles every kernel the sweep launches in N
+processes (Triton's disk cache then serves this one). Sections (rows go to one JSON file, attention_backward.json):
 * sweep: the attention suite's problems (tilewise.bench.suites.attention.SWEEP: D 64/128/256, S 512-32k, causal
   and not, MHA and GQA); per problem the backward alone and forward + backward, ours against cuDNN SDPA and
-  against SDPA's flash backend, each pair alternating in one process (tilewise.bench.harness.time_pair, eager
+  against SDPA's flash backend (the cuDNN pairs of every problem first, so a run cut short keeps them), each pair
+  alternating in one process (tilewise.bench.harness.time_pair, eager
   and CUDA graphs, `speedup_graph` = peer / ours of the graph replays);
 * memory: peak memory the backward allocates beyond its inputs against S (B1 H16 D128, bf16, S 1k-32k): ours,
   cuDNN's, and the torch formula this kernel replaced (materialises P [B, H, S, S] fp32; measured to S 8k,
@@ -42,15 +43,10 @@ from tilewise.model import traffic
 
 DEV = "cuda"
 REPRODUCE = (
-    "bash benchmarks/attention_backward_device.sh --rounds 2 --rep-ms 15 # GPU tests, then "
+    "TESTS=0 bash benchmarks/attention_backward_device.sh --rounds 2 --rep-ms 10 --precompile 15 # "
     "benchmarks/attention_backward.py writes its rows under $OUT; committed as benchmarks/results/h200/attention_backward.json"
 )
 PEERS = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION}
-PROBE = {  # head_dim: (problem, dK/dV tiles (block_m, block_n, warps, stages)); the first is the rule's
-    64: ((4, 32, 32, 4096, 64, False), [(64, 128, 8, 2), (32, 128, 4, 3), (128, 128, 8, 2)]),
-    128: ((1, 32, 32, 8192, 128, True), [(64, 128, 8, 2), (32, 128, 8, 2), (64, 64, 4, 2)]),
-    256: ((2, 16, 16, 4096, 256, True), [(32, 64, 8, 2), (64, 64, 8, 1), (16, 64, 4, 2)]),
-}
 
 
 def name(b, h, hk, s, d, causal):
@@ -58,11 +54,14 @@ def name(b, h, hk, s, d, causal):
 
 
 def inputs(b, h, hk, s, d, dtype=torch.bfloat16):
+    """Seeded inputs, every one drawn from a generator of this call: a CUDA-graph capture that fails midway (cuDNN's
+    backward did, once per process, on the H200 with torch 2.11) leaves torch's default CUDA generator unusable for
+    the rest of the process."""
     g = torch.Generator(device=DEV).manual_seed(0)
     q = torch.randn(b, h, s, d, device=DEV, dtype=dtype, generator=g)
     k = torch.randn(b, hk, s, d, device=DEV, dtype=dtype, generator=g)
     v = torch.randn(b, hk, s, d, device=DEV, dtype=dtype, generator=g)
-    return q, k, v, torch.randn_like(q)
+    return q, k, v, torch.randn(b, h, s, d, device=DEV, dtype=dtype, generator=g)
 
 
 def sdpa(backend, q, k, v, causal):
@@ -77,12 +76,6 @@ def sdpa(backend, q, k, v, causal):
             g = q.shape[1] // k.shape[1]
             kr, vr = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
             return F.scaled_dot_product_attention(q, kr, vr, is_causal=causal), "repeat_kv"
-
-
-def config_of(d, tile, dq="atomic"):
-    base = ab.backward_config(d, torch.bfloat16, deterministic=dq == "separate")
-    bm, bn, w, st = tile
-    return ab.BackwardConfig(bm, bn, w, st, base.dq_block_m, base.dq_block_n, base.dq_warps, base.dq_stages, dq=dq)
 
 
 def ours_backward(q, k, v, d_out, causal, cfg):
@@ -121,80 +114,81 @@ def timing(ours, peer, args):
     return harness.time_pair(ours, peer, rounds=args.rounds, warmup_ms=5, rep_ms=args.rep_ms)
 
 
-def probe(args, tags, rows):
-    for d, (p, tiles) in PROBE.items():
-        b, h, hk, s, _, causal = p
-        q, k, v, d_out = inputs(b, h, hk, s, d)
-        variants = [(t, "atomic") for t in tiles] + ([(tiles[0], "separate")] if d == 128 else [])
-        for tile, dq in variants:
-            cfg = config_of(d, tile, dq)
-            try:
-                t = harness.time_pair(ours_backward(q, k, v, d_out, causal, cfg), None, rounds=2, warmup_ms=5,
-                                      rep_ms=args.rep_ms)  # fmt: skip
-            except Exception as e:  # a tile Triton cannot place: the row says so
-                rows.append(
-                    {"section": "probe", "shape": name(*p), "tile": tile, "dq": dq, "error": str(e)[:200], **tags}
-                )
-                continue
-            rows.append({
-                "section": "probe", "shape": name(*p), "head_dim": d, "tile": list(tile), "dq": dq,
-                "ours_ms": t["ours_ms"], "ours_graph_ms": t.get("ours_graph_ms"),
-                "tflops_graph": model.useful_flops(b, h, s, s, d, causal) / (t.get("ours_graph_ms") or t["ours_ms"])
-                / 1e9, **tags,
-            })  # fmt: skip
-            print(rows[-1], flush=True)
-        torch.cuda.empty_cache()
-
-
-def best_tiles(rows):
-    best = {}
-    for r in rows:
-        if r.get("section") == "probe" and r.get("dq") == "atomic" and "error" not in r:
-            ms = r["ours_graph_ms"] or r["ours_ms"]
-            if r["head_dim"] not in best or ms < best[r["head_dim"]][0]:
-                best[r["head_dim"]] = (ms, tuple(r["tile"]))
-    return {d: t for d, (_, t) in best.items()}
-
-
-def sweep(args, tags, rows, tiles, flush=lambda: None):
-    problems = SWEEP[:2] if args.quick else SWEEP
-    for p in problems:
+def precompile_job(job):
+    """Worker: launch one sweep problem's forward, or its backward on stand-in out / lse (compiles their kernels:
+    Triton's disk cache then serves the timing process)."""
+    p, what, dq = job
+    t0 = time.time()
+    try:
+        model.DQ_MODE = dq
         b, h, hk, s, d, causal = p
-        cfg = ab.backward_config(d, torch.bfloat16)
         q, k, v, d_out = inputs(b, h, hk, s, d)
-        fwd = traffic.attention_flops(b, h, s, s, d, causal)
-        bwd = model.useful_flops(b, h, s, s, d, causal)
-        nbytes = model.hbm_bytes(b, h, hk, s, s, d, "bf16")
-        fb_bytes = nbytes + traffic.attention_bytes(b, h, hk, s, s, d, "bf16")
-        for peer, backend in PEERS.items():
-            for what, flops, nb in (("backward", bwd, nbytes), ("forward+backward", fwd + bwd, fb_bytes)):
-                try:
-                    if what == "backward":
-                        ours = ours_backward(q, k, v, d_out, causal, cfg)
-                        theirs, how = peer_backward(backend, q, k, v, d_out, causal)
-                    else:
-                        ours = ours_train(q, k, v, d_out, causal)
-                        theirs = peer_train(backend, q, k, v, d_out, causal)
-                    t = timing(ours, theirs, args)
-                except Exception as e:
-                    rows.append({"section": "sweep", "shape": name(*p), "what": what, "peer": f"sdpa-{peer}",
-                                 "error": f"{type(e).__name__}: {str(e)[:300]}", **tags})  # fmt: skip
-                    print(rows[-1], flush=True)
-                    continue
-                extra = {"section": "sweep", "what": what, "tile":
-                         [cfg.block_m, cfg.block_n, cfg.num_warps, cfg.num_stages], "dq": cfg.dq, "peer_gqa": how,
-                         "commit": os.environ.get("TILEWISE_COMMIT", "unknown"), **harness.timing_fields(t)}  # fmt: skip
-                row = harness.make_row(
-                    kernel="attention_backward" if what == "backward" else "attention_train", shape=name(*p),
-                    dtype="bf16", peer=f"sdpa-{peer}", ours_ms=t["ours_ms"], peer_ms=t.get("peer_ms"), flops=flops,
-                    nbytes=nb, tags=tags, extra=extra,
-                )  # fmt: skip
-                rows.append(row)
-                print({k: row.get(k) for k in ("shape", "what", "peer", "ours_graph_ms", "peer_graph_ms",
-                                                "speedup_graph", "speedup")}, flush=True)  # fmt: skip
-        del q, k, v, d_out
-        torch.cuda.empty_cache()
-        flush()  # rows so far reach the file even if the call's time runs out
+        if what == "forward":
+            fa.attention(q, k, v, causal=causal)
+        else:
+            lse = torch.zeros(b, h, s, device=DEV, dtype=torch.float32)
+            ab.attention_backward(d_out, q, k, v, d_out, lse, causal=causal, config=ab.backward_config(d, q.dtype))
+        torch.cuda.synchronize()
+        return f"{name(*p)} {what}: {time.time() - t0:.1f}s"
+    except Exception as e:
+        return f"{name(*p)} {what}: {type(e).__name__}: {str(e)[:200]}"
+
+
+def precompile(problems, dq, workers):
+    import multiprocessing as mp
+
+    t0 = time.time()
+    jobs = [(p, what, dq) for what in ("backward", "forward") for p in problems]  # the longer compiles first
+    with mp.get_context("spawn").Pool(workers) as pool:
+        done = pool.map(precompile_job, jobs, chunksize=1)
+    print(f"precompiled in {time.time() - t0:.0f}s: {done}", flush=True)
+
+
+def sweep(args, tags, rows, flush=lambda: None):
+    problems = SWEEP[:2] if args.quick else SWEEP
+    for peer, what in (("cudnn", "backward"), ("cudnn", "forward+backward"), ("flash", "backward"),
+                       ("flash", "forward+backward")):  # fmt: skip
+        for p in problems:
+            sweep_row(args, tags, rows, p, peer, what)
+            torch.cuda.empty_cache()
+            flush()  # rows so far reach the file even if the call's time runs out
+
+
+def sweep_row(args, tags, rows, p, peer, what):
+    b, h, hk, s, d, causal = p
+    cfg = ab.backward_config(d, torch.bfloat16)
+    q, k, v, d_out = inputs(b, h, hk, s, d)
+    bwd = model.useful_flops(b, h, s, s, d, causal)
+    nbytes = model.hbm_bytes(b, h, hk, s, s, d, "bf16", cfg.dq)
+    flops, nb = bwd, nbytes
+    if what != "backward":
+        flops += traffic.attention_flops(b, h, s, s, d, causal)
+        nb += traffic.attention_bytes(b, h, hk, s, s, d, "bf16")
+    try:
+        if what == "backward":
+            ours = ours_backward(q, k, v, d_out, causal, cfg)
+            theirs, how = peer_backward(PEERS[peer], q, k, v, d_out, causal)
+        else:
+            ours = ours_train(q, k, v, d_out, causal)
+            theirs = peer_train(PEERS[peer], q, k, v, d_out, causal)
+            how = sdpa(PEERS[peer], q[:, :, :16], k[:, :, :16], v[:, :, :16], causal)[1]  # how the peer takes GQA
+        t = timing(ours, theirs, args)
+    except Exception as e:
+        rows.append({"section": "sweep", "shape": name(*p), "what": what, "peer": f"sdpa-{peer}",
+                     "error": f"{type(e).__name__}: {str(e)[:300]}", **tags})  # fmt: skip
+        print(rows[-1], flush=True)
+        return
+    extra = {"section": "sweep", "what": what, "tile": [cfg.block_m, cfg.block_n, cfg.num_warps, cfg.num_stages],
+             "dq_tile": [cfg.dq_block_m, cfg.dq_block_n, cfg.dq_warps, cfg.dq_stages], "dq": cfg.dq,
+             "peer_gqa": how, "commit": os.environ.get("TILEWISE_COMMIT", "unknown"), **harness.timing_fields(t)}  # fmt: skip
+    row = harness.make_row(
+        kernel="attention_backward" if what == "backward" else "attention_train", shape=name(*p),
+        dtype="bf16", peer=f"sdpa-{peer}", ours_ms=t["ours_ms"], peer_ms=t.get("peer_ms"), flops=flops,
+        nbytes=nb, tags=tags, extra=extra,
+    )  # fmt: skip
+    rows.append(row)
+    print({k: row.get(k) for k in ("shape", "what", "peer", "ours_graph_ms", "peer_graph_ms", "speedup_graph",
+                                    "speedup")}, flush=True)  # fmt: skip
 
 
 def torch_path_backward(q, k, v, out, lse, d_out):
@@ -259,33 +253,29 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--rep-ms", type=float, default=20)
-    ap.add_argument("--sections", default="probe,sweep,memory")
-    ap.add_argument("--dq", default="atomic", choices=["atomic", "separate"], help="the sweep's dQ mode")
+    ap.add_argument("--sections", default="memory,sweep", help="memory first: the shorter section")
+    ap.add_argument("--dq", default=model.DQ_MODE, choices=list(model.GEMMS), help="the dQ mode (default: shipped)")
+    ap.add_argument("--precompile", type=int, default=0, help="compile the sweep's kernels in N processes first")
     args = ap.parse_args()
-    ab.DQ_MODE = args.dq
+    model.DQ_MODE = args.dq  # the mode the backward and the autograd path launch, for this run
     harness.set_cuda_graph(True)
     tags = harness.env_tags()
     rows: list[dict] = []
     path = os.path.join(args.out, "attention_backward.json")
     t0 = time.time()
-    tiles: dict = {}
+    tiles = {str(d): model.shipped_config(d, dq=args.dq) for d in (64, 128, 256)}
+    if args.precompile:  # the memory section's problems launch the kernels of the sweep's D128 non-causal rows
+        precompile(SWEEP[:2] if args.quick else SWEEP, model.DQ_MODE, args.precompile)
     for section in args.sections.split(","):
         try:
-            if section == "probe":
-                probe(args, tags, rows)
-                tiles = best_tiles(rows)
-                for d, tile in tiles.items():  # the sweep (and the autograd path) runs the probe's winners
-                    ab._RULE[d] = (*tile, *ab._RULE[d][4:])
-                ab._backward_config_cached.cache_clear()
-            elif section == "sweep":
-                sweep(args, tags, rows, tiles, lambda: harness.write_rows(path, rows, meta={**tags, "partial": True}))
+            if section == "sweep":
+                sweep(args, tags, rows, lambda: harness.write_rows(path, rows, meta={**tags, "partial": True}))
             elif section == "memory":
                 memory(args, tags, rows)
         except Exception:
             rows.append({"section": section, "error": traceback.format_exc()[-1500:], **tags})
             print(rows[-1]["error"], flush=True)
-        meta = {**tags, "commit": os.environ.get("TILEWISE_COMMIT", "unknown"), "reproduce": REPRODUCE, "tiles": {str(k): v for k, v in
-                tiles.items()}, "elapsed_s": round(time.time() - t0, 1)}  # fmt: skip
+        meta = {**tags, "commit": os.environ.get("TILEWISE_COMMIT", "unknown"), "reproduce": REPRODUCE, "tiles": tiles, "elapsed_s": round(time.time() - t0, 1)}  # fmt: skip
         harness.write_rows(path, rows, meta=meta)
         print(f"{section} done at +{time.time() - t0:.0f}s", flush=True)
     print(json.dumps(meta))

@@ -60,7 +60,9 @@ CASES = [  # (D, causal, dtype, deterministic): bf16 on every head dim and mask,
     (64, True, torch.float16, False),
     (128, False, torch.float16, True),
 ]
-IDS = [f"d{d}-{'causal' if c else 'full'}-{str(t)[6:]}-{'separate' if det else 'atomic'}" for d, c, t, det in CASES]
+IDS = [
+    f"d{d}-{'causal' if c else 'full'}-{str(t)[6:]}-{'deterministic' if det else 'default'}" for d, c, t, det in CASES
+]
 
 
 @pytest.mark.parametrize("D,causal,dtype,deterministic", CASES, ids=IDS)
@@ -73,6 +75,27 @@ def test_every_gradient_element_matches_float64(D, causal, dtype, deterministic)
     want = reference_grads(q, k, v, d_out, causal)
     for a, e, name in zip(got, want, ("dq", "dk", "dv")):
         assert_close(a, e, atol=TOL[dtype] * float(e.abs().max()), what=f"{name} D{D} causal={causal} {dtype}")
+
+
+@pytest.mark.parametrize("D", [64, 256])
+def test_atomic_dq_mode_matches_float64(D):
+    # the mode the default (dQ by a second kernel) replaced: dQ added in fp32 with atomics from the dK/dV program
+    from tilewise.kernels.attention_backward import backward_config
+
+    B, H, Hk, S = 1, 4, 2, 1000
+    q, k, v = (
+        rand(B, H, S, D, dtype=torch.bfloat16),
+        rand(B, Hk, S, D, dtype=torch.bfloat16),
+        rand(B, Hk, S, D, dtype=torch.bfloat16),
+    )
+    out, lse = attention(q, k, v, causal=True)
+    d_out = rand(B, H, S, D, dtype=torch.bfloat16)
+    cfg = backward_config(D, torch.bfloat16, dq="atomic")
+    assert cfg.dq == "atomic"
+    got = attention_backward(d_out, q, k, v, out, lse, causal=True, config=cfg)
+    want = reference_grads(q, k, v, d_out, True)
+    for a, e, name in zip(got, want, ("dq", "dk", "dv")):
+        assert_close(a, e, atol=TOL[torch.bfloat16] * float(e.abs().max()), what=f"atomic {name} D{D}")
 
 
 def test_mqa_unequal_lengths_strided():
@@ -113,8 +136,8 @@ def _peak_extra(S: int) -> int:
 
 
 def test_backward_memory_grows_linearly_in_s():
-    # an S x S fp32 buffer at S 8192, H 8 would be 2 GiB; the backward's own buffers are dQ, dK, dV (bf16),
-    # the fp32 dQ accumulator and D: 3 x 2 + 4 = 10 bytes per (row, head, d) plus 4 per row
+    # an S x S fp32 buffer at S 8192, H 8 would be 2 GiB; the backward's own buffers are dQ, dK, dV (bf16) and D,
+    # 3 x 2 = 6 bytes per (row, head, d) plus 4 per row (the atomic mode adds a 4-byte fp32 dQ accumulator: 10)
     small, large = _peak_extra(4096), _peak_extra(8192)
     linear = 8 * 8192 * (64 * 10 + 4)
     assert large <= 1.1 * linear + (2 << 20), (small, large, linear)

@@ -9,7 +9,7 @@ from typing import Any
 from tilewise import gpus as _gpus
 from tilewise.advise import advise, validate
 from tilewise.advise import calibrate as C
-from tilewise.advise.attention_backward import advise_backward, render
+from tilewise.advise.attention_backward import advise_backward, render, shipped
 from tilewise.advise.problems import normalize
 from tilewise.errors import InputError, cli_int
 from tilewise.model.predict import calibration
@@ -138,7 +138,7 @@ def _backward(a: argparse.Namespace, prob: dict[str, Any]) -> int:
     out = advise_backward(prob, a.gpu, a.top)
     if a.json:
         print(json.dumps({"kernel": "attention_backward", "problem": prob, "gpu": _gpus.get(a.gpu).key,
-                          "advice": out}, indent=1, allow_nan=False))  # fmt: skip
+                          "shipped": shipped(prob, a.gpu), "advice": out}, indent=1, allow_nan=False))  # fmt: skip
     else:
         print(render(prob, out, a.gpu))
     return 0

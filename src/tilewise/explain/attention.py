@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from tilewise import gpus as _gpus
 from tilewise import validate
@@ -948,10 +948,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seq-k", type=cli_int, default=None, help="key length (default: = seq-q)")
     p.add_argument("--head-dim", type=cli_int, default=128, help="head dimension d (default 128)")
     p.add_argument("--causal", action="store_true", help="causal mask")
-    p.add_argument("--block-m", type=cli_int, default=64, help="Q rows per consumer warpgroup (default 64)")
+    p.add_argument("--block-m", type=cli_int, default=None,
+                   help="Q rows per consumer warpgroup (default 64; --backward: the kernel's tile)")  # fmt: skip
     p.add_argument("--consumers", type=cli_int, default=2, help="consumer warpgroups per block (default 2)")
-    p.add_argument("--block-n", type=cli_int, default=128, help="K/V tile N, the wgmma's N (default 128)")
-    p.add_argument("--stages", type=cli_int, default=2, help="K/V ring-buffer stages (default 2)")
+    p.add_argument("--block-n", type=cli_int, default=None,
+                   help="K/V tile N, the wgmma's N (default 128; --backward: the kernel's tile)")  # fmt: skip
+    p.add_argument("--stages", type=cli_int, default=None,
+                   help="K/V ring-buffer stages (default 2; --backward: the kernel's)")  # fmt: skip
     p.add_argument("--dtype", default="bf16", help="bf16 or fp16 (default bf16)")
     p.add_argument("--gpu", default=_gpus.DEFAULT_GPU, help=f"a Hopper registry name (default {_gpus.DEFAULT_GPU})")
     p.add_argument("--hit-rate", type=float, default=None, help="L2 hit rate of K/V reads (default: ideal reuse)")
@@ -972,10 +975,10 @@ def from_args(a: argparse.Namespace) -> Report:
         seq_k=a.seq_k,
         head_dim=a.head_dim,
         causal=a.causal,
-        block_m=a.block_m,
+        block_m=cast(int, DEFAULTS["block_m"]) if a.block_m is None else a.block_m,
         consumers=a.consumers,
-        block_n=a.block_n,
-        stages=a.stages,
+        block_n=cast(int, DEFAULTS["block_n"]) if a.block_n is None else a.block_n,
+        stages=cast(int, DEFAULTS["stages"]) if a.stages is None else a.stages,
         dtype=a.dtype,
         gpu=a.gpu,
         hit_rate=a.hit_rate,

@@ -38,7 +38,7 @@ def _work(r: Report, p: dict[str, Any], dq: str) -> None:
         + (
             "; dQ is added atomically (fp32) from the dK/dV program."
             if dq == "atomic"
-            else "; the deterministic dQ kernel recomputes S and dP (two GEMMs more), with no atomics."
+            else "; dQ comes from a second kernel that recomputes S and dP (two GEMMs more), with no atomics."
         )
     )
 
@@ -64,6 +64,13 @@ def _tile(r: Report, p: dict[str, Any], c: dict[str, Any]) -> None:
             else "Each K/V head has one query head."
         )
     )
+    if c["dq"] == "separate":
+        s.say(
+            f"dQ comes from a second kernel with the roles swapped: one program per block of {c['dq_block_m']} query "
+            f"rows keeps Q, dO and the fp32 dQ accumulator on chip and streams the key blocks of {c['dq_block_n']} "
+            f"({c['dq_warps']} warps, {c['dq_stages']} stage(s)), recomputing S and dP: no atomics, bitwise "
+            "repeatable."
+        )
     if p["causal"]:
         s.say(
             "Causal: query blocks that see no key of the block are never visited; only the blocks the diagonal "
@@ -137,15 +144,19 @@ def explain(
     seq_k: int | None = None,
     head_dim: int = 128,
     causal: bool = False,
-    block_m: int = 64,
-    block_n: int = 128,
-    num_warps: int = 8,
-    stages: int = 2,
+    block_m: int | None = None,
+    block_n: int | None = None,
+    num_warps: int | None = None,
+    stages: int | None = None,
     deterministic: bool = False,
     dtype: str = "bf16",
     gpu: str = _gpus.DEFAULT_GPU,
+    dq: str | None = None,
 ) -> Report:
-    """Report for the backward of attention of Q [batch, heads, seq_q, d] against K, V [batch, kv_heads, seq_k, d]."""
+    """Report for the backward of attention of Q [batch, heads, seq_q, d] against K, V [batch, kv_heads, seq_k, d].
+
+    The dK/dV tile and the dQ mode default to what `tilewise.kernels.attention_backward` launches
+    (`tilewise.model.attention_backward.shipped_config`); given ones replace the dK/dV program's."""
     batch, heads = validate.size("batch", batch), validate.size("heads", heads)
     kv_heads = heads if kv_heads is None else validate.size("kv_heads", kv_heads)
     require(
@@ -155,17 +166,21 @@ def explain(
     seq_k = seq_q if seq_k is None else validate.size("seq_k", seq_k)
     d = validate.size("head_dim", head_dim, maximum=256)
     validate.multiple("head_dim", d, 16, "the K of S = Q.K^T, walked 16 at a time by the MMA")
-    bm = validate.size("block_m", block_m, minimum=16, maximum=256)
-    bn = validate.size("block_n", block_n, minimum=16, maximum=256)
-    w = validate.size("num_warps", num_warps, maximum=16)
-    stages = validate.size("stages", stages, maximum=8)
+    require(dq in (None, *model.GEMMS), f"dq must be one of {', '.join(model.GEMMS)}, got {dq!r}")
+    require(d in model.SHIPPED, f"head_dim must be one of {', '.join(map(str, model.SHIPPED))}, got {d}")
+    ship = model.shipped_config(d, deterministic, dq)
+    bm = validate.size("block_m", ship["block_m"] if block_m is None else block_m, minimum=16, maximum=256)
+    bn = validate.size("block_n", ship["block_n"] if block_n is None else block_n, minimum=16, maximum=256)
+    w = validate.size("num_warps", ship["num_warps"] if num_warps is None else num_warps, maximum=16)
+    stages = validate.size("stages", ship["num_stages"] if stages is None else stages, maximum=8)
     g = _gpus.get(gpu)
     dt = _gpus.dtype_name(dtype)
     require(dt in ("bf16", "fp16"), f"dtype must be bf16 or fp16 for this walk, got {dtype!r}")
-    dq = "separate" if deterministic else "atomic"
+    mode = ship["dq"]
     p = {"batch": batch, "heads": heads, "kv_heads": kv_heads, "seq_q": seq_q, "seq_k": seq_k, "head_dim": d,
          "causal": bool(causal), "dtype": dt}  # fmt: skip
-    c = {"block_m": bm, "block_n": bn, "num_warps": w, "num_stages": stages, "dq": dq}
+    c = {"block_m": bm, "block_n": bn, "num_warps": w, "num_stages": stages, "dq": mode,
+         **{k: ship[k] for k in ("dq_block_m", "dq_block_n", "dq_warps", "dq_stages")}}  # fmt: skip
     r = Report(
         kind="attention_backward",
         title=(
@@ -176,12 +191,12 @@ def explain(
         inputs={**p, **c},
     )
     r.notes.append(provenance_line(g))
-    _work(r, p, dq)
+    _work(r, p, mode)
     _tile(r, p, c)
     _registers(r, p, c)
     _smem(r, p, c)
-    _bytes(r, p, c, dq)
-    _memory(r, p, dq)
+    _bytes(r, p, c, mode)
+    _memory(r, p, mode)
     _time(r, p, c, g.key)
     return r
 
@@ -190,12 +205,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """The backward's own options (the problem's options are the forward's)."""
     p.add_argument("--backward", action="store_true", help="walk the backward (dQ, dK, dV) instead")
     p.add_argument("--deterministic", action="store_true", help="--backward: dQ by a second kernel, no atomics")
+    p.add_argument("--dq", choices=["atomic", "separate"], default=None,
+                   help="--backward: the dQ mode (default: the kernel's, tilewise.model.attention_backward.DQ_MODE)")  # fmt: skip
     p.add_argument("--warps", type=cli_int, default=None, dest="num_warps", help="--backward: warps per program (8)")
 
 
 def refuse_without_backward(a: argparse.Namespace) -> None:
     """The forward's walk takes none of the backward's own options: one given without --backward is an error."""
-    for opt, given in (("--deterministic", a.deterministic), ("--warps", a.num_warps is not None)):
+    for opt, given in (
+        ("--deterministic", a.deterministic),
+        ("--warps", a.num_warps is not None),
+        ("--dq", a.dq is not None),
+    ):
         if given:
             raise InputError(f"{opt} applies only with --backward (explain attention --backward {opt} ...)")
 
@@ -205,9 +226,8 @@ def from_args(a: argparse.Namespace) -> Report:
         raise InputError("--hit-rate is the forward's K/V reuse; explain attention --backward does not take it")
     return explain(
         batch=a.batch, heads=a.heads, kv_heads=a.kv_heads, seq_q=a.seq_q, seq_k=a.seq_k, head_dim=a.head_dim,
-        causal=a.causal, block_m=a.block_m, block_n=a.block_n, num_warps=8 if a.num_warps is None else a.num_warps,
-        stages=a.stages,
-        deterministic=a.deterministic, dtype=a.dtype, gpu=a.gpu,
+        causal=a.causal, block_m=a.block_m, block_n=a.block_n, num_warps=a.num_warps, stages=a.stages,
+        deterministic=a.deterministic, dtype=a.dtype, gpu=a.gpu, dq=a.dq,
     )  # fmt: skip
 
 

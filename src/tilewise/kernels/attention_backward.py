@@ -13,11 +13,12 @@ P = exp(scale Q K^T - lse) tile by tile from the forward's log-sum-exp (natural 
   in fp32 registers. Causal: query blocks that see no key of the block are never visited, and only
   the blocks the diagonal crosses pay for the mask (bottom-right aligned: query i sees keys
   0 .. i + Sk - Sq, the forward's convention);
-* dQ either adds each [BLOCK_M, d] partial into an fp32 buffer with atomics from the same kernel
-  (`dq="atomic"`, 5 GEMMs per pair), or is computed by a second kernel, one program per query block
-  that walks the key blocks and recomputes S and dP (`dq="separate"`, 7 GEMMs per pair, no atomics,
-  bitwise repeatable). `deterministic=True`, or `torch.use_deterministic_algorithms(True)`, takes the
-  second.
+* dQ is computed by a second kernel, one program per query block that walks the key blocks and recomputes
+  S and dP (`dq="separate"`, 7 GEMMs per pair, no atomics, bitwise repeatable: the default, measured faster on
+  the H200 than the other mode at every head dim, `tilewise.model.attention_backward.SHIPPED` has the figures), or
+  is added as [BLOCK_M, d] fp32 partials with atomics from the dK/dV kernel (`dq="atomic"`, 5 GEMMs per pair,
+  bound by the L2's atomic throughput, ~0.9 TB/s). `deterministic=True`, or
+  `torch.use_deterministic_algorithms(True)`, always takes the second kernel.
 
 fp16 / bf16 (and fp32, slow) inputs with fp32 accumulation; head dims 16 .. 256; any strides with a
 unit last one (others are copied).
@@ -70,59 +71,33 @@ class BackwardConfig:
     reason: str = ""
 
 
-# The backward has no term in the advisor's ranked space yet (its time model, `tilewise.model.attention_backward`,
-# ranks tiles of one dQ mode alike where the Tensor Cores bind), so its tiles are a rule per head dim, checked against
-# `tilewise.model.attention_backward.tile_budget` (registers per thread and shared memory of the dK/dV program):
-# * BLOCK_N (the resident key block) sets how often Q and dO are re-read: each query block is read once per key
-#   block, so the L2 intensity of the loop is BLOCK_N FLOPs per byte of Q and dO. 128 at d <= 128;
-# * dK and dV are fp32 accumulators of BLOCK_N x d each: at d = 128, BLOCK_N = 128 with 8 warps that is
-#   2 x 128 x 128 / 256 = 128 registers per thread, plus S^T and dP^T (2 x 128 x 64 / 256 = 64), their 16-bit
-#   copies (32) and addresses (16): 240 of 255; at d = 256 the accumulators alone would be 256 with BLOCK_N = 128,
-#   so BLOCK_N = 64 (128 registers);
-# * shared memory: K, V once + stages x (Q, dO): d = 128, 128 / 64 tiles, 2 stages: 64 KB + 64 KB of 227 KB.
-# The probe of benchmarks/attention_backward.py chose among these (H200, bf16, CUDA graphs, 2026-12-01,
-# benchmarks/results/h200/attention_backward.json, section "probe"; block_m x block_n x warps x stages):
-#   d = 64,  B4 H32 S4096:         128x128x8x2 4.92 ms | 64x128x8x2 5.06 | 32x128x4x3 6.05
-#   d = 128, B1 H32 S8192 causal:   64x128x8x2 4.94 ms | 32x128x8x2 5.04 | 64x64x4x2 8.37
-#   d = 256, B2 H16 S4096 causal:   64x64x8x1  4.61 ms | 32x64x8x2  4.67 | 16x64x4x2 12.86
-# At d = 64 the rule keeps 64x128x8x2: 128x128 ran 2.7% faster but the model counts 64 + 128 + 64 + 16 = 272
-# registers per thread for it (over 255: spills on another compiler), and the sweep's d = 64 rows ran 128x128
-# (each row names its tile). d = 16 and 32 (unmeasured) take d = 64's tile. The separate dQ kernel is the forward's shape with d registers more
-# (dQ beside dO): 128 x 64 at d <= 128, 64 x 64 at 256. On the d = 128 probe problem the deterministic mode (dQ by
-# that kernel, 7 GEMMs a pair, no atomics) ran 4.16 ms against the atomic mode's 4.94: the atomic adds, not the
-# two extra GEMMs, bind there.
-# The interpreter takes small tiles (16 x 32) so that small test shapes still cross several blocks and edges.
-_RULE = {
-    # head_dim: (block_m, block_n, warps, stages, dq_block_m, dq_block_n, dq_warps, dq_stages)
-    16: (64, 128, 8, 2, 128, 64, 8, 2),
-    32: (64, 128, 8, 2, 128, 64, 8, 2),
-    64: (64, 128, 8, 2, 128, 64, 8, 2),
-    128: (64, 128, 8, 2, 128, 64, 8, 2),
-    256: (64, 64, 8, 1, 64, 64, 8, 2),
-}
+# The tiles and the dQ mode come from one table, `tilewise.model.attention_backward.SHIPPED` / `DQ_MODE` (the
+# measurement that chose them is written above it; the advisor and `tilewise explain attention --backward` read the
+# same table), checked here against `tilewise.model.attention_backward.tile_budget` (registers per thread and shared
+# memory of the dK/dV program) and shrunk for fp32. The interpreter takes small tiles (16 x 32) so that small test
+# shapes still cross several blocks and edges.
 _INTERPRETER = (16, 32, 4, 1, 32, 16, 4, 1)
 
 
-# dQ of the non-deterministic mode. "atomic" is what the committed sweep rows ran; the probe's one comparison (above)
-# has "separate" ahead at d = 128, so `benchmarks/attention_backward.py --dq separate` re-times the sweep with it.
-DQ_MODE = "atomic"
-
-
 def backward_config(
-    head_dim: int, dtype: torch.dtype, *, deterministic: bool = False, gpu: str = "h200"
+    head_dim: int, dtype: torch.dtype, *, deterministic: bool = False, gpu: str = "h200", dq: str | None = None
 ) -> BackwardConfig:
-    """The tiles `attention_backward` launches for one head dim and dtype, with the reason in numbers."""
-    return _backward_config_cached(int(head_dim), dtype, bool(deterministic), interpreting(), gpu, DQ_MODE)
+    """The tiles `attention_backward` launches for one head dim and dtype, with the reason in numbers; `dq` overrides
+    the dQ mode (`tilewise.model.attention_backward.DQ_MODE`; `deterministic` takes "separate")."""
+    mode = "separate" if deterministic else (dq or model.DQ_MODE)
+    return _backward_config_cached(int(head_dim), dtype, bool(deterministic), interpreting(), gpu, mode)
 
 
 @functools.lru_cache(maxsize=256)
 def _backward_config_cached(
-    head_dim: int, dtype: torch.dtype, deterministic: bool, interpreting: bool, gpu: str, mode: str = "atomic"
+    head_dim: int, dtype: torch.dtype, deterministic: bool, interpreting: bool, gpu: str, mode: str = "separate"
 ) -> BackwardConfig:
     dq = "separate" if deterministic else mode
     if interpreting:
         return BackwardConfig(*_INTERPRETER, dq=dq, reason="interpreter: 16 x 32 tiles")
-    bm, bn, w, st, qm, qn, qw, qs = _RULE[head_dim]
+    t = model.shipped_config(head_dim, dq=dq)
+    bm, bn, w, st = t["block_m"], t["block_n"], t["num_warps"], t["num_stages"]
+    qm, qn, qw, qs = t["dq_block_m"], t["dq_block_n"], t["dq_warps"], t["dq_stages"]
     dt = _DTYPE_KEY[dtype]
     # fp32 operands are twice as wide: halve the streamed query block until the tile fits shared memory
     while True:
@@ -134,10 +109,15 @@ def _backward_config_cached(
         qs = 1
     r, sm = b["registers"], b["smem"]
     reason = (
-        f"rule for d={head_dim}: dK/dV program BLOCK_N={bn} keys x BLOCK_M={bm} query rows, warps={w} stages={st}: "
+        f"tilewise.model.attention_backward.SHIPPED for d={head_dim}: dK/dV program BLOCK_N={bn} keys x "
+        f"BLOCK_M={bm} query rows, warps={w} stages={st}: "
         f"registers dK+dV {r['dk_dv']:.0f} + S,dP {r['s_dp']:.0f} + P,dS {r['p_ds']:.0f} + 16 = {r['total']:.0f} of "
         f"{r['limit']}; shared memory {sm['total_bytes'] // 1024} KB of {sm['limit_bytes'] // 1024} KB; "
-        f"dQ {'atomically in fp32' if dq == 'atomic' else f'by a second kernel, {qm} x {qn}'}"
+        + (
+            "dQ atomically in fp32"
+            if dq == "atomic"
+            else f"dQ by a second kernel, {qm} x {qn}, {qw} warps, {qs} stages"
+        )
     )
     return BackwardConfig(bm, bn, w, st, qm, qn, qw, qs, dq=dq, reason=reason)
 
@@ -145,8 +125,8 @@ def _backward_config_cached(
 # ------------------------------------------------------------------------------ kernels
 
 
-@triton.jit
-def _bwd_preprocess_kernel(
+@triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
+def _bwd_preprocess_kernel(  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
     # pointers
     O,
     DO,
@@ -190,8 +170,8 @@ def _bwd_preprocess_kernel(
     tl.store(DELTA + bh.to(tl.int64) * seq_q + offs_m, delta, mask=row_ok)
 
 
-@triton.jit
-def _dkdv_tile_loop(
+@triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
+def _dkdv_tile_loop(  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
     dk,
     dv,
     k,
@@ -254,8 +234,8 @@ def _dkdv_tile_loop(
     return dk, dv
 
 
-@triton.jit
-def _attn_bwd_dkdv_kernel(
+@triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
+def _attn_bwd_dkdv_kernel(  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
     # pointers
     Q,
     K,
@@ -366,8 +346,8 @@ def _attn_bwd_dkdv_kernel(
     tl.store(DV + out_off, dv.to(DV.dtype.element_ty), mask=key_ok[:, None])
 
 
-@triton.jit
-def _dq_tile_loop(
+@triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
+def _dq_tile_loop(  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
     dq,
     q,
     do,
@@ -412,8 +392,8 @@ def _dq_tile_loop(
     return dq
 
 
-@triton.jit
-def _attn_bwd_dq_kernel(
+@triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
+def _attn_bwd_dq_kernel(  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
     # pointers
     Q,
     K,
@@ -502,7 +482,16 @@ def _attn_bwd_dq_kernel(
 # ---------------------------------------------------------------------------- launcher
 
 
-def check_attention_backward(d_out, d_lse, q, k, v, out, lse, scale) -> None:
+def check_attention_backward(
+    d_out: torch.Tensor,
+    d_lse: torch.Tensor | None,
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    out: torch.Tensor,
+    lse: torch.Tensor,
+    scale: float | None,
+) -> None:
     """The forward's checks on q, k, v, then out / d_out like q and lse / d_lse like [B, H, Sq] fp32."""
     check_attention(q, k, v, scale)
     B, H, Sq, _ = q.shape
@@ -511,9 +500,11 @@ def check_attention_backward(d_out, d_lse, q, k, v, out, lse, scale) -> None:
         require(tuple(t.shape) == tuple(q.shape), f"{name} must have q's shape {list(q.shape)}, got {list(t.shape)}")
         require(t.dtype == q.dtype, f"{name} must have q's dtype {q.dtype}, got {t.dtype}")
         require(t.device == q.device, f"{name} must be on q's device {q.device}, got {t.device}")
-    for name, t in (("lse", lse), ("d_lse", d_lse)):
-        if t is None and name == "d_lse":
+    for name, given in (("lse", lse), ("d_lse", d_lse)):
+        if given is None:  # d_lse may be absent (the lse had no gradient); lse may not
+            require(name == "d_lse", f"{name} must be a torch.Tensor, got NoneType")
             continue
+        t = given
         require(isinstance(t, torch.Tensor), f"{name} must be a torch.Tensor, got {type(t).__name__}")
         require(tuple(t.shape) == (B, H, Sq), f"{name} must have shape {[B, H, Sq]}, got {list(t.shape)}")
         require(t.dtype == torch.float32, f"{name} must be float32 (the forward's log-sum-exp), got {t.dtype}")

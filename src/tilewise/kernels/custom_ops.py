@@ -33,8 +33,10 @@ refused under torch.compile and with autograd, where they would be ignored silen
 """
 
 from types import SimpleNamespace
+from typing import Any
 
 import torch
+from torch import Tensor
 
 from tilewise.errors import InputError
 from tilewise.kernels import (
@@ -50,17 +52,15 @@ from tilewise.kernels import (
     reduce,
 )
 
-Tensor = torch.Tensor
-
 # --------------------------------------------------------------------------- helpers
 
 
 def _traced() -> bool:
     """True while torch.compile (dynamo) or torch.export traces the caller."""
-    return torch.compiler.is_compiling()
+    return bool(torch.compiler.is_compiling())
 
 
-def _needs_grad(a, b=None, c=None, d=None) -> bool:
+def _needs_grad(a: Any, b: Any = None, c: Any = None, d: Any = None) -> bool:
     """Any of the (up to four) inputs needs a gradient. Fixed arguments and attribute reads only: this
     runs on every eager call, where a loop over *args with isinstance cost ~1 µs against ~0.25 µs."""
     if not _grad_enabled():
@@ -79,7 +79,7 @@ def _needs_grad(a, b=None, c=None, d=None) -> bool:
 _grad_enabled = torch.is_grad_enabled
 
 
-def _eager_only(op: str, **knobs) -> None:
+def _eager_only(op: str, **knobs: Any) -> None:
     for name, value in knobs.items():
         if value is not None and value is not False:
             raise InputError(
@@ -104,26 +104,26 @@ def _act_grad(pre: Tensor, activation: str) -> Tensor:
 # --------------------------------------------------------------------------- matmul
 
 
-@torch.library.custom_op(
+@torch.library.custom_op(  # type: ignore[untyped-decorator]  # torch is read as Any (unchecked)
     "tilewise::matmul", mutates_args=(), schema="(Tensor a, Tensor b, Tensor? bias, str activation) -> Tensor"
 )
 def _matmul_op(a: Tensor, b: Tensor, bias: Tensor | None, activation: str) -> Tensor:
     return gemm.matmul(a, b, bias=bias, activation=activation)
 
 
-@_matmul_op.register_fake
-def _(a, b, bias, activation):
+@_matmul_op.register_fake  # type: ignore[untyped-decorator]  # torch is read as Any (unchecked)
+def _(a: Any, b: Any, bias: Any, activation: Any) -> Any:
     gemm.check_matmul(a, b, None, bias, activation)
     return a.new_empty((a.shape[0], b.shape[1]))
 
 
-def _matmul_setup(ctx, inputs, output):
+def _matmul_setup(ctx: Any, inputs: Any, output: Any) -> None:
     a, b, bias, activation = inputs
     ctx.save_for_backward(a, b, bias)
     ctx.activation = activation
 
 
-def _matmul_backward(ctx, grad):
+def _matmul_backward(ctx: Any, grad: Any) -> Any:
     a, b, bias = ctx.saved_tensors
     g = grad
     if ctx.activation != "none":
@@ -148,7 +148,7 @@ def matmul(
     out: Tensor | None = None,
     bias: Tensor | None = None,
     activation: str = "none",
-    config=None,
+    config: Any = None,
 ) -> Tensor:
     """C = activation(A @ B + bias): `tilewise.kernels.gemm.matmul`, registered as torch.ops.tilewise.matmul."""
     if not (_traced() or _needs_grad(a, b, bias)):
@@ -163,12 +163,12 @@ def matmul(
 # --------------------------------------------------------------------------- sum
 
 
-@torch.library.custom_op("tilewise::sum", mutates_args=(), schema="(Tensor x, int? dim, bool keepdim) -> Tensor")
+@torch.library.custom_op("tilewise::sum", mutates_args=(), schema="(Tensor x, int? dim, bool keepdim) -> Tensor")  # type: ignore[untyped-decorator]  # torch is read as Any (unchecked)
 def _sum_op(x: Tensor, dim: int | None, keepdim: bool) -> Tensor:
     return reduce.sum(x, dim, keepdim=keepdim)
 
 
-def _sum_shape(x: Tensor, dim: int | None, keepdim: bool) -> list:
+def _sum_shape(x: Tensor, dim: int | None, keepdim: bool) -> list[int]:
     if dim is None or x.dim() == 0:
         return []
     d = dim % x.dim()
@@ -180,18 +180,18 @@ def _sum_shape(x: Tensor, dim: int | None, keepdim: bool) -> list:
     return shape
 
 
-@_sum_op.register_fake
-def _(x, dim, keepdim):
+@_sum_op.register_fake  # type: ignore[untyped-decorator]  # torch is read as Any (unchecked)
+def _(x: Any, dim: Any, keepdim: Any) -> Any:
     reduce.check_sum(x, dim)
     return x.new_empty(_sum_shape(x, dim, keepdim))
 
 
-def _sum_setup(ctx, inputs, output):
+def _sum_setup(ctx: Any, inputs: Any, output: Any) -> None:
     x, dim, keepdim = inputs
     ctx.shape, ctx.dim, ctx.keepdim = x.shape, dim, keepdim
 
 
-def _sum_backward(ctx, grad):
+def _sum_backward(ctx: Any, grad: Any) -> Any:
     if ctx.dim is not None and len(ctx.shape) > 0 and not ctx.keepdim:
         grad = grad.unsqueeze(ctx.dim % len(ctx.shape))
     return grad.expand(ctx.shape), None, None
@@ -200,7 +200,7 @@ def _sum_backward(ctx, grad):
 _sum_op.register_autograd(_sum_backward, setup_context=_sum_setup)
 
 
-def sum(x: Tensor, dim: int | None = None, *, keepdim: bool = False, config=None) -> Tensor:
+def sum(x: Tensor, dim: int | None = None, *, keepdim: bool = False, config: Any = None) -> Tensor:
     """Sum over all elements or one dimension: `tilewise.kernels.reduce.sum`, as torch.ops.tilewise.sum."""
     if not (_traced() or _needs_grad(x)):
         return reduce.sum(x, dim, keepdim=keepdim, config=config)
@@ -211,7 +211,7 @@ def sum(x: Tensor, dim: int | None = None, *, keepdim: bool = False, config=None
 # --------------------------------------------------------------------------- attention
 
 
-@torch.library.custom_op(
+@torch.library.custom_op(  # type: ignore[untyped-decorator]  # torch is read as Any (unchecked)
     "tilewise::attention",
     mutates_args=(),
     schema="(Tensor q, Tensor k, Tensor v, bool causal, float? scale) -> (Tensor, Tensor)",
@@ -220,24 +220,24 @@ def _attention_op(q: Tensor, k: Tensor, v: Tensor, causal: bool, scale: float | 
     return flash_attention.attention(q, k, v, causal=causal, scale=scale)
 
 
-@_attention_op.register_fake
-def _(q, k, v, causal, scale):
+@_attention_op.register_fake  # type: ignore[untyped-decorator]  # torch is read as Any (unchecked)
+def _(q: Any, k: Any, v: Any, causal: Any, scale: Any) -> Any:
     flash_attention.check_attention(q, k, v, scale)
     B, H, Sq, _ = q.shape
     return q.new_empty(q.shape), q.new_empty((B, H, Sq), dtype=torch.float32)
 
 
-def _attention_setup(ctx, inputs, output):
+def _attention_setup(ctx: Any, inputs: Any, output: Any) -> None:
     q, k, v, causal, scale = inputs
     out, lse = output
     ctx.save_for_backward(q, k, v, out, lse)
     ctx.causal, ctx.scale = causal, scale
 
 
-def _attention_backward(ctx, d_out, d_lse):
+def _attention_backward(ctx: Any, d_out: Any, d_lse: Any) -> Any:
     """FlashAttention's backward kernels (`tilewise.kernels.attention_backward`): P is rebuilt tile by tile from
-    the saved lse, so memory stays linear in the sequence. dQ without atomics under
-    torch.use_deterministic_algorithms(True)."""
+    the saved lse, so memory stays linear in the sequence. dQ comes from a second kernel without atomics (the
+    default mode; torch.use_deterministic_algorithms(True) keeps it whatever the mode)."""
     q, k, v, out, lse = ctx.saved_tensors
     if d_out is None:  # only the lse was used
         d_out = torch.zeros_like(out)
@@ -247,20 +247,24 @@ def _attention_backward(ctx, d_out, d_lse):
     return dq, dk, dv, None, None
 
 
-@torch.library.custom_op(
+@torch.library.custom_op(  # type: ignore[untyped-decorator]  # torch is read as Any (unchecked)
     "tilewise::attention_backward",
     mutates_args=(),
     schema="(Tensor d_out, Tensor? d_lse, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, bool causal, "
     "float? scale, bool deterministic) -> (Tensor, Tensor, Tensor)",
 )
-def _attention_backward_op(d_out, d_lse, q, k, v, out, lse, causal, scale, deterministic):
+def _attention_backward_op(
+    d_out: Any, d_lse: Any, q: Any, k: Any, v: Any, out: Any, lse: Any, causal: Any, scale: Any, deterministic: Any
+) -> Any:
     return attention_backward.attention_backward(
         d_out, q, k, v, out, lse, d_lse=d_lse, causal=causal, scale=scale, deterministic=deterministic
     )
 
 
-@_attention_backward_op.register_fake
-def _(d_out, d_lse, q, k, v, out, lse, causal, scale, deterministic):
+@_attention_backward_op.register_fake  # type: ignore[untyped-decorator]  # torch is read as Any (unchecked)
+def _(
+    d_out: Any, d_lse: Any, q: Any, k: Any, v: Any, out: Any, lse: Any, causal: Any, scale: Any, deterministic: Any
+) -> Any:
     attention_backward.check_attention_backward(d_out, d_lse, q, k, v, out, lse, scale)
     return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
 
@@ -268,7 +272,9 @@ def _(d_out, d_lse, q, k, v, out, lse, causal, scale, deterministic):
 _attention_op.register_autograd(_attention_backward, setup_context=_attention_setup)
 
 
-def attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, scale: float | None = None, config=None):
+def attention(
+    q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, scale: float | None = None, config: Any = None
+) -> Any:
     """FlashAttention forward: `tilewise.kernels.flash_attention.attention`, as torch.ops.tilewise.attention."""
     if not (_traced() or _needs_grad(q, k, v)):
         return flash_attention.attention(q, k, v, causal=causal, scale=scale, config=config)
@@ -279,13 +285,25 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, scale: f
 # --------------------------------------------------------------------------- decode attention
 
 
-@torch.library.custom_op(
+@torch.library.custom_op(  # type: ignore[untyped-decorator]  # torch is read as Any (unchecked)
     "tilewise::decode_attention",
     mutates_args=(),
     schema="(Tensor q, Tensor k_cache, Tensor v_cache, Tensor seq_lens, float? scale, Tensor? block_table, "
     "int? num_splits, int? max_seq_len, int[]? tile, int? max_chunk, bool? use_desc) -> (Tensor, Tensor)",
 )
-def _decode_op(q, k_cache, v_cache, seq_lens, scale, block_table, num_splits, max_seq_len, tile, max_chunk, use_desc):
+def _decode_op(
+    q: Any,
+    k_cache: Any,
+    v_cache: Any,
+    seq_lens: Any,
+    scale: Any,
+    block_table: Any,
+    num_splits: Any,
+    max_seq_len: Any,
+    tile: Any,
+    max_chunk: Any,
+    use_desc: Any,
+) -> Any:
     return decode.decode_attention(
         q, k_cache, v_cache, seq_lens, scale=scale, block_table=block_table, num_splits=num_splits,
         max_seq_len=max_seq_len, tile=tuple(tile) if tile is not None else None, max_chunk=max_chunk,
@@ -293,8 +311,20 @@ def _decode_op(q, k_cache, v_cache, seq_lens, scale, block_table, num_splits, ma
     )  # fmt: skip
 
 
-@_decode_op.register_fake
-def _(q, k_cache, v_cache, seq_lens, scale, block_table, num_splits, max_seq_len, tile, max_chunk, use_desc):
+@_decode_op.register_fake  # type: ignore[untyped-decorator]  # torch is read as Any (unchecked)
+def _(
+    q: Any,
+    k_cache: Any,
+    v_cache: Any,
+    seq_lens: Any,
+    scale: Any,
+    block_table: Any,
+    num_splits: Any,
+    max_seq_len: Any,
+    tile: Any,
+    max_chunk: Any,
+    use_desc: Any,
+) -> Any:
     decode.check_decode_attention(q, k_cache, v_cache, block_table, scale)
     B = q.shape[0]
     # the lengths' values are data (checked when the op runs); their shape and dtype are checked here
@@ -309,16 +339,16 @@ def decode_attention(
     q: Tensor,
     k_cache: Tensor,
     v_cache: Tensor,
-    seq_lens,
+    seq_lens: Any,
     *,
     scale: float | None = None,
     block_table: Tensor | None = None,
     num_splits: int | None = None,
     max_seq_len: int | None = None,
-    tile=None,
+    tile: Any = None,
     max_chunk: int | None = None,
     use_desc: bool | None = None,
-):
+) -> Any:
     """Split-KV decode attention: `tilewise.kernels.decode.decode_attention`, as torch.ops.tilewise.decode_attention.
 
     Under torch.compile and in CUDA graphs pass `seq_lens` as a tensor on the cache's device and
@@ -343,20 +373,20 @@ def decode_attention(
 # --------------------------------------------------------------------------- grouped GEMM
 
 
-@torch.library.custom_op(
+@torch.library.custom_op(  # type: ignore[untyped-decorator]  # torch is read as Any (unchecked)
     "tilewise::grouped_matmul_dw",
     mutates_args=(),
     schema="(Tensor x, Tensor dy, Tensor offsets, Tensor? x_gather, Tensor? dy_gather, int gather_div, "
     "Tensor? dy_scale) -> Tensor",
 )
-def _grouped_dw_op(x, dy, offsets, x_gather, dy_gather, gather_div, dy_scale):
+def _grouped_dw_op(x: Any, dy: Any, offsets: Any, x_gather: Any, dy_gather: Any, gather_div: Any, dy_scale: Any) -> Any:
     return grouped_dw.grouped_matmul_dw(
         x, dy, offsets, x_gather=x_gather, dy_gather=dy_gather, gather_div=gather_div, dy_scale=dy_scale
     )
 
 
-@_grouped_dw_op.register_fake
-def _(x, dy, offsets, x_gather, dy_gather, gather_div, dy_scale):
+@_grouped_dw_op.register_fake  # type: ignore[untyped-decorator]  # torch is read as Any (unchecked)
+def _(x: Any, dy: Any, offsets: Any, x_gather: Any, dy_gather: Any, gather_div: Any, dy_scale: Any) -> Any:
     grouped_dw.check_grouped_matmul_dw(x, dy, offsets, x_gather, dy_gather, dy_scale, gather_div)
     return x.new_empty((offsets.shape[0], x.shape[1], dy.shape[1]))
 
@@ -379,7 +409,7 @@ def grouped_matmul_dw(
     return torch.ops.tilewise.grouped_matmul_dw(x, dy, offsets, x_gather, dy_gather, gather_div, dy_scale)
 
 
-@torch.library.custom_op(
+@torch.library.custom_op(  # type: ignore[untyped-decorator]  # torch is read as Any (unchecked)
     "tilewise::grouped_matmul",
     mutates_args=(),
     schema="(Tensor x, Tensor w, Tensor offsets, bool check_offsets) -> Tensor",
@@ -388,18 +418,18 @@ def _grouped_op(x: Tensor, w: Tensor, offsets: Tensor, check_offsets: bool) -> T
     return grouped_gemm.grouped_matmul(x, w, offsets, check_offsets=check_offsets)
 
 
-@_grouped_op.register_fake
-def _(x, w, offsets, check_offsets):
+@_grouped_op.register_fake  # type: ignore[untyped-decorator]  # torch is read as Any (unchecked)
+def _(x: Any, w: Any, offsets: Any, check_offsets: Any) -> Any:
     grouped_gemm.check_grouped_matmul(x, w, offsets)
     return x.new_empty((x.shape[0], w.shape[2]))
 
 
-def _grouped_setup(ctx, inputs, output):
+def _grouped_setup(ctx: Any, inputs: Any, output: Any) -> None:
     x, w, offsets, _ = inputs
     ctx.save_for_backward(x, w, offsets)
 
 
-def _grouped_backward(ctx, dy):
+def _grouped_backward(ctx: Any, dy: Any) -> Any:
     x, w, offsets = ctx.saved_tensors
     dy = dy.contiguous()
     dx = dw = None
@@ -423,11 +453,11 @@ def grouped_matmul(
     offsets: Tensor,
     *,
     out: Tensor | None = None,
-    config=None,
+    config: Any = None,
     check_offsets: bool = True,
     programs: int | None = None,
     trace: bool = False,
-):
+) -> Any:
     """y = x @ w[e] per expert: `tilewise.kernels.grouped_gemm.grouped_matmul`, as torch.ops.tilewise.grouped_matmul.
 
     Pass check_offsets=False inside CUDA graphs (the check copies the offsets to the host)."""
@@ -447,38 +477,44 @@ def grouped_matmul(
 # --------------------------------------------------------------------------- MoE expert FFN
 
 
-@torch.library.custom_op(
+@torch.library.custom_op(  # type: ignore[untyped-decorator]  # torch is read as Any (unchecked)
     "tilewise::moe_experts",
     mutates_args=(),
     schema="(Tensor z, Tensor slot_weights, Tensor slot_of, Tensor offsets, Tensor w_gate_up, Tensor w_down, "
     "bool keep_activation) -> (Tensor, Tensor)",
 )
-def _experts_op(z, slot_weights, slot_of, offsets, w_gate_up, w_down, keep_activation):
+def _experts_op(
+    z: Any, slot_weights: Any, slot_of: Any, offsets: Any, w_gate_up: Any, w_down: Any, keep_activation: Any
+) -> Any:
     if keep_activation:
         return mhmoe.experts_forward_train(z, slot_weights, slot_of, offsets, w_gate_up, w_down)
     out = mhmoe.experts_forward(z, slot_weights, slot_of, offsets, w_gate_up, w_down)
     return out, z.new_empty((0, w_gate_up.shape[2]))
 
 
-@_experts_op.register_fake
-def _(z, slot_weights, slot_of, offsets, w_gate_up, w_down, keep_activation):
+@_experts_op.register_fake  # type: ignore[untyped-decorator]  # torch is read as Any (unchecked)
+def _(z: Any, slot_weights: Any, slot_of: Any, offsets: Any, w_gate_up: Any, w_down: Any, keep_activation: Any) -> Any:
     mhmoe.check_experts(z, slot_weights, slot_of, offsets, w_gate_up, w_down)
     slots = slot_of.shape[0] if keep_activation else 0
     return z.new_empty(z.shape), z.new_empty((slots, w_gate_up.shape[2]))
 
 
-@torch.library.custom_op(
+@torch.library.custom_op(  # type: ignore[untyped-decorator]  # torch is read as Any (unchecked)
     "tilewise::moe_experts_backward",
     mutates_args=(),
     schema="(Tensor dout, Tensor z, Tensor slot_weights, Tensor slot_of, Tensor offsets, Tensor w_gate_up, "
     "Tensor w_down, Tensor gate_up) -> (Tensor, Tensor, Tensor, Tensor)",
 )
-def _experts_backward_op(dout, z, slot_weights, slot_of, offsets, w_gate_up, w_down, gate_up):
+def _experts_backward_op(
+    dout: Any, z: Any, slot_weights: Any, slot_of: Any, offsets: Any, w_gate_up: Any, w_down: Any, gate_up: Any
+) -> Any:
     return mhmoe.experts_backward(dout, z, slot_weights, slot_of, offsets, w_gate_up, w_down, gate_up)
 
 
-@_experts_backward_op.register_fake
-def _(dout, z, slot_weights, slot_of, offsets, w_gate_up, w_down, gate_up):
+@_experts_backward_op.register_fake  # type: ignore[untyped-decorator]  # torch is read as Any (unchecked)
+def _(
+    dout: Any, z: Any, slot_weights: Any, slot_of: Any, offsets: Any, w_gate_up: Any, w_down: Any, gate_up: Any
+) -> Any:
     return (
         z.new_empty(z.shape),
         slot_weights.new_empty(slot_weights.shape, dtype=torch.float32),
@@ -487,7 +523,7 @@ def _(dout, z, slot_weights, slot_of, offsets, w_gate_up, w_down, gate_up):
     )
 
 
-def _experts_setup(ctx, inputs, output):
+def _experts_setup(ctx: Any, inputs: Any, output: Any) -> None:
     z, slot_weights, slot_of, offsets, w_gate_up, w_down, _ = inputs
     ctx.save_for_backward(z, slot_weights, slot_of, offsets, w_gate_up, w_down, output[1])
     # the kept activation is never differentiated: without this autograd fills a zero gradient of its
@@ -495,7 +531,7 @@ def _experts_setup(ctx, inputs, output):
     ctx.set_materialize_grads(False)
 
 
-def _experts_backward(ctx, dout, _d_gate_up):
+def _experts_backward(ctx: Any, dout: Any, _d_gate_up: Any) -> Any:
     if dout is None:  # the output took no part in the loss
         return None, None, None, None, None, None, None
     z, sw, slot_of, offsets, wgu, wd, gate_up = ctx.saved_tensors
@@ -529,8 +565,10 @@ torch.library.define(
 )
 
 
-@torch.library.impl("tilewise::moe", "CompositeImplicitAutograd")
-def _moe_composite(x, router_logits, w_gate_up, w_down, top_k, gate="softmax", normalize=True):
+@torch.library.impl("tilewise::moe", "CompositeImplicitAutograd")  # type: ignore[untyped-decorator]  # torch is read as Any
+def _moe_composite(
+    x: Any, router_logits: Any, w_gate_up: Any, w_down: Any, top_k: Any, gate: Any = "softmax", normalize: Any = True
+) -> Any:
     """Routing and the sort in torch (so autograd differentiates the gate), the experts on moe_experts."""
     moe_layer.check_moe(x, router_logits, w_gate_up, w_down, top_k, gate)
     weights, experts = moe_layer.route(router_logits, top_k, gate, normalize)
@@ -550,7 +588,7 @@ def moe(
     *,
     gate: str = "softmax",
     normalize: bool = True,
-    configs=None,
+    configs: Any = None,
 ) -> Tensor:
     """MoE FFN: `tilewise.kernels.moe_layer.moe`, as torch.ops.tilewise.moe (differentiable there)."""
     if not (_traced() or _needs_grad(x, router_logits, w_gate_up, w_down)):
@@ -564,7 +602,7 @@ def moe(
 # --------------------------------------------------------------------------- flash_ffn
 
 
-@torch.library.custom_op(
+@torch.library.custom_op(  # type: ignore[untyped-decorator]  # torch is read as Any (unchecked)
     "tilewise::flash_ffn", mutates_args=(), schema="(Tensor z, Tensor w_gate, Tensor w_up, Tensor w_down) -> Tensor"
 )
 def _ffn_op(z: Tensor, w_gate: Tensor, w_up: Tensor, w_down: Tensor) -> Tensor:
@@ -572,25 +610,26 @@ def _ffn_op(z: Tensor, w_gate: Tensor, w_up: Tensor, w_down: Tensor) -> Tensor:
         return ffn.flash_ffn(z, w_gate, w_up, w_down)
 
 
-@_ffn_op.register_fake
-def _(z, w_gate, w_up, w_down):
+@_ffn_op.register_fake  # type: ignore[untyped-decorator]  # torch is read as Any (unchecked)
+def _(z: Any, w_gate: Any, w_up: Any, w_down: Any) -> Any:
     ffn.check_flash_ffn(z, w_gate, w_up, w_down)
     return z.new_empty(z.shape)
 
 
-@torch.library.custom_op(
+@torch.library.custom_op(  # type: ignore[untyped-decorator]  # torch is read as Any (unchecked)
     "tilewise::flash_ffn_backward",
     mutates_args=(),
     schema="(Tensor dy, Tensor z, Tensor w_gate, Tensor w_up, Tensor w_down) -> (Tensor, Tensor, Tensor, Tensor)",
 )
-def _ffn_backward_op(dy, z, w_gate, w_up, w_down):
-    # FlashFFNFunction's backward reads only saved_tensors and needs_input_grad from its context
+def _ffn_backward_op(
+    dy: Any, z: Any, w_gate: Any, w_up: Any, w_down: Any
+) -> Any:  # FlashFFNFunction's backward reads only saved_tensors and needs_input_grad from its context
     ctx = SimpleNamespace(saved_tensors=(z, w_gate, w_up, w_down), needs_input_grad=(True, True, True, True))
     return tuple(ffn.FlashFFNFunction.backward(ctx, dy))
 
 
-@_ffn_backward_op.register_fake
-def _(dy, z, w_gate, w_up, w_down):
+@_ffn_backward_op.register_fake  # type: ignore[untyped-decorator]  # torch is read as Any (unchecked)
+def _(dy: Any, z: Any, w_gate: Any, w_up: Any, w_down: Any) -> Any:
     return (
         z.new_empty(z.shape),
         w_gate.new_empty(w_gate.shape),
@@ -599,11 +638,11 @@ def _(dy, z, w_gate, w_up, w_down):
     )
 
 
-def _ffn_setup(ctx, inputs, output):
+def _ffn_setup(ctx: Any, inputs: Any, output: Any) -> None:
     ctx.save_for_backward(*inputs)
 
 
-def _ffn_backward(ctx, dy):
+def _ffn_backward(ctx: Any, dy: Any) -> Any:
     return torch.ops.tilewise.flash_ffn_backward(dy, *ctx.saved_tensors)
 
 

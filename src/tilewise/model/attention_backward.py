@@ -104,20 +104,70 @@ def tile_budget(
     }  # fmt: skip
 
 
-# Two figures the calibration scheme has no microbenchmark for, fitted by `fit` to the committed rows
-# (benchmarks/results/h200/attention_backward.json: 12 sweep problems with the atomic dQ, 10 probe rows; H200 bf16,
-# CUDA graphs); tests/test_model_attention_backward.py refits both from the rows.
+# The tiles `tilewise.kernels.attention_backward` launches (one table for the kernel, the advisor and the explain walk),
+# chosen by benchmarks/attention_backward_tune.py (H200, bf16, CUDA-graph replays, 2026-12-01, triton 3.6,
+# benchmarks/results/h200/attention_backward_tune.json, section "tiles"; tile = block_m x block_n x warps x stages;
+# every variant's dQ, dK, dV within 3e-2 of cuDNN's, relative to the largest element):
+# * the dQ mode: the second kernel (7 GEMMs a pair, no atomics) beats the atomic fp32 adds (5 GEMMs) on all five
+#   probe problems once each mode has its own best tiles (ms; the separate mode's time is its two kernels' sum, the
+#   dK/dV family's row plus the dQ family's row less their shared one):
+#     B4 H32 S4096 D64 3.61 vs 4.45 | B4 H32 S1024 D64 causal 0.221 vs 0.278 | B1 H32 S8192 D128 7.07 vs 7.26
+#     B1 H32 S8192 D128 causal 3.80 vs 4.26 | B2 H16 S4096 D256 causal 3.40 vs 4.59
+#   so the default mode is "separate", which is also bitwise repeatable (the deterministic mode costs nothing);
+# * dK/dV program, no atomics in it (ms with the dQ kernel at its previous tile):
+#     d = 64:  32x128x4x3 3.658 / 0.234 (S1024 causal) | 64x64x4x3 3.826 / 0.261 | 64x128x8x2 4.479 / 0.273
+#     d = 128: 64x128x8x3 7.525 / 4.158 (causal) | 64x128x8x2 7.601 / 4.129 | 32x128x8x2 8.469 / 4.513
+#     d = 256: 64x64x8x2 3.927 | 64x64x8x1 4.049 | 32x64x8x2 4.151 (2 stages fit only without the atomic dQ)
+# * dQ kernel (with the dK/dV program at 64x128x8x2, d = 256: 64x64x8x1):
+#     d = 64:  64x64x4x3 4.456 / 0.260 | 128x64x8x3 4.404 / 0.279 | 128x64x8x2 4.535 / 0.273
+#     d = 128: 128x64x8x3 7.148 / 3.777 | 128x128x8x2 7.517 / 3.991 | 128x64x8x2 7.603 / 4.136
+#     d = 256: 128x64x8x1 3.524 | 128x32x8x2 3.537 | 64x64x8x2 4.049
+#   (a tile's mean time over its head dim's problems, each divided by the best on it, picks: d = 64 64x64x4x3 by
+#   0.6%; the timing noise, one configuration timed twice, is <= 1.2%);
+# * the atomic mode keeps its own best dK/dV tiles: d = 64 64x64x4x3 4.445 / 0.278, d = 128 64x128x8x3 7.262 / 4.262,
+#   d = 256 64x64x8x1 4.588. Head dims 16 and 32 (not timed) take d = 64's tiles.
+DQ_MODE = "separate"
+# head_dim: (dK/dV tile without atomics, dQ-kernel tile, dK/dV tile of the atomic mode)
+SHIPPED: dict[int, tuple[tuple[int, int, int, int], tuple[int, int, int, int], tuple[int, int, int, int]]] = {
+    16: ((32, 128, 4, 3), (64, 64, 4, 3), (64, 64, 4, 3)),
+    32: ((32, 128, 4, 3), (64, 64, 4, 3), (64, 64, 4, 3)),
+    64: ((32, 128, 4, 3), (64, 64, 4, 3), (64, 64, 4, 3)),
+    128: ((64, 128, 8, 3), (128, 64, 8, 3), (64, 128, 8, 3)),
+    256: ((64, 64, 8, 2), (128, 64, 8, 1), (64, 64, 8, 1)),
+}
+
+
+def shipped_config(head_dim: int, deterministic: bool = False, dq: str | None = None) -> dict[str, Any]:
+    """The tiles the kernel launches for `head_dim` (16-bit inputs): block_m, block_n, num_warps, num_stages of the
+    dK/dV program, dq_block_m, dq_block_n, dq_warps, dq_stages of the dQ kernel, and `dq` (the mode: DQ_MODE, or
+    "separate" when `deterministic`)."""
+    if head_dim not in SHIPPED:
+        raise InputError(f"head_dim must be one of {', '.join(map(str, SHIPPED))}, got {head_dim}")
+    mode = "separate" if deterministic else (dq or DQ_MODE)
+    if mode not in GEMMS:
+        raise InputError(f"dq must be one of {', '.join(GEMMS)}, got {mode!r}")
+    kv, qt, atomic = SHIPPED[head_dim]
+    bm, bn, w, st = atomic if mode == "atomic" else kv
+    qm, qn, qw, qs = qt
+    return {"block_m": bm, "block_n": bn, "num_warps": w, "num_stages": st, "dq_block_m": qm, "dq_block_n": qn,
+            "dq_warps": qw, "dq_stages": qs, "dq": mode}  # fmt: skip
+
+
+# Two figures the calibration scheme has no microbenchmark for, fitted by `fit` to the rows of
+# benchmarks/results/h200/attention_backward_tune.json (section "tiles": 5 problems x 22 configurations of both dQ
+# modes, H200 bf16, CUDA graphs; the 51 distinct runs whose dK/dV tile fits the register budget);
+# tests/test_model_attention_backward.py refits both from the rows.
 # * BACKWARD_MMA_SCALE: the backward's Tensor-Core efficiency relative to the forward's calibrated median
 #   (`attention_mma_eff_median`): five (or seven) dependent GEMMs per step, two fed from registers (P^T, dS^T).
 # * ATOMIC_TBPS: the rate at which the GPU resolves the atomic fp32 adds of dQ in L2. The large atomic-mode rows all
-#   run at 0.82-1.03 TB/s of atomic traffic (`atomic_bytes` / time) whatever their head dim, mask and GQA group:
-#   those adds, not the Tensor Cores, bind the atomic mode (the separate dQ kernel, 7 GEMMs and no atomics, ran
-#   4.16 ms against the atomic mode's 4.94 on B1 H32 S8192 D128 causal).
-# The fit (mean |predicted / measured - 1| over the 19 distinct runs): 1.18 and 0.88 TB/s; error median 7.5%, mean
-# 16.5%, worst 61% (the probe's 16x64x4-warp tile at d = 256, 12.9 ms, and the short causal rows B32 H16 S512 and
-# B4 H32 S1024, ~2x the prediction: the model has no term for a program's fixed cost nor for narrow tiles).
-BACKWARD_MMA_SCALE = 1.18
-ATOMIC_TBPS = 0.88
+#   run at ~0.8-1.0 TB/s of atomic traffic (`atomic_bytes` / time) whatever their head dim, mask and GQA group:
+#   those adds, not the Tensor Cores, bind the atomic mode, which is why the shipped mode is the separate dQ kernel.
+# The fit (mean |predicted / measured - 1|): 1.14 and 0.96 TB/s; error median 12.0%, mean 23.8%. Worst: the atomic mode
+# with 64-key blocks at d = 64 (B4 H32 S4096: 8.95 ms predicted, 4.45 measured; twice the adds of 128-key blocks,
+# resolved faster than the fitted rate), d = 256 in the separate mode (1.6-1.9x the prediction: no term for its
+# register pressure) and the short causal problem B4 H32 S1024 D64 (1.6-2x: no term for a program's fixed cost).
+BACKWARD_MMA_SCALE = 1.14
+ATOMIC_TBPS = 0.96
 PREPROCESS_LAUNCHES = {"atomic": 4, "separate": 3}  # D, zero dQ, dK/dV (+ dQ cast) | D, dK/dV, dQ
 
 
@@ -167,7 +217,8 @@ def predict(
         rate = (ATOMIC_TBPS if atomic_tbps is None else atomic_tbps) * 1e12
         t_atomic = atomic_bytes(B, H, sq, sk, d, bn, causal) / rate
     else:
-        l2 += 2 * (pairs_pad / max(1, bm)) * d * e * B * H  # K and V per query block of the dQ kernel
+        qm = int(config.get("dq_block_m", bm))
+        l2 += 2 * (pairs_pad / max(1, qm)) * d * e * B * H  # K and V per query block of the dQ kernel
     t_l2 = l2 / mach.l2_bps
     main = {"tensor_core": t_tc, "hbm": t_hbm, "l2": t_l2, "atomics": t_atomic}
     body = max(main.values())
@@ -214,16 +265,26 @@ def fit(rows: list[dict[str, Any]], gpu: str = _gpus.DEFAULT_GPU) -> dict[str, f
     separate-dQ row by 68%), with the median, mean and worst error."""
     seen, runs = set(), []
     for r in rows:
-        probe = r.get("section") == "probe"
-        if not (probe or r.get("kernel") == "attention_backward") or not r.get("ours_graph_ms") or "tile" not in r:
+        if r.get("section") == "tiles" and r.get("graph_ms"):  # benchmarks/attention_backward_tune.py
+            tile, dq, ms = r["dkdv"], "atomic" if r["kind"] == "atomic" else "separate", r["graph_ms"]
+            dq_m = r["dq_tile"][0]
+        elif (r.get("section") == "probe" or r.get("kernel") == "attention_backward") and r.get("ours_graph_ms"):
+            if "tile" not in r:
+                continue
+            tile, dq, ms = r["tile"], r.get("dq", "atomic"), r["ours_graph_ms"]
+            dq_m = (r.get("dq_tile") or [tile[0]])[0]
+        else:
             continue
-        key = (r["shape"], tuple(r["tile"]), r.get("dq", "atomic"))
-        if key in seen:  # one problem timed beside two peers: count it once
+        key = (r["shape"], tuple(tile), dq, dq_m)
+        if key in seen:  # one problem timed beside two peers (or one configuration twice): count it once
             continue
         seen.add(key)
-        bm, bn, w, st = r["tile"]
-        c = {"block_m": bm, "block_n": bn, "num_warps": w, "num_stages": st, "dq": r.get("dq", "atomic")}
-        runs.append((problem_of(r["shape"]), c, r["ours_graph_ms"]))
+        bm, bn, w, st = tile
+        p = problem_of(r["shape"])
+        if not tile_budget(p["head_dim"], bm, bn, w, st, p["dtype"], gpu)["registers"]["fits"]:
+            continue  # the model has no term for spilled registers (such tiles run 2-4x slower)
+        c = {"block_m": bm, "block_n": bn, "num_warps": w, "num_stages": st, "dq": dq, "dq_block_m": dq_m}
+        runs.append((p, c, ms))
     if not runs:
         raise InputError("fit needs attention_backward rows with ours_graph_ms and tile")
 
@@ -248,6 +309,6 @@ def problem_of(shape: str) -> dict[str, Any]:
 
 
 __all__ = [
-    "ATOMIC_TBPS", "BACKWARD_MMA_SCALE", "GEMMS", "atomic_bytes", "fit", "flops", "hbm_bytes", "predict", "problem_of",
-    "rank", "space", "tile_budget", "useful_flops",
+    "ATOMIC_TBPS", "BACKWARD_MMA_SCALE", "DQ_MODE", "GEMMS", "SHIPPED", "atomic_bytes", "fit", "flops", "hbm_bytes", "predict", "problem_of",
+    "rank", "shipped_config", "space", "tile_budget", "useful_flops",
 ]  # fmt: skip
