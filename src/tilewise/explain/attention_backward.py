@@ -14,7 +14,8 @@ from typing import Any
 
 from tilewise import gpus as _gpus
 from tilewise import validate
-from tilewise.errors import InputError, cli_int, require
+from tilewise.errors import InputError, cli_int
+from tilewise.explain import attention_problem
 from tilewise.explain.report import Report, fmt_bytes, fmt_flops, fmt_kib, fmt_time, gpu_info, provenance_line
 from tilewise.model import attention_backward as model
 from tilewise.model import traffic
@@ -146,32 +147,21 @@ def explain(
     gpu: str = _gpus.DEFAULT_GPU,
 ) -> Report:
     """Report for the backward of attention of Q [batch, heads, seq_q, d] against K, V [batch, kv_heads, seq_k, d]."""
-    batch, heads = validate.size("batch", batch), validate.size("heads", heads)
-    kv_heads = heads if kv_heads is None else validate.size("kv_heads", kv_heads)
-    require(
-        heads % kv_heads == 0, f"heads must be a multiple of kv_heads (GQA), got heads={heads}, kv_heads={kv_heads}"
+    batch, heads, kv_heads, seq_q, seq_k, d = attention_problem.checked_sizes(
+        batch, heads, kv_heads, seq_q, seq_k, head_dim
     )
-    seq_q = validate.size("seq_q", seq_q)
-    seq_k = seq_q if seq_k is None else validate.size("seq_k", seq_k)
-    d = validate.size("head_dim", head_dim, maximum=256)
-    validate.multiple("head_dim", d, 16, "the K of S = Q.K^T, walked 16 at a time by the MMA")
     bm = validate.size("block_m", block_m, minimum=16, maximum=256)
     bn = validate.size("block_n", block_n, minimum=16, maximum=256)
     w = validate.size("num_warps", num_warps, maximum=16)
     stages = validate.size("stages", stages, maximum=8)
     g = _gpus.get(gpu)
-    dt = _gpus.dtype_name(dtype)
-    require(dt in ("bf16", "fp16"), f"dtype must be bf16 or fp16 for this walk, got {dtype!r}")
+    dt = attention_problem.walk_dtype(dtype)
     dq = "separate" if deterministic else "atomic"
-    p = {"batch": batch, "heads": heads, "kv_heads": kv_heads, "seq_q": seq_q, "seq_k": seq_k, "head_dim": d,
-         "causal": bool(causal), "dtype": dt}  # fmt: skip
+    p = attention_problem.problem(batch, heads, kv_heads, seq_q, seq_k, d, causal, dt)
     c = {"block_m": bm, "block_n": bn, "num_warps": w, "num_stages": stages, "dq": dq}
     r = Report(
         kind="attention_backward",
-        title=(
-            f"Attention backward [{batch}, {heads} heads ({kv_heads} KV), {seq_q} x {seq_k}, d={d}]"
-            f"{' causal' if causal else ''} ({dt}) on {g.name}"
-        ),
+        title=attention_problem.title("backward", p, g),
         gpu=gpu_info(g),
         inputs={**p, **c},
     )
