@@ -31,9 +31,7 @@ from tilewise.explain.report import (
     fmt_intensity,
     fmt_kib,
     fmt_time,
-    gpu_info,
     pct,
-    provenance_line,
 )
 from tilewise.model import latency, mma, pipeline, roofline, tensorcore, traffic, waves
 from tilewise.model.occupancy import Occupancy, occupancy
@@ -214,10 +212,10 @@ def _report(p: _Attention) -> Report:
         p.batch, p.heads, p.kv_heads, p.seq_q, p.seq_k, p.d, p.causal, p.bm, p.consumers, p.bn, p.stages, p.dt,
         p.g, p.native, p.arch,
     )  # fmt: skip
-    r = Report(
+    r = Report.on_gpu(
         kind="attention",
         title=attention_problem.title("forward", p.problem, g),
-        gpu=gpu_info(g),
+        gpu=g,
         inputs=dict(
             batch=batch,
             heads=heads,
@@ -234,7 +232,6 @@ def _report(p: _Attention) -> Report:
             hit_rate=p.hit_rate,
         ),
     )
-    r.notes.append(provenance_line(g))
     if arch != "hopper":
         r.notes.append(
             {

@@ -16,7 +16,7 @@ from tilewise import gpus as _gpus
 from tilewise import validate
 from tilewise.errors import InputError, cli_int
 from tilewise.explain import attention_problem
-from tilewise.explain.report import Report, fmt_bytes, fmt_flops, fmt_kib, fmt_time, gpu_info, provenance_line
+from tilewise.explain.report import Report, fmt_bytes, fmt_flops, fmt_kib, fmt_time
 from tilewise.model import attention_backward as model
 from tilewise.model import traffic
 from tilewise.util import cdiv
@@ -159,13 +159,12 @@ def explain(
     dq = "separate" if deterministic else "atomic"
     p = attention_problem.problem(batch, heads, kv_heads, seq_q, seq_k, d, causal, dt)
     c = {"block_m": bm, "block_n": bn, "num_warps": w, "num_stages": stages, "dq": dq}
-    r = Report(
+    r = Report.on_gpu(
         kind="attention_backward",
         title=attention_problem.title("backward", p, g),
-        gpu=gpu_info(g),
+        gpu=g,
         inputs={**p, **c},
     )
-    r.notes.append(provenance_line(g))
     _work(r, p, dq)
     _tile(r, p, c)
     _registers(r, p, c)

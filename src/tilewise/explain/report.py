@@ -43,6 +43,13 @@ class Report:
     # Said before the steps: where the GPU figures come from, and inputs outside what the analysis covers.
     notes: list[str] = field(default_factory=list)
 
+    @classmethod
+    def on_gpu(cls, kind: str, title: str, gpu: GPU, inputs: dict[str, Any]) -> Report:
+        """A report about `gpu`: its figures' sources in `gpu`, and the first note says which were measured."""
+        r = cls(kind=kind, title=title, gpu=gpu_info(gpu), inputs=inputs)
+        r.notes.append(provenance_line(gpu))
+        return r
+
     def step(self, key: str, title: str, **values: Any) -> Step:
         s = Step(key, title, [], dict(values))
         self.steps.append(s)
