@@ -14,10 +14,10 @@ import json
 import math
 import textwrap
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from tilewise.gpus import GPU
+from tilewise import gpus as _gpus
+from tilewise.gpus import GPU
 
 
 @dataclass
@@ -130,9 +130,9 @@ REPORT_FIELDS = (
 def figure_kind(source: str) -> str:
     """'measured' (on a device), 'estimate' (an order-of-magnitude guess) or 'datasheet' (published or derived)."""
     s = source.lower()
-    if s.startswith(("measured on", "detected from the device")):
+    if s.startswith(_gpus.MEASURED_PREFIXES):
         return "measured"
-    if s.startswith("order-of-magnitude estimate"):
+    if s.startswith(_gpus.ESTIMATE_PREFIX):
         return "estimate"
     return "datasheet"
 
