@@ -72,8 +72,13 @@ def _tile(r: Report, p: dict[str, Any], c: dict[str, Any]) -> None:
         )
 
 
+def _tile_budget(p: dict[str, Any], c: dict[str, Any]) -> dict[str, Any]:
+    """The registers and shared memory of one dK/dV program (`model.attention_backward.tile_budget`)."""
+    return model.tile_budget(p["head_dim"], c["block_m"], c["block_n"], c["num_warps"], c["num_stages"], p["dtype"])
+
+
 def _registers(r: Report, p: dict[str, Any], c: dict[str, Any]) -> None:
-    b = model.tile_budget(p["head_dim"], c["block_m"], c["block_n"], c["num_warps"], c["num_stages"], p["dtype"])
+    b = _tile_budget(p, c)
     g = b["registers"]
     s = r.step("registers", "The register budget", **g)
     s.say(
@@ -85,7 +90,7 @@ def _registers(r: Report, p: dict[str, Any], c: dict[str, Any]) -> None:
 
 
 def _smem(r: Report, p: dict[str, Any], c: dict[str, Any]) -> None:
-    b = model.tile_budget(p["head_dim"], c["block_m"], c["block_n"], c["num_warps"], c["num_stages"], p["dtype"])
+    b = _tile_budget(p, c)
     m = b["smem"]
     s = r.step("smem", "Shared memory", **m)
     s.say(
