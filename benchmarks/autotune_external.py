@@ -102,6 +102,7 @@ class Spec:
         if name == "flaggems_mm":
             import importlib
 
+            import autotune_targets
             import flag_gems
             from flag_gems import runtime
 
@@ -111,7 +112,7 @@ class Spec:
             self.source = f"flag-gems {getattr(flag_gems, '__version__', '5.0.2')}"
             self.jit = unwrap_jit(fg.mm_kernel_general)
             self.configs = list(runtime.get_tuned_config("mm"))
-            self.desc = describe("gemm", name="flag_gems.mm_kernel_general", fixed={"group_m": 8})
+            self.desc = autotune_targets.FLAGGEMS_DESC
             self.shapes = gemm_shapes(SEED + 1, 36)
         elif name == "liger_dyt":
             import importlib.metadata as md

@@ -53,6 +53,26 @@ def test_fit_recovers_the_rates_that_made_the_timings(truth):
     assert noisy["held_out_error"]["median"] < 0.05
 
 
+def test_the_pruner_keeps_the_built_in_rates_where_the_fit_does_not_beat_them(tmp_path):
+    """Timings made by the built-in rates themselves: no fitted set (on the grids) predicts the held-out shape
+    better, so the file says so and the pruner's times are the uncalibrated ones."""
+    r = random.Random(3)
+    rows = [{**row, "ms": predict_ms(DESC, row["shape"], row["config"], None) * math.exp(r.uniform(-0.01, 0.01))}
+            for row in _rows(None)]  # fmt: skip
+    cal = C.fit(DESC, rows)
+    assert cal["kept"] == "built-in"
+    assert cal["held_out_error"]["median"] >= cal["held_out_error"]["builtin_median"]
+    path = tmp_path / "cal.json"
+    C.write(cal, str(path))
+    pm = prune_configs_by(DESC, calibration=str(path))["perf_model"]
+    s = SHAPES[2]
+    named = {"M": s["M"], "N": s["N"], "K": s["K"], "dtype": "fp16", "layout": "nn"}
+    fitted = predict_ms(DESC, named, _cfg(TILES[0]), cal["rates"])
+    assert pm(**named, **_cfg(TILES[0])) == pytest.approx(predict_ms(DESC, named, _cfg(TILES[0]), None))
+    assert pm(**named, **_cfg(TILES[0])) != pytest.approx(fitted)  # the fit itself would have differed
+    assert C.fit(DESC, _rows({"mma": C.MMA[3], "stream": C.STREAM[8], "fixed": 2.0}))["kept"] == "fitted"
+
+
 def test_design_times_every_config_on_two_shapes_and_holds_shapes_out():
     pairs = C.design(10, 8)
     for c in range(10):
@@ -90,6 +110,8 @@ def _write(tmp_path, data) -> str:
          "is for kernel 'x'"),
         (lambda tp: prune_configs_by(describe("gemm", name="other"),
                                      calibration=_write(tp, C.fit(DESC, _rows({"mma": 0.5})))), "is for kernel"),
+        (lambda tp: load_calibration(_write(tp, {**C.fit(DESC, _rows({"mma": 0.5})), "kept": "both"}), DESC),
+         "kept must be one of fitted, built-in, got 'both'"),
         (lambda tp: C.read_rows(_write(tp, '{"ms": -1}\n')), "line 1 must be a JSON row"),
         (lambda tp: C.load_tunable("no_colon"), "MODULE:NAME"),
     ],

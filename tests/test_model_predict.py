@@ -135,3 +135,24 @@ def test_model_imports_no_torch():
     code = "import sys, tilewise.model.predict, tilewise.advise, tilewise.advise.cli; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_narrow_rows_cost_what_the_uncopied_ab_row_measured():
+    """Rows loaded 2 bytes per lane (pitch 4098 B) with the copy switched off: 333 x 7777 x 2049 fp16 a @ w.T at
+    128 x 256 x 64 took 276.5 us on the H200 (benchmarks/sweeps/gemm_ab_h200.jsonl, `nopad`); the narrow-load
+    term binds and gives it within 5%. Rows of an 8-byte pitch, 16-byte rows and one-row operands pay nothing."""
+    cfg = {"block_m": 128, "block_n": 256, "block_k": 64, "group_m": 8, "num_warps": 8, "num_stages": 3}
+    prob = {"m": 333, "n": 7777, "k": 2049, "dtype": "fp16", "layout": "nt"}
+    with open(os.path.join(os.path.dirname(__file__), "..", "benchmarks", "sweeps", "gemm_ab_h200.jsonl")) as f:
+        row = next(r for r in map(json.loads, f) if r["source"] == "nopad" and r["problem"] == prob)
+    mp = pytest.MonkeyPatch()
+    mp.setattr(M, "pads_operand", lambda *a: False)  # the A/B switched the launcher's copy off
+    try:
+        p = M.predict("gemm", prob, cfg)
+    finally:
+        mp.undo()
+    assert p.binding == "narrow_loads"
+    assert p.ms == pytest.approx(row["ms"], rel=0.05)
+    assert [M.row_load_bytes(x) for x in (4098, 200, 6, 8192, 7)] == [2, 8, 2, 16, 1]
+    for other in ({**prob, "k": 2048}, {**prob, "k": 2052}, {**prob, "m": 1, "n": 1}):
+        assert "narrow_loads" not in M.predict("gemm", other, cfg).detail["main_terms"], other

@@ -36,6 +36,8 @@ from tilewise.advise.kernel import KernelDescription, config_tag, predict_ms
 from tilewise.errors import InputError
 
 CAL_FORMAT = "tilewise-kernel-calibration/1"
+# which rates a calibration file hands the pruner: its fit, or the family's built-in ones (`calibrate.fit`)
+KEPT = ("fitted", "built-in")
 
 
 # ---------------------------------------------------------------------------------------------- fit rules
@@ -92,14 +94,17 @@ def load_calibration(path: str, desc: KernelDescription) -> dict[str, Any]:
     rates = data.get("rates")
     if not isinstance(rates, dict) or not all(isinstance(rates.get(k), (int, float)) for k in ("mma", "stream")):
         raise InputError(f"calibration file {path} must hold rates {{mma, stream, fixed}}, got {rates!r}")
+    if data.get("kept", "fitted") not in KEPT:
+        raise InputError(f"calibration file {path}: kept must be one of {', '.join(KEPT)}, got {data.get('kept')!r}")
     if not isinstance(data.get("configs", {}), dict):
         raise InputError(f"calibration file {path}: configs must be an object, got {type(data['configs']).__name__}")
     return data
 
 
 def rates_for(cal: Mapping[str, Any] | None, tag: str) -> dict[str, float] | None:
-    """The rates of one config: its own where the calibration timed it, else the kernel's."""
-    if not cal:
+    """The rates of one config: its own where the calibration timed it, else the kernel's; None (the family's
+    built-in rates) without a calibration or where its fit did not beat them on its held-out shapes."""
+    if not cal or cal.get("kept", "fitted") == "built-in":
         return None
     own = cal.get("configs", {}).get(tag)
     return {k: float(v) for k, v in (own or cal["rates"]).items()}

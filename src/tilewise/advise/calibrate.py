@@ -23,6 +23,7 @@ import json
 import math
 import os
 import statistics
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -122,6 +123,7 @@ def measure(
     out = open(partial, "a") if partial else None
     t0 = time.time()
     rows = list(done)
+    failed: list[str] = []
     for ci, si in pairs:
         if time.time() - t0 > budget_s:
             break
@@ -136,7 +138,13 @@ def measure(
         def call(kw: dict[str, Any] = kw, args: Any = args, grid: Any = grid) -> None:
             t.kernel[grid](*args, **kw)
 
-        ms = float(triton.testing.do_bench(call, warmup=5, rep=20))
+        try:
+            ms = float(triton.testing.do_bench(call, warmup=5, rep=20))
+        except Exception as e:  # a config that does not compile or launch here is skipped, and said
+            failed.append(f"config {ci} on shape {si}: {type(e).__name__}: {str(e)[:120]}")
+            if bar:
+                bar.update(1)
+            continue
         row = {"kernel": t.desc.name, "gpu": dev, "config_index": ci, "shape_index": si,
                "config": {k: v for k, v in kw.items()}, "shape": dict(t.shapes[si]), "ms": ms}  # fmt: skip
         rows.append(row)
@@ -149,6 +157,8 @@ def measure(
         bar.close()
     if out:
         out.close()
+    for line in failed:
+        print(f"calibrate {t.desc.name}: skipped {line}", file=sys.stderr)
     return rows
 
 
@@ -236,12 +246,17 @@ def fit(
 
     errs = sorted(abs(pred(r) - r["ms"]) / r["ms"] for r in test)
     base = sorted(abs(predict_ms(desc, named[id(r)], r["config"], None) - r["ms"]) / r["ms"] for r in test)
+    # the pruner takes the fitted rates only where they predict the held-out shapes better than the family's
+    # built-in ones: six GEMM shapes fitted FlagGems' mm to 5.3% held-out error against 4.0% built-in, and its
+    # top-1 within 5% fell from 63% to 53% of the verdict's shapes (benchmarks/results/h200/autotune_external.json)
+    kept = "fitted" if statistics.median(errs) < statistics.median(base) else "built-in"
     return {
         "format": CAL_FORMAT,
         "kernel": desc.name,
         "family": desc.family,
         "gpu": desc.gpu,
         "fingerprint": desc.fingerprint(),
+        "kept": kept,
         "rates": rates,
         "configs": own,
         "timings": {"fit": len(train), "held_out": len(test), "shapes": len(shapes), "held_out_shapes": len(held)},

@@ -212,6 +212,8 @@ def _calibrate(a: argparse.Namespace) -> int:
           f"{len(cal['configs'])} config(s) with their own")  # fmt: skip
     print(f"held-out error over {cal['timings']['held_out']} timings of {cal['timings']['held_out_shapes']} shape(s): "
           f"median {h['median']:.1%}, p90 {h['p90']:.1%} (built-in rates: median {h['builtin_median']:.1%})")  # fmt: skip
+    if cal["kept"] == "built-in":
+        print("the fit does not predict the held-out shapes better than the built-in rates: the pruner keeps those")
     print(f"-> {a.out} (prune_configs_by(desc, calibration={a.out!r}))")
     return 0
 

@@ -91,6 +91,15 @@ DEFAULTS: dict[str, Any] = {
     # 99.7 against 75.9 (H200, benchmarks/sweeps/gemm_align_h200.jsonl, both layouts in one run). The Tensor-Core
     # and latency terms grow by misaligned_cost x the share of the loaded bytes in such rows (calibrated).
     "misaligned_cost": 0.0,
+    # Rows whose pitch is not a multiple of 8 bytes (a K or N that is not a multiple of 4 at 16 bits) and that
+    # the launcher does not copy (`pads_operand`): the kernel loads them 2 or 4 bytes per lane, not 16.
+    # One SM issues about 3.0e9 such lane loads a second: 333 x 7777 x 2049 fp16 a @ w.T, both operands with
+    # 4098-byte rows, copying switched off, 128 x 256 x 64 tiles (93 tiles, one per SM, 384 rows x 2112 K =
+    # 811k 2-byte loads each) took 276.5 us against 151.5 us copied (H200, benchmarks/sweeps/gemm_ab_h200.jsonl,
+    # `nopad` row). Rows of an 8-byte pitch are left out: 100 x 100 x 100 bf16 (200-byte rows) took 2.8 us
+    # uncopied in the same run, which the model gives without the term (charging them moved that problem's
+    # prediction past the measurement and the calibration split's p90 from 19.2% to 20.0%).
+    "narrow_load_g_per_sm": 3.0,
     "hot_line_tbps": 1.5,  # requests to one L2 line (rows that wrap onto the same A row), per distinct row
     "step_latency_us": None,  # None: latency_us. One K step's load round trip (mostly L2 hits) in a program's ring
     "l2_resident_fraction": 0.5,  # operands up to this share of L2 are read from HBM once
@@ -134,6 +143,7 @@ class _Machine:
     hot_line_bps: float
     overlap_p: float
     misaligned_cost: float
+    narrow_load_rate: float  # lane loads a second one SM issues on rows it cannot read 8 bytes at a time
     fill_s: float
     l2_res: float
     cal: dict[str, Any]
@@ -172,6 +182,7 @@ def machine(gpu: str, overrides: tuple[tuple[str, Any], ...] = ()) -> _Machine:
         hot_line_bps=c["hot_line_tbps"] * 1e12,
         overlap_p=float(c["overlap_p"] or math.inf),
         misaligned_cost=float(c["misaligned_cost"] or 0.0),
+        narrow_load_rate=float(c["narrow_load_g_per_sm"] or 0.0) * 1e9,
         fill_s=c["fill_us"] * 1e-6,
         l2_res=c["l2_resident_fraction"],
         cal=cal,
@@ -427,6 +438,38 @@ def _gemm_operand_copy(g: _GemmLaunch, mach: _Machine, useful: float) -> float:
     return t
 
 
+# rows read at least this many bytes per lane are wide enough for the narrow-load term to leave out
+NARROW_LOAD_MIN_BYTES = 8
+
+
+def row_load_bytes(pitch_bytes: int) -> int:
+    """Bytes one lane loads at a time from rows of this pitch: its largest power-of-two divisor, up to 16 (the
+    kernel passes each stride divided by that power, so the compiler knows it; kernels.gemm)."""
+    w = 1
+    while w < 16 and pitch_bytes % (2 * w) == 0:
+        w *= 2
+    return w
+
+
+def _gemm_narrow_loads(g: _GemmLaunch, mach: _Machine, useful: float) -> float:
+    """narrow_loads: the busiest SM's lane loads of operands whose rows it reads under NARROW_LOAD_MIN_BYTES at a
+    time (and the launcher does not copy, `pads_operand`) at DEFAULTS' narrow_load_g_per_sm. An operand of one
+    row (M = 1 for A, N = 1 for w) or K = 1 has no row pitch to misalign. A persistent launch needs 16-byte rows
+    (TMA), so it never pays this."""
+    if g.persistent or mach.narrow_load_rate <= 0:
+        return 0.0
+    lanes = 0.0
+    for rows, pitch, nbytes, single in (
+        (g.bm, g.k * g.e, g.m * g.k * g.e, g.m == 1 or g.k == 1),
+        (g.bn, (g.k if g.nt else g.n) * g.e, g.k * g.n * g.e, g.n == 1 or g.k == 1),
+    ):
+        w = row_load_bytes(pitch)
+        if w >= NARROW_LOAD_MIN_BYTES or single or pads_operand(useful, nbytes):
+            continue
+        lanes += rows * g.k_per * g.e / w
+    return g.busiest * lanes / mach.narrow_load_rate
+
+
 def _gemm_hot_rows(g: _GemmLaunch, mach: _Machine) -> float:
     """l2_hot_rows: rows past M wrap onto row (r % M) (the loads need no mask), so below BLOCK_M rows every program
     requests BLOCK_M rows of A per K step that are only M distinct rows, all programs the same ones (there is one
@@ -493,6 +536,9 @@ def _gemm(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str, A
         "flops": useful,
     }
     main = {"tensor_core": t_tc * slow, "hbm": t_hbm, "l2": t_l2, "latency": (t_lat + t_hot) * slow}
+    t_narrow = _gemm_narrow_loads(g, mach, useful)
+    if t_narrow:
+        main["narrow_loads"] = t_narrow
     return _finish("gemm", mach, terms, main, detail, _eff(mach, "gemm", "fixed", tag, eff))
 
 
