@@ -16,6 +16,8 @@ Every test file uses these instead of its own copy (tests/conftest.py wires them
 - ``assert_close(actual, expected, atol=, rtol=)`` compares every element in float64 and, on failure,
   says how many elements mismatch, where the first few are, and the largest absolute and relative
   errors. An unwritten (NaN) element fails even where the reference is NaN-free.
+- ``cli(argv, capsys)`` runs ``tilewise.cli.main`` in-process and returns (exit status, stdout, stderr);
+  ``refused(argv, capsys, needle)`` asserts the CLI refused with status 2 and one line naming ``needle``.
 
 Torch is imported lazily: the model and simulator tests run without it.
 """
@@ -33,12 +35,14 @@ import numpy as np
 
 __all__ = [
     "assert_close",
+    "cli",
     "int_sentinel",
     "interpreting",
     "kernel_device",
     "poison_",
     "poison_allocations",
     "poisoned",
+    "refused",
     "seed_everything",
     "seed_for",
 ]
@@ -227,3 +231,28 @@ def assert_close(
     if n_nan:
         parts.append(f"{n_nan} NaN where the reference is a number (never written?)")
     raise AssertionError("; ".join(parts))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the CLI, in-process
+
+
+def cli(argv: list[str], capsys: Any) -> tuple[Any, str, str]:
+    """(exit status, stdout, stderr) of `tilewise ARGV`; argparse's SystemExit gives its code."""
+    from tilewise.cli import main
+
+    try:
+        rc = main(argv)
+    except SystemExit as e:  # argparse: --help or a usage error
+        rc = e.code
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def refused(argv: list[str], capsys: Any, needle: str) -> str:
+    """Assert `tilewise ARGV` exits 2 with one line on stderr, no traceback, containing `needle`; return it."""
+    rc, out, err = cli(argv, capsys)
+    assert rc == 2, (argv, rc, out[-300:], err)
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, (argv, err)
+    assert needle in err, (needle, err)
+    return err

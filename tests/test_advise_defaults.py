@@ -6,14 +6,14 @@ Run: TRITON_INTERPRET=1 pytest tests/test_advise_defaults.py (fp16: the interpre
 from __future__ import annotations
 
 import math
-import os
 
 import pytest
+from helpers import interpreting
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 
-if os.environ.get("TRITON_INTERPRET", "0") in ("", "0"):
+if not interpreting():
     pytest.skip("needs TRITON_INTERPRET=1", allow_module_level=True)
 
 from tilewise.advise import advise, default_config  # noqa: E402

@@ -9,6 +9,7 @@ import os
 import sys
 
 import pytest
+from helpers import interpreting
 
 from tilewise.model import predict as M
 
@@ -50,7 +51,7 @@ def test_split_rule_as_written():
     assert all(len(problems.FAMILIES[f][0]()) >= 30 for f in ("attention", "decode", "grouped"))
 
 
-@pytest.mark.skipif(os.environ.get("TRITON_INTERPRET", "0") in ("", "0"), reason="needs TRITON_INTERPRET=1")
+@pytest.mark.skipif(not interpreting(), reason="needs TRITON_INTERPRET=1")
 def test_sweep_runs_on_the_interpreter(tmp_path):
     pytest.importorskip("torch")
     sweep = _module("sweep")

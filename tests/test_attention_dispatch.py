@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from helpers import interpreting
 
 torch = pytest.importorskip("torch")
 triton = pytest.importorskip("triton")
@@ -111,11 +112,7 @@ def test_after_a_failure_the_gluon_path_is_off(hopper):
     assert not ag.use_gluon(t, t, t, None)
 
 
-import os  # noqa: E402
-
-needs_interpreter = pytest.mark.skipif(
-    os.environ.get("TRITON_INTERPRET", "0") in ("", "0"), reason="runs the Triton kernel: needs TRITON_INTERPRET=1"
-)
+needs_interpreter = pytest.mark.skipif(not interpreting(), reason="runs the Triton kernel: needs TRITON_INTERPRET=1")
 
 
 def _ref(q, k, v, causal):

@@ -9,15 +9,15 @@ Run: TRITON_INTERPRET=1 PYTHONPATH=src pytest tests/test_bench_model_ms.py
 from __future__ import annotations
 
 import argparse
-import os
 import types
 
 import pytest
+from helpers import interpreting
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 
-if os.environ.get("TRITON_INTERPRET", "0") in ("", "0"):
+if not interpreting():
     pytest.skip("needs TRITON_INTERPRET=1", allow_module_level=True)
 
 from tilewise.bench import harness  # noqa: E402

@@ -7,27 +7,11 @@ import json
 import math
 
 import pytest
+from helpers import cli, refused
 
 from tilewise import gpus
-from tilewise.cli import main
 from tilewise.explain import attention, gemm
 from tilewise.model import traffic
-
-
-def run(argv, capsys):
-    try:
-        rc = main(argv)
-    except SystemExit as e:
-        rc = e.code
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-def refused(argv, capsys, needle):
-    rc, out, err = run(argv, capsys)
-    assert rc == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, (argv, err)
-    assert needle in err, (needle, err)
-    return err
 
 
 @pytest.mark.parametrize(
@@ -52,20 +36,20 @@ def test_options_that_do_not_apply_are_refused(argv, needle, capsys):
 
 
 def test_advise_json_echoes_normalised_values(capsys):
-    rc, out, err = run(["advise", "attention", "--batch", "8", "--heads", "32", "--json"], capsys)
+    rc, out, err = cli(["advise", "attention", "--batch", "8", "--heads", "32", "--json"], capsys)
     assert rc == 0, err
     p = json.loads(out)["problem"]
     # every size an int, the derived ones filled in, as the model read them
     assert p == {"batch": 8, "heads": 32, "kv_heads": 32, "seq_q": 4096, "seq_k": 4096, "head_dim": 128,
                  "causal": False, "dtype": "bf16"}  # fmt: skip
-    rc, out, _ = run(["advise", "gemm", "--m", "64.0", "--n", "128", "--k", "256", "--dtype", "half", "--json"], capsys)
+    rc, out, _ = cli(["advise", "gemm", "--m", "64.0", "--n", "128", "--k", "256", "--dtype", "half", "--json"], capsys)
     assert rc == 2 or json.loads(out)["problem"] == {"m": 64, "n": 128, "k": 256, "dtype": "fp16", "layout": "nn"}
 
 
 def test_fp32_gemm_says_it_runs_as_tf32(capsys):
-    rc, out, _ = run(["advise", "gemm", "--m", "256", "--n", "256", "--k", "256", "--dtype", "fp32"], capsys)
+    rc, out, _ = cli(["advise", "gemm", "--m", "256", "--n", "256", "--k", "256", "--dtype", "fp32"], capsys)
     assert rc == 0 and "runs on the Tensor Cores as tf32" in out
-    rc, out, _ = run(["advise", "gemm", "--m", "256", "--n", "256", "--k", "256", "--dtype", "fp32", "--json"], capsys)
+    rc, out, _ = cli(["advise", "gemm", "--m", "256", "--n", "256", "--k", "256", "--dtype", "fp32", "--json"], capsys)
     assert any("tf32" in n for n in json.loads(out)["notes"])
     r = gemm.explain(dtype="fp32")
     assert any("runs on the Tensor Cores as tf32" in n for n in r.notes)

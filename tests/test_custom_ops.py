@@ -10,23 +10,19 @@ with the eager InputError's message; the autograd formulas against float64 torch
 
 from __future__ import annotations
 
-import os
-
 import pytest
+from helpers import kernel_device
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 
-pytestmark = pytest.mark.skipif(
-    os.environ.get("TRITON_INTERPRET", "0") in ("", "0") and not torch.cuda.is_available(),
-    reason="kernel tests need TRITON_INTERPRET=1 or a CUDA GPU",
-)
+pytestmark = pytest.mark.kernel
 
 import tilewise.kernels as K  # noqa: E402
 from tilewise.errors import InputError  # noqa: E402
 from tilewise.kernels import custom_ops, mhmoe, moe_layer  # noqa: E402
 
-DEV = "cpu" if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0") else "cuda"
+DEV = kernel_device()
 OPS = torch.ops.tilewise
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers import cli
 
 from tilewise import gpus
-from tilewise.cli import main
 from tilewise.errors import InputError
 
 L4_TOML = """
@@ -40,15 +40,6 @@ def l4(tmp_path):
     p = tmp_path / "l4.toml"
     p.write_text(L4_TOML)
     return str(p)
-
-
-def run(argv, capsys):
-    try:
-        rc = main(argv)
-    except SystemExit as e:
-        rc = e.code
-    out, err = capsys.readouterr()
-    return rc, out, err
 
 
 def test_load_reads_every_field_and_sources_it(l4):
@@ -118,27 +109,27 @@ def test_the_same_key_with_other_figures_is_refused(tmp_path, l4):
 
 @pytest.mark.parametrize("kind", ["gemm", "attention", "decode", "moe", "ffn"])
 def test_every_report_runs_on_a_gpu_file(l4, kind, capsys):
-    rc, out, err = run(["explain", kind, "--gpu", l4, "--json"], capsys)
+    rc, out, err = cli(["explain", kind, "--gpu", l4, "--json"], capsys)
     assert rc == 0, err
     d = json.loads(out, parse_constant=lambda c: pytest.fail(c))
     assert d["gpu"]["key"] == "my-l4" and d["gpu"]["arch"] == "ada"
     assert any(f"user file {l4}" in v["source"] for v in d["gpu"]["figures"].values())
-    rc, text, _ = run(["explain", kind, "--gpu", l4], capsys)
+    rc, text, _ = cli(["explain", kind, "--gpu", l4], capsys)
     assert rc == 0 and "wgmma's" not in text  # an Ada GPU's report speaks of mma.sync
 
 
 def test_occupancy_and_gpus_take_a_file(l4, capsys):
-    rc, out, _ = run(["occupancy", "--gpu", l4, "--threads", "256", "--registers", "64", "--json"], capsys)
+    rc, out, _ = cli(["occupancy", "--gpu", l4, "--threads", "256", "--registers", "64", "--json"], capsys)
     assert rc == 0 and json.loads(out)["gpu"] == "my-l4"
-    rc, out, _ = run(["gpus", l4], capsys)
+    rc, out, _ = cli(["gpus", l4], capsys)
     assert rc == 0 and "NVIDIA L4 (my datasheet)" in out and f"user file {l4}" in out
 
 
 def test_advise_on_a_gpu_file_says_datasheet_only(l4, capsys):
-    rc, out, err = run(["advise", "gemm", "--m", "512", "--n", "512", "--k", "512", "--gpu", l4], capsys)
+    rc, out, err = cli(["advise", "gemm", "--m", "512", "--n", "512", "--k", "512", "--gpu", l4], capsys)
     assert rc == 0, err
     assert "datasheet-only, not calibrated" in out.splitlines()[0]
-    rc, out, _ = run(["advise", "gemm", "--m", "512", "--n", "512", "--k", "512", "--gpu", l4, "--json"], capsys)
+    rc, out, _ = cli(["advise", "gemm", "--m", "512", "--n", "512", "--k", "512", "--gpu", l4, "--json"], capsys)
     d = json.loads(out)
     assert d["gpu"] == "my-l4" and "datasheet-only" in d["status"]
     assert all(a["prediction"]["calibrated"] is False for a in d["advice"])
@@ -147,7 +138,7 @@ def test_advise_on_a_gpu_file_says_datasheet_only(l4, capsys):
 def test_a_bad_gpu_file_is_one_line_exit_2(tmp_path, capsys):
     p = tmp_path / "bad.toml"
     p.write_text("key = 'zz'\nname = 'z'\narch = 'ada'\nsms = 0\n")
-    rc, _, err = run(["explain", "gemm", "--gpu", str(p)], capsys)
+    rc, _, err = cli(["explain", "gemm", "--gpu", str(p)], capsys)
     assert rc == 2 and len(err.strip().splitlines()) == 1 and "sms must be an integer >= 1, got 0" in err
 
 

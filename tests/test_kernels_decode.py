@@ -5,13 +5,13 @@ Run: TRITON_INTERPRET=1 pytest tests/test_kernels_decode.py
 
 from __future__ import annotations
 
-import math
-
 import pytest
 from helpers import assert_close, kernel_device
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
+
+from decode_reference import decode_reference  # noqa: E402
 
 import tilewise.kernels.decode as dec_mod  # noqa: E402
 from tilewise.errors import InputError  # noqa: E402
@@ -22,33 +22,13 @@ DEV = kernel_device()
 TOL = {torch.float16: 4e-3, torch.float32: 4e-5, torch.bfloat16: 3e-2}
 
 
-def reference(q, k, v, lens, scale=None):
-    """float64: each sequence's first lens[b] keys; empty sequences give out 0, lse -inf."""
-    q3 = q.reshape(q.shape[0], q.shape[1], q.shape[-1]).double()
-    b_, hq, d = q3.shape
-    hk = k.shape[1]
-    sc = (1.0 / math.sqrt(d)) if scale is None else scale
-    out = torch.zeros(b_, hq, d, dtype=torch.float64)
-    lse = torch.full((b_, hq), float("-inf"), dtype=torch.float64)
-    for b in range(b_):
-        n = int(lens[b])
-        if n == 0:
-            continue
-        kk = k[b, :, :n].double().repeat_interleave(hq // hk, 0)
-        vv = v[b, :, :n].double().repeat_interleave(hq // hk, 0)
-        s = torch.einsum("hd,hnd->hn", q3[b], kk) * sc
-        lse[b] = torch.logsumexp(s, -1)
-        out[b] = torch.einsum("hn,hnd->hd", torch.exp(s - lse[b][:, None]), vv)
-    return out, lse
-
-
 def rand(*shape, dtype):
     return torch.randn(*shape, dtype=dtype, device=DEV)
 
 
 def check(q, k, v, lens, **kw):
     out, lse = decode_attention(q, k, v, lens, **kw)
-    ro, rl = reference(q.cpu(), k.cpu(), v.cpu(), [int(x) for x in lens], kw.get("scale"))
+    ro, rl = decode_reference(q.cpu(), k.cpu(), v.cpu(), [int(x) for x in lens], kw.get("scale"))
     assert out.shape == q.shape and out.dtype == q.dtype
     assert lse.shape == (q.shape[0], q.shape[1]) and lse.dtype == torch.float32
     # every element, NaN poison included; lse is -inf exactly on empty sequences
@@ -125,7 +105,7 @@ def test_paged_cache(page, pages):
     lens = [256, 65, 0]
     for splits in (None, 1, 3):
         out, _ = decode_attention(q, kp, vp, torch.tensor(lens), block_table=table, num_splits=splits)
-        ro, _ = reference(q, k, v, lens)
+        ro, _ = decode_reference(q, k, v, lens)
         assert_close(out, ro, atol=4e-5, what=f"out, {splits} splits")
 
 

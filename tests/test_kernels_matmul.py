@@ -14,6 +14,8 @@ from helpers import assert_close, kernel_device, poisoned
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 
+from matmul_reference import matmul_reference  # noqa: E402
+
 from tilewise.errors import InputError  # noqa: E402
 from tilewise.kernels import matmul as _public_matmul  # noqa: E402
 from tilewise.kernels.gemm import Config, _launch, choose_config, choose_split_k, matmul  # noqa: E402
@@ -21,19 +23,6 @@ from tilewise.kernels.gemm import Config, _launch, choose_config, choose_split_k
 pytestmark = pytest.mark.kernel
 DEV = kernel_device()
 SMALL = Config(16, 16, 16, group_m=2, split_k=1, num_warps=4, num_stages=2)
-
-
-def reference(a, b, bias=None, activation="none"):
-    ref = a.double() @ b.double()
-    if bias is not None:
-        ref = ref + bias.double()
-    if activation == "relu":
-        ref = ref.relu()
-    elif activation == "gelu":
-        ref = torch.nn.functional.gelu(ref, approximate="tanh")
-    elif activation == "silu":
-        ref = torch.nn.functional.silu(ref)
-    return ref
 
 
 def check(c, a, b, ref):
@@ -56,7 +45,7 @@ def test_matmul_awkward_shapes(m, n, k, dtype):
     b = torch.randn(k, n, dtype=dtype, device=DEV)
     c = matmul(a, b, out=poisoned((m, n), dtype), config=SMALL)
     assert c.shape == (m, n) and c.dtype == dtype
-    check(c, a, b, reference(a, b))
+    check(c, a, b, matmul_reference(a, b))
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
@@ -68,7 +57,7 @@ def test_matmul_non_contiguous_inputs_and_output(dtype):
     out = big[:, ::3]  # strided output
     c = matmul(a, b, out=out, config=SMALL)
     assert c.data_ptr() == out.data_ptr()
-    check(c, a, b, reference(a, b))
+    check(c, a, b, matmul_reference(a, b))
     assert torch.isnan(big[:, 1::3]).all(), "wrote outside the output view"
 
 
@@ -85,7 +74,7 @@ def test_matmul_reads_row_padding_but_never_uses_it(dtype):
     a = a_t[:, :m].t()
     a.copy_(torch.randn(m, k, dtype=dtype, device=DEV))
     c = matmul(a, b, out=poisoned((m, n), dtype), config=SMALL)
-    check(c, a, b, reference(a, b))
+    check(c, a, b, matmul_reference(a, b))
 
 
 @pytest.mark.parametrize("split_k", [2, 3])
@@ -95,7 +84,7 @@ def test_matmul_split_k_fixup_and_counter_reset(split_k):
     b = torch.randn(k, n, dtype=torch.float32, device=DEV)
     cfg = Config(16, 16, 16, group_m=2, split_k=split_k)
     c1 = matmul(a, b, out=poisoned((m, n), torch.float32), config=cfg)
-    check(c1, a, b, reference(a, b))
+    check(c1, a, b, matmul_reference(a, b))
     c2 = matmul(a, b, config=cfg)  # counters must be back at zero, and the sum order fixed
     assert torch.equal(c1, c2)
 
@@ -107,7 +96,7 @@ def test_matmul_epilogue_bias_activation(activation):
     b = torch.randn(k, n, dtype=torch.float16, device=DEV)
     bias = torch.randn(n, dtype=torch.float16, device=DEV)
     c = matmul(a, b, bias=bias, activation=activation, out=poisoned((m, n), torch.float16), config=SMALL)
-    check(c, a, b, reference(a, b, bias, activation))
+    check(c, a, b, matmul_reference(a, b, bias, activation))
 
 
 def test_matmul_tma_persistent_kernel():
@@ -117,14 +106,14 @@ def test_matmul_tma_persistent_kernel():
     b = torch.randn(k, n, dtype=torch.float16, device=DEV)
     c = poisoned((m, n), torch.float16)
     _launch(a, b, c, None, "relu", Config(32, 32, 16, group_m=2, persistent=True))
-    check(c, a, b, reference(a, b, None, "relu"))
+    check(c, a, b, matmul_reference(a, b, None, "relu"))
 
 
 def test_matmul_default_config_small_shape():
     a = torch.randn(50, 70, dtype=torch.float32, device=DEV)
     b = torch.randn(70, 90, dtype=torch.float32, device=DEV)
     c = _public_matmul(a, b)
-    check(c, a, b, reference(a, b))
+    check(c, a, b, matmul_reference(a, b))
 
 
 # --------------------------------------------------------------------------- config choice (pure)

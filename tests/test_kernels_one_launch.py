@@ -15,6 +15,8 @@ from helpers import assert_close, kernel_device
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 
+from decode_reference import decode_reference  # noqa: E402
+
 from tilewise.kernels import decode as dec  # noqa: E402
 from tilewise.kernels import reduce, utils  # noqa: E402
 
@@ -137,28 +139,11 @@ def test_full_sum_partials_live_in_the_workspace(monkeypatch, numel):
 # --------------------------------------------------------------------------- decode
 
 
-def _reference(q, k, v, lens):
-    b_, hq, d = q.shape[0], q.shape[1], q.shape[-1]
-    hk = k.shape[1]
-    q3 = q.reshape(b_, hq, d).double()
-    out = torch.zeros(b_, hq, d, dtype=torch.float64)
-    lse = torch.full((b_, hq), float("-inf"), dtype=torch.float64)
-    for b in range(b_):
-        n = int(lens[b])
-        if n:
-            kk = k[b, :, :n].double().repeat_interleave(hq // hk, 0)
-            vv = v[b, :, :n].double().repeat_interleave(hq // hk, 0)
-            s = torch.einsum("hd,hnd->hn", q3[b], kk) / d**0.5
-            lse[b] = torch.logsumexp(s, -1)
-            out[b] = torch.einsum("hn,hnd->hd", torch.exp(s - lse[b][:, None]), vv)
-    return out, lse
-
-
 def _decode_check(q, k, v, lens, **kw):
     _poison_workspaces()
     out, lse = dec.decode_attention(q, k, v, torch.tensor(lens, dtype=torch.int32, device=DEV), **kw)
     _counters_back_at_zero()
-    ro, rl = _reference(q.cpu(), k.cpu(), v.cpu(), lens)
+    ro, rl = decode_reference(q.cpu(), k.cpu(), v.cpu(), lens)
     tol = {torch.float16: 4e-3, torch.float32: 4e-5}[q.dtype]
     assert out.shape == q.shape
     assert_close(out.reshape(ro.shape), ro, atol=tol, what="out")
@@ -202,7 +187,7 @@ def test_split_decode_paged_and_strided():
     _counters_back_at_zero()
     k = torch.stack([kp[table[b].long()].permute(1, 0, 2, 3).reshape(hk, -1, d) for b in range(2)])
     v = torch.stack([vp[table[b].long()].permute(1, 0, 2, 3).reshape(hk, -1, d) for b in range(2)])
-    ro, rl = _reference(q.cpu(), k.cpu(), v.cpu(), lens)
+    ro, rl = decode_reference(q.cpu(), k.cpu(), v.cpu(), lens)
     assert_close(out, ro, atol=4e-5, what="out")
     assert_close(lse, rl, atol=1e-4, what="lse")
 

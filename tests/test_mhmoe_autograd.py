@@ -7,24 +7,20 @@ expert 0, 1 and uneven; T 1, 7, 11), fp32 and fp16 with per-dtype tolerances.
 
 from __future__ import annotations
 
-import os
-
 import pytest
+from helpers import kernel_device
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 
-pytestmark = pytest.mark.skipif(
-    os.environ.get("TRITON_INTERPRET", "0") in ("", "0") and not torch.cuda.is_available(),
-    reason="kernel tests need TRITON_INTERPRET=1 or a CUDA GPU",
-)
+pytestmark = pytest.mark.kernel
 
 from mhmoe_reference import experts_forward_loop  # noqa: E402
 
 from tilewise.errors import InputError  # noqa: E402
 from tilewise.kernels import grouped_dw, layers, mhmoe, moe_layer  # noqa: E402
 
-DEV = "cpu" if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0") else "cuda"
+DEV = kernel_device()
 # fp32: the interpreter's dots are fp32 (1e-6 relative); the elementwise GLU backward runs in fp32.
 # fp16: inputs and the [S, 2 f] activation rounded to fp16 (2^-11 relative), reductions of <= 64 terms.
 TOL = {torch.float32: (2e-5, 2e-4), torch.float16: (2e-2, 2e-2)}

@@ -10,32 +10,15 @@ import json
 import time
 
 import pytest
+from helpers import cli, refused
 
 from tilewise import gpus, validate
-from tilewise.cli import main
 from tilewise.errors import InputError
 from tilewise.explain import attention, decode, ffn, gemm, moe
 from tilewise.model import decode as model_decode
 from tilewise.model import traffic
 
 HUGE = str(10**310)
-
-
-def run(argv, capsys):
-    try:
-        rc = main(argv)
-    except SystemExit as e:  # argparse
-        rc = e.code
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-def refused(argv, capsys, needle):
-    rc, out, err = run(argv, capsys)
-    assert rc == 2, (argv, rc, out[-300:], err)
-    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
-    assert needle in err, (needle, err)
-    return err
 
 
 # ----------------------------------------------------------------- tracebacks
@@ -53,7 +36,7 @@ def test_occupancy_plot_path_refused(plot, needle, capsys, tmp_path, monkeypatch
 
 def test_occupancy_plot_written(capsys, tmp_path):
     out = tmp_path / "occ.png"
-    rc, text, _ = run(["occupancy", "--threads", "256", "--registers", "64", "--plot", str(out)], capsys)
+    rc, text, _ = cli(["occupancy", "--threads", "256", "--registers", "64", "--plot", str(out)], capsys)
     assert rc == 0 and out.stat().st_size > 1000 and "plot written" in text
 
 
@@ -218,7 +201,7 @@ def test_messages_name_the_argument(argv, needle, capsys):
 @pytest.mark.parametrize("kind", ["gemm", "attention", "decode", "moe", "ffn"])
 @pytest.mark.parametrize("gpu", gpus.names())
 def test_every_kind_on_every_gpu(kind, gpu, capsys):
-    rc, out, err = run(["explain", kind, "--gpu", gpu, "--json"], capsys)
+    rc, out, err = cli(["explain", kind, "--gpu", gpu, "--json"], capsys)
     assert rc == 0, err
     d = json.loads(out, parse_constant=lambda c: pytest.fail(f"non-strict JSON constant {c}"))
     g = gpus.get(gpu)
@@ -227,7 +210,7 @@ def test_every_kind_on_every_gpu(kind, gpu, capsys):
     assert kinds <= {"measured", "datasheet", "estimate"}
     assert ("measured" in kinds) == (gpu == "h200")  # only the H200's figures were measured on a device
     assert any("datasheet-derived" in n for n in d["notes"])
-    rc, text, _ = run(["explain", kind, "--gpu", gpu], capsys)
+    rc, text, _ = cli(["explain", kind, "--gpu", gpu], capsys)
     assert rc == 0 and "datasheet-derived" in text
     if g.arch != "hopper" and kind in ("attention", "moe", "ffn"):
         assert "wgmma's" not in text  # the section speaks of this GPU's instruction

@@ -44,6 +44,11 @@ KB = 1024
 MB = 1024 * 1024
 
 # Sources, written once and referred to by name.
+# How a figure's source begins says what kind of figure it is (explain's reports sort them by it): measured on a
+# device, or an order-of-magnitude estimate; every other source is a datasheet or a derivation from one.
+MEASURED_PREFIXES = ("measured on", "detected from the device")
+ESTIMATE_PREFIX = "order-of-magnitude estimate"
+_L2_UNPUBLISHED = ESTIMATE_PREFIX + "; NVIDIA publishes no L2 bandwidth"
 _H100_WP = "NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022)"
 _H100_DS = "NVIDIA H100 datasheet"
 _H200_DS = "NVIDIA H200 datasheet"
@@ -310,8 +315,8 @@ _HOPPER_SOURCES = {
     "sfu_ops_per_cycle_per_sm": "CUDA C++ Programming Guide arithmetic-throughput table (16 per SM per cycle); FA3 paper: 3.9 TFLOPS of special functions on an H100 SXM",
     "dense_macs_per_tc_per_cycle": "derived from the whitepaper's dense peaks: 989.4 TFLOPS bf16 / (132 SMs x 4 TCs x 1.83 GHz x 2)",
     "smem_bytes_per_cycle_per_sm": "32 banks x 4 bytes per cycle (CUDA guide, shared-memory banks)",
-    "l2_bytes_per_s": "order-of-magnitude estimate; NVIDIA publishes no L2 bandwidth. The H200 (the same GH100 "
-    "chip) measured 7.7 TB/s of L2 reads (see its entry); the H100 figures are kept unmeasured",
+    "l2_bytes_per_s": _L2_UNPUBLISHED
+    + ". The H200 (the same GH100 chip) measured 7.7 TB/s of L2 reads (see its entry); the H100 figures are kept unmeasured",
     "tensor_clock_mhz": _SEED,
 }
 
@@ -415,7 +420,7 @@ _register(
             "*": _A100_WP,
             "smem_carveouts_kb": _CUDA_GUIDE + "; " + _OCC_H,
             "dense_macs_per_tc_per_cycle": "derived from 312 TFLOPS dense bf16 / (108 x 4 x 1.41 GHz x 2)",
-            "l2_bytes_per_s": "order-of-magnitude estimate; NVIDIA publishes no L2 bandwidth",
+            "l2_bytes_per_s": _L2_UNPUBLISHED,
         },
     )
 )
@@ -443,7 +448,7 @@ _register(
         sources={
             "*": _B200_DS + " (less certain than the Hopper entries: check against detect())",
             "tensor_clock_mhz": "implied by the datasheet's 2.25 PFLOPS dense bf16 / (8192 x 148)",
-            "l2_bytes_per_s": "order-of-magnitude estimate; NVIDIA publishes no L2 bandwidth",
+            "l2_bytes_per_s": _L2_UNPUBLISHED,
             "smem_carveouts_kb": _CUDA_GUIDE,
         },
     )
@@ -492,7 +497,7 @@ _register(
             "memory_bytes": _GH200_DS + " (HBM3e version, 144 GB)",
             "tensor_clock_mhz": _GH200_DS + ": 989 TFLOPS dense bf16, the H100 SXM's figure at its clock",
             "l2_bytes": "the H200's GH100 configuration (60 MiB); NVIDIA's GH200 page gives none",
-            "l2_bytes_per_s": "order-of-magnitude estimate: the H200's measured 7.7 TB/s (same chip)",
+            "l2_bytes_per_s": ESTIMATE_PREFIX + ": the H200's measured 7.7 TB/s (same chip)",
         },
         **_hopper_common(),
     )
@@ -517,7 +522,7 @@ _register(
             "tensor_clock_mhz": "implied by the brief's 148 TFLOPS dense bf16 / (78 x 4 x 2 x 128)",
             "dense_macs_per_tc_per_cycle": "a quarter of the H100's, matching the brief's 148 / 296 / 74 TFLOPS "
             "(bf16 / fp8 / tf32); the cut's real mechanism is not published",
-            "l2_bytes_per_s": "order-of-magnitude estimate; NVIDIA publishes no L2 bandwidth",
+            "l2_bytes_per_s": _L2_UNPUBLISHED,
         },
         **{
             **_hopper_common(),
@@ -569,7 +574,7 @@ _register(
             "dense_macs_per_tc_per_cycle": _L40S_DS + ": 362 / 183 / 733 / 733 TFLOPS dense bf16 / tf32 / fp8 / "
             "int8, fp32 accumulate at the full rate",
             "l2_bytes": _L40S_DS,
-            "l2_bytes_per_s": "order-of-magnitude estimate; NVIDIA publishes no L2 bandwidth",
+            "l2_bytes_per_s": _L2_UNPUBLISHED,
             "smem_per_sm": _CC89,
             "smem_per_block_optin": _CC89,
             "max_threads_per_sm": _CC89,
@@ -597,7 +602,7 @@ _register(
             "dense_macs_per_tc_per_cycle": _ADA_WP + ": 165.2 / 82.6 / 330.3 / 660.6 TFLOPS dense bf16 / tf32 / "
             "fp8 / int8 with fp32 accumulate (GeForce runs fp32 accumulate at half the fp16-accumulate rate)",
             "tensor_clock_mhz": _ADA_WP + " (2520 MHz boost)",
-            "l2_bytes_per_s": "order-of-magnitude estimate; NVIDIA publishes no L2 bandwidth",
+            "l2_bytes_per_s": _L2_UNPUBLISHED,
             "smem_per_sm": _CC89,
             "smem_per_block_optin": _CC89,
             "max_threads_per_sm": _CC89,

@@ -5,13 +5,13 @@ model's graph placement (`merge_placement(...)[0]`) and eager calls the eager on
 
 from __future__ import annotations
 
-import math
-
 import pytest
 from helpers import assert_close
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
+
+from decode_reference import decode_reference  # noqa: E402
 
 from tilewise.kernels import decode as dec  # noqa: E402
 
@@ -20,25 +20,8 @@ DEV = "cuda"
 TOL = {torch.float16: 4e-3, torch.bfloat16: 2e-2}
 
 
-def _ref(q, k, v, lens):
-    b_, hq, d = q.shape[0], q.shape[1], q.shape[-1]
-    hk = k.shape[1]
-    q3 = q.reshape(b_, hq, d).double()
-    out = torch.zeros(b_, hq, d, dtype=torch.float64, device=DEV)
-    lse = torch.full((b_, hq), float("-inf"), dtype=torch.float64, device=DEV)
-    for b in range(b_):
-        n = int(lens[b])
-        if n:
-            kk = k[b, :, :n].double().repeat_interleave(hq // hk, 0)
-            vv = v[b, :, :n].double().repeat_interleave(hq // hk, 0)
-            s = torch.einsum("hd,hnd->hn", q3[b], kk) / math.sqrt(d)
-            lse[b] = torch.logsumexp(s, -1)
-            out[b] = torch.einsum("hn,hnd->hd", torch.exp(s - lse[b][:, None]), vv)
-    return out, lse
-
-
 def _check(out, lse, q, k, v, lens, what):
-    ro, rl = _ref(q, k, v, lens)
+    ro, rl = decode_reference(q, k, v, lens)
     assert_close(out.reshape(ro.shape), ro, atol=TOL[q.dtype], what=f"out {what}")
     assert_close(lse, rl, atol=1e-3, what=f"lse {what}")
 

@@ -14,6 +14,8 @@ from helpers import assert_close, poisoned
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 
+from matmul_reference import matmul_reference  # noqa: E402
+
 from tilewise.kernels import gemm_gluon  # noqa: E402
 from tilewise.kernels.gemm import matmul, matmul_plan  # noqa: E402
 from tilewise.kernels.gemm_gluon import GluonGemmConfig, gluon_matmul  # noqa: E402
@@ -36,19 +38,6 @@ def _skip_unless_gluon():
         pytest.skip(why)
 
 
-def _ref(a, b, bias, act):
-    ref = a.double() @ b.double()
-    if bias is not None:
-        ref = ref + bias.double()
-    if act == "relu":
-        ref = ref.relu()
-    elif act == "gelu":
-        ref = torch.nn.functional.gelu(ref, approximate="tanh")
-    elif act == "silu":
-        ref = torch.nn.functional.silu(ref)
-    return ref
-
-
 def _check(m, n, k, dtype, cfg, layout="nn", bias=False, act="none", pitch=None):
     """pitch: row pitch in elements of A and B (w) when not the packed one (misaligned-rows cases)."""
     _skip_unless_gluon()
@@ -64,7 +53,7 @@ def _check(m, n, k, dtype, cfg, layout="nn", bias=False, act="none", pitch=None)
     c = poisoned((m, n), dtype, "cuda")
     gluon_matmul(a, b, cfg, out=c, bias=bb, activation=act)
     # inputs are exact in fp32; the fp32 sum differs from float64 by the order of K additions (16 K 2^-24)
-    assert_close(c, _ref(a, b, bb, act), atol=16 * k * 2.0**-24 + 1e-6, rtol=RTOL[dtype],
+    assert_close(c, matmul_reference(a, b, bb, act), atol=16 * k * 2.0**-24 + 1e-6, rtol=RTOL[dtype],
                  what=f"{cfg.tag()} {m}x{n}x{k} {layout}")  # fmt: skip
 
 

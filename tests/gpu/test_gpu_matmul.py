@@ -15,6 +15,8 @@ from helpers import assert_close, poisoned
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 
+from matmul_reference import matmul_reference  # noqa: E402
+
 from tilewise.errors import InputError  # noqa: E402
 from tilewise.kernels.gemm import Config, choose_config, matmul  # noqa: E402
 
@@ -45,15 +47,7 @@ def _check(m, n, k, dtype, cfg=None, trans_a=False, trans_b=False, bias=False, a
     bb = torch.randn(n, device="cuda", dtype=dtype) if bias else None
     c = poisoned((m, n), dtype, "cuda")
     matmul(a, b, out=c, bias=bb, activation=activation, config=cfg)
-    ref = a.float() @ b.float()
-    if bias:
-        ref = ref + bb.float()
-    if activation == "relu":
-        ref = ref.relu()
-    elif activation == "gelu":
-        ref = torch.nn.functional.gelu(ref, approximate="tanh")
-    elif activation == "silu":
-        ref = torch.nn.functional.silu(ref)
+    ref = matmul_reference(a, b, bb, activation)
     assert_close(c, ref, atol=atol(dtype, k), rtol=RTOL[dtype], what=f"C {m}x{n}x{k} {dtype}")
     again = matmul(a, b, bias=bb, activation=activation, config=cfg)
     assert torch.equal(again, c), "a second call differs: split-K counters not reset or the order is not fixed"

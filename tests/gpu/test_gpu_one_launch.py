@@ -5,13 +5,13 @@ the launchers take the direct path on this Triton."""
 
 from __future__ import annotations
 
-import math
-
 import pytest
 from helpers import assert_close
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
+
+from decode_reference import decode_reference  # noqa: E402
 
 from tilewise.kernels import decode as dec  # noqa: E402
 from tilewise.kernels import reduce, utils  # noqa: E402
@@ -53,23 +53,6 @@ def test_split_sums_awkward_shapes(shape, dim):
     _counters_zero()
 
 
-def _decode_ref(q, k, v, lens):
-    b_, hq, d = q.shape[0], q.shape[1], q.shape[-1]
-    hk = k.shape[1]
-    q3 = q.reshape(b_, hq, d).double()
-    out = torch.zeros(b_, hq, d, dtype=torch.float64, device=DEV)
-    lse = torch.full((b_, hq), float("-inf"), dtype=torch.float64, device=DEV)
-    for b in range(b_):
-        n = int(lens[b])
-        if n:
-            kk = k[b, :, :n].double().repeat_interleave(hq // hk, 0)
-            vv = v[b, :, :n].double().repeat_interleave(hq // hk, 0)
-            s = torch.einsum("hd,hnd->hn", q3[b], kk) / math.sqrt(d)
-            lse[b] = torch.logsumexp(s, -1)
-            out[b] = torch.einsum("hn,hnd->hd", torch.exp(s - lse[b][:, None]), vv)
-    return out, lse
-
-
 @pytest.mark.parametrize("hq,hk", [(32, 8), (8, 2), (12, 4)])
 def test_split_decode_one_launch_right_and_deterministic(hq, hk):
     lens = [8192, 1, 0, 5000]
@@ -81,7 +64,7 @@ def test_split_decode_one_launch_right_and_deterministic(hq, hk):
     out, lse = dec.decode_attention(q, k, v, tl, num_splits=16, merge="inline")
     (plan,) = dec._PLANS.values()
     assert plan.ws_numel and plan.launcher.grid[0] == 16
-    ro, rl = _decode_ref(q, k, v, lens)
+    ro, rl = decode_reference(q, k, v, lens)
     assert_close(out.reshape(ro.shape), ro, atol=2e-2, what="out")
     assert_close(lse, rl, atol=1e-3, what="lse")
     for _ in range(20):
@@ -113,7 +96,7 @@ def test_decode_and_sum_capture_in_a_cuda_graph():
         x.normal_()
         g.replay()
         torch.cuda.synchronize()
-        ro, rl = _decode_ref(q, k, v, new_lens)
+        ro, rl = decode_reference(q, k, v, new_lens)
         assert_close(out.reshape(ro.shape), ro, atol=2e-2, what="out (graph)")
         assert_close(lse, rl, atol=1e-3, what="lse (graph)")
         assert_close(s_dim, x.double().sum(-1), atol=1e-3 * x.double().abs().sum(-1), rtol=2**-10, what="sum dim")

@@ -20,8 +20,8 @@ from typing import Any, cast
 
 from tilewise import gpus as _gpus
 from tilewise import validate
-from tilewise.errors import InputError, cli_int, flag, fraction, require, shown
-from tilewise.explain import attention_backward
+from tilewise.errors import InputError, cli_int, flag, fraction, require
+from tilewise.explain import attention_backward, attention_problem
 from tilewise.explain.predicted import prediction
 from tilewise.explain.report import (
     Report,
@@ -31,9 +31,7 @@ from tilewise.explain.report import (
     fmt_intensity,
     fmt_kib,
     fmt_time,
-    gpu_info,
     pct,
-    provenance_line,
 )
 from tilewise.model import latency, mma, pipeline, roofline, tensorcore, traffic, waves
 from tilewise.model.occupancy import Occupancy, occupancy
@@ -74,17 +72,9 @@ def explain(
     hit_rate: float | None = None,
 ) -> Report:
     """Report for an attention forward of Q [batch, heads, seq_q, d] against K, V [batch, kv_heads, seq_k, d]."""
-    batch, heads = validate.size("batch", batch), validate.size("heads", heads)
-    kv_heads = heads if kv_heads is None else validate.size("kv_heads", kv_heads)
-    require(
-        heads % kv_heads == 0,
-        f"heads must be a multiple of kv_heads (GQA), got heads={heads}, kv_heads={kv_heads}",
+    batch, heads, kv_heads, seq_q, seq_k, d = attention_problem.checked_sizes(
+        batch, heads, kv_heads, seq_q, seq_k, head_dim
     )
-    seq_q = validate.size("seq_q", seq_q)
-    seq_k = seq_q if seq_k is None else validate.size("seq_k", seq_k)
-    d = validate.size("head_dim", head_dim, maximum=256)
-    # d is the K of S = Q.K^T: the MMA walks it 16 at a time (16-bit types).
-    validate.multiple("head_dim", d, 16, "the K of S = Q.K^T, walked 16 at a time by the MMA")
     bm = validate.size("block_m", block_m, maximum=256)
     consumers = validate.size("consumers", consumers, maximum=3)
     bn = validate.size("block_n", block_n, minimum=16, maximum=tensorcore.WGMMA_N_MAX)
@@ -93,8 +83,7 @@ def explain(
     stages = validate.size("stages", stages, maximum=16)
     causal = flag("causal", causal)
     g = _gpus.get(gpu)
-    dt = _gpus.dtype_name(dtype)
-    require(dt in ("bf16", "fp16"), f"dtype must be bf16 or fp16 for this walk, got {shown(dtype)}")
+    dt = attention_problem.walk_dtype(dtype)
     native = mma.path(g, dt)
     arch = native.family  # ampere (mma.sync: Ampere and Ada), hopper or blackwell
     why_m = {
@@ -159,6 +148,13 @@ class _Attention:
         return self.native.family
 
     @property
+    def problem(self) -> dict[str, Any]:
+        """The problem as the time model reads it."""
+        return attention_problem.problem(
+            self.batch, self.heads, self.kv_heads, self.seq_q, self.seq_k, self.d, self.causal, self.dt
+        )
+
+    @property
     def group(self) -> int:
         """Query heads per K/V head (GQA)."""
         return self.heads // self.kv_heads
@@ -216,13 +212,10 @@ def _report(p: _Attention) -> Report:
         p.batch, p.heads, p.kv_heads, p.seq_q, p.seq_k, p.d, p.causal, p.bm, p.consumers, p.bn, p.stages, p.dt,
         p.g, p.native, p.arch,
     )  # fmt: skip
-    r = Report(
+    r = Report.on_gpu(
         kind="attention",
-        title=(
-            f"Attention forward [{batch}, {heads} heads ({kv_heads} KV), {seq_q} x {seq_k}, d={d}]"
-            f"{' causal' if causal else ''} ({dt}) on {g.name}"
-        ),
-        gpu=gpu_info(g),
+        title=attention_problem.title("forward", p.problem, g),
+        gpu=g,
         inputs=dict(
             batch=batch,
             heads=heads,
@@ -239,7 +232,6 @@ def _report(p: _Attention) -> Report:
             hit_rate=p.hit_rate,
         ),
     )
-    r.notes.append(provenance_line(g))
     if arch != "hopper":
         r.notes.append(
             {
@@ -820,9 +812,7 @@ def _pipeline(
 def _waves(
     r: Report, p: _Attention, b: _Block, flops: int, rf: roofline.Roofline, cmp: dict[str, pipeline.Timeline]
 ) -> waves.Waves:
-    batch, heads, kv_heads, seq_q, seq_k, d, causal, dt, g = (
-        p.batch, p.heads, p.kv_heads, p.seq_q, p.seq_k, p.d, p.causal, p.dt, p.g
-    )  # fmt: skip
+    batch, heads, seq_q, causal, g = p.batch, p.heads, p.seq_q, p.causal, p.g
     cta_rows, q_blocks, occ = p.cta_rows, p.q_blocks, b.occ
     # 9. Waves.
     blocks = batch * heads * q_blocks
@@ -868,10 +858,8 @@ def _waves(
             else "."
         )
     )
-    problem = {"batch": batch, "heads": heads, "kv_heads": kv_heads, "seq_q": seq_q, "seq_k": seq_k, "head_dim": d,
-               "causal": bool(causal), "dtype": dt}  # fmt: skip
     pm = prediction(
-        s, "attention", problem, g.key, what="tilewise's Triton attention kernel at its default (the advisor's top-1)",
+        s, "attention", p.problem, g.key, what="tilewise's Triton attention kernel at its default (the advisor's top-1)",
         floor_s=rf.time_s,
     )  # fmt: skip
     if pm is not None:

@@ -15,7 +15,8 @@ from typing import Any
 from tilewise import gpus as _gpus
 from tilewise import validate
 from tilewise.errors import InputError, cli_int, require
-from tilewise.explain.report import Report, fmt_bytes, fmt_flops, fmt_kib, fmt_time, gpu_info, provenance_line
+from tilewise.explain import attention_problem
+from tilewise.explain.report import Report, fmt_bytes, fmt_flops, fmt_kib, fmt_time
 from tilewise.model import attention_backward as model
 from tilewise.model import traffic
 from tilewise.util import cdiv
@@ -78,8 +79,13 @@ def _tile(r: Report, p: dict[str, Any], c: dict[str, Any]) -> None:
         )
 
 
+def _tile_budget(p: dict[str, Any], c: dict[str, Any]) -> dict[str, Any]:
+    """The registers and shared memory of one dK/dV program (`model.attention_backward.tile_budget`)."""
+    return model.tile_budget(p["head_dim"], c["block_m"], c["block_n"], c["num_warps"], c["num_stages"], p["dtype"])
+
+
 def _registers(r: Report, p: dict[str, Any], c: dict[str, Any]) -> None:
-    b = model.tile_budget(p["head_dim"], c["block_m"], c["block_n"], c["num_warps"], c["num_stages"], p["dtype"])
+    b = _tile_budget(p, c)
     g = b["registers"]
     s = r.step("registers", "The register budget", **g)
     s.say(
@@ -91,7 +97,7 @@ def _registers(r: Report, p: dict[str, Any], c: dict[str, Any]) -> None:
 
 
 def _smem(r: Report, p: dict[str, Any], c: dict[str, Any]) -> None:
-    b = model.tile_budget(p["head_dim"], c["block_m"], c["block_n"], c["num_warps"], c["num_stages"], p["dtype"])
+    b = _tile_budget(p, c)
     m = b["smem"]
     s = r.step("smem", "Shared memory", **m)
     s.say(
@@ -157,15 +163,9 @@ def explain(
 
     The dK/dV tile and the dQ mode default to what `tilewise.kernels.attention_backward` launches
     (`tilewise.model.attention_backward.shipped_config`); given ones replace the dK/dV program's."""
-    batch, heads = validate.size("batch", batch), validate.size("heads", heads)
-    kv_heads = heads if kv_heads is None else validate.size("kv_heads", kv_heads)
-    require(
-        heads % kv_heads == 0, f"heads must be a multiple of kv_heads (GQA), got heads={heads}, kv_heads={kv_heads}"
+    batch, heads, kv_heads, seq_q, seq_k, d = attention_problem.checked_sizes(
+        batch, heads, kv_heads, seq_q, seq_k, head_dim
     )
-    seq_q = validate.size("seq_q", seq_q)
-    seq_k = seq_q if seq_k is None else validate.size("seq_k", seq_k)
-    d = validate.size("head_dim", head_dim, maximum=256)
-    validate.multiple("head_dim", d, 16, "the K of S = Q.K^T, walked 16 at a time by the MMA")
     require(dq in (None, *model.GEMMS), f"dq must be one of {', '.join(model.GEMMS)}, got {dq!r}")
     require(d in model.SHIPPED, f"head_dim must be one of {', '.join(map(str, model.SHIPPED))}, got {d}")
     ship = model.shipped_config(d, deterministic, dq)
@@ -174,23 +174,17 @@ def explain(
     w = validate.size("num_warps", ship["num_warps"] if num_warps is None else num_warps, maximum=16)
     stages = validate.size("stages", ship["num_stages"] if stages is None else stages, maximum=8)
     g = _gpus.get(gpu)
-    dt = _gpus.dtype_name(dtype)
-    require(dt in ("bf16", "fp16"), f"dtype must be bf16 or fp16 for this walk, got {dtype!r}")
+    dt = attention_problem.walk_dtype(dtype)
     mode = ship["dq"]
-    p = {"batch": batch, "heads": heads, "kv_heads": kv_heads, "seq_q": seq_q, "seq_k": seq_k, "head_dim": d,
-         "causal": bool(causal), "dtype": dt}  # fmt: skip
+    p = attention_problem.problem(batch, heads, kv_heads, seq_q, seq_k, d, causal, dt)
     c = {"block_m": bm, "block_n": bn, "num_warps": w, "num_stages": stages, "dq": mode,
          **{k: ship[k] for k in ("dq_block_m", "dq_block_n", "dq_warps", "dq_stages")}}  # fmt: skip
-    r = Report(
+    r = Report.on_gpu(
         kind="attention_backward",
-        title=(
-            f"Attention backward [{batch}, {heads} heads ({kv_heads} KV), {seq_q} x {seq_k}, d={d}]"
-            f"{' causal' if causal else ''} ({dt}) on {g.name}"
-        ),
-        gpu=gpu_info(g),
+        title=attention_problem.title("backward", p, g),
+        gpu=g,
         inputs={**p, **c},
     )
-    r.notes.append(provenance_line(g))
     _work(r, p, mode)
     _tile(r, p, c)
     _registers(r, p, c)

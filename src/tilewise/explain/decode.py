@@ -23,9 +23,7 @@ from tilewise.explain.report import (
     fmt_flops,
     fmt_intensity,
     fmt_time,
-    gpu_info,
     pct,
-    provenance_line,
 )
 from tilewise.model import decode, latency, mma, traffic
 
@@ -67,10 +65,10 @@ def explain(
     validate.fits_memory(g, {"weights": gemm_k * gemm_n * e}, "the decode GEMM's weights")
     da = decode.decode_attention(batch, heads, kv_heads, seq_len, head_dim, dt, g)
     p = _Decode(batch, heads, kv_heads, seq_len, head_dim, dt, e, g, native, block_n, gemm_k, gemm_n, da)
-    r = Report(
+    r = Report.on_gpu(
         kind="decode",
         title=f"Decode attention [{batch} seqs x {seq_len} cached, {heads} heads ({kv_heads} KV), d={head_dim}] ({dt}) on {g.name}",
-        gpu=gpu_info(g),
+        gpu=g,
         inputs=dict(
             batch=batch,
             heads=heads,
@@ -83,8 +81,6 @@ def explain(
             gemm_n=gemm_n,
         ),
     )
-
-    r.notes.append(provenance_line(g))
 
     _work_and_bytes(r, p)
     _gqa(r, p)

@@ -37,9 +37,7 @@ from tilewise.explain.report import (
     fmt_intensity,
     fmt_kib,
     fmt_time,
-    gpu_info,
     pct,
-    provenance_line,
 )
 from tilewise.gpus import element_bytes
 from tilewise.model import mma, roofline, tensorcore, traffic
@@ -160,14 +158,13 @@ def _report(p: _Ffn) -> Report:
     T, D, H, inter, d, bm, bn, dt, g, native, arch = (
         p.T, p.D, p.H, p.inter, p.d, p.bm, p.bn, p.dt, p.g, p.native, p.arch
     )  # fmt: skip
-    r = Report(
+    r = Report.on_gpu(
         kind="ffn",
         title=f"FlashFFN: {H} heads of d_h = {d}, I = {inter} per head, {T} tokens ({dt}) on {g.name}",
-        gpu=gpu_info(g),
+        gpu=g,
         inputs=dict(tokens=T, d_model=D, heads=H, head_dim=d, intermediate=inter, block_m=bm, block_n=bn, dtype=dt),
     )
 
-    r.notes.append(provenance_line(g))
     if arch != "hopper":
         r.notes.append(
             f"The {g.name} is {arch.capitalize()}: its MMA is {native.instruction} ({native.issued_by}, "

@@ -23,9 +23,7 @@ from tilewise.explain.report import (
     fmt_intensity,
     fmt_kib,
     fmt_time,
-    gpu_info,
     pct,
-    provenance_line,
 )
 from tilewise.model import decode, mma, roofline, traffic, waves
 from tilewise.model.occupancy import Occupancy, occupancy
@@ -157,15 +155,14 @@ class _Gemm:
 def _report(p: _Gemm) -> Report:
     m, n, k, dtype, dt, g, bm, bn, block_k = p.m, p.n, p.k, p.dtype, p.dt, p.g, p.bm, p.bn, p.block_k
     threads, stages, registers = p.threads, p.stages, p.registers
-    r = Report(
+    r = Report.on_gpu(
         kind="gemm",
         title=f"GEMM C[{m}, {n}] = A[{m}, {k}] x B[{k}, {n}] ({dt}) on {g.name}",
-        gpu=gpu_info(g),
+        gpu=g,
         inputs=dict(
             m=m, n=n, k=k, dtype=dt, tile=[bm, bn], block_k=block_k, threads=threads, stages=stages, registers=registers
         ),
     )
-    r.notes.append(provenance_line(g))
     if _gpus.dtype_key(dtype) != dt:  # fp32 asked, tf32 computed: say so rather than change it silently
         r.notes.append(
             f"dtype {_gpus.dtype_key(dtype)}: the GEMM runs on the Tensor Cores as {dt} (fp32 storage, 4 bytes per "

@@ -23,7 +23,7 @@ from tilewise import gpus as _gpus
 from tilewise import validate
 from tilewise.errors import cli_int, require, shown
 from tilewise.explain.predicted import prediction
-from tilewise.explain.report import Report, fmt_flops, fmt_time, gpu_info, pct, provenance_line
+from tilewise.explain.report import Report, fmt_flops, fmt_time, pct
 from tilewise.model import mma, traffic, waves
 from tilewise.model.tensorcore import WGMMA_M
 from tilewise.util import cdiv
@@ -94,13 +94,13 @@ def explain(
         "the MoE layer's weights and activations",
     )
     p = _Moe(experts, tokens, top_k, d_model, d_ff, heads, h, block_m, block_n, block_k, bm, bn, bk, dt, g, native)
-    r = Report(
+    r = Report.on_gpu(
         kind="moe",
         title=(
             f"MoE layer: {tokens} tokens, top-{top_k} of {experts} experts, d_model {d_model}, d_ff {d_ff}"
             f"{f', per-(token, head) routing over {h} heads' if heads else ''} ({dt}) on {g.name}"
         ),
-        gpu=gpu_info(g),
+        gpu=g,
         inputs=dict(
             experts=experts,
             tokens=tokens,
@@ -115,7 +115,6 @@ def explain(
         ),
     )
 
-    r.notes.append(provenance_line(g))
     if native.m != WGMMA_M:
         r.notes.append(
             f"The {g.name} has no wgmma: its MMA is {native.instruction} ({native.m} rows, issued by "

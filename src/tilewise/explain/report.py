@@ -14,10 +14,10 @@ import json
 import math
 import textwrap
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from tilewise.gpus import GPU
+from tilewise import gpus as _gpus
+from tilewise.gpus import GPU
 
 
 @dataclass
@@ -42,6 +42,13 @@ class Report:
     advice: list[str] = field(default_factory=list)
     # Said before the steps: where the GPU figures come from, and inputs outside what the analysis covers.
     notes: list[str] = field(default_factory=list)
+
+    @classmethod
+    def on_gpu(cls, kind: str, title: str, gpu: GPU, inputs: dict[str, Any]) -> Report:
+        """A report about `gpu`: its figures' sources in `gpu`, and the first note says which were measured."""
+        r = cls(kind=kind, title=title, gpu=gpu_info(gpu), inputs=inputs)
+        r.notes.append(provenance_line(gpu))
+        return r
 
     def step(self, key: str, title: str, **values: Any) -> Step:
         s = Step(key, title, [], dict(values))
@@ -123,9 +130,9 @@ REPORT_FIELDS = (
 def figure_kind(source: str) -> str:
     """'measured' (on a device), 'estimate' (an order-of-magnitude guess) or 'datasheet' (published or derived)."""
     s = source.lower()
-    if s.startswith(("measured on", "detected from the device")):
+    if s.startswith(_gpus.MEASURED_PREFIXES):
         return "measured"
-    if s.startswith("order-of-magnitude estimate"):
+    if s.startswith(_gpus.ESTIMATE_PREFIX):
         return "estimate"
     return "datasheet"
 

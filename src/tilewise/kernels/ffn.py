@@ -54,6 +54,56 @@ def _empty(shape: tuple[int, ...], device: torch.device, dtype: torch.dtype) -> 
     return torch.empty(shape, device=device, dtype=dtype)
 
 
+# The kernels' shared pieces, inlined by Triton where they are called.
+
+
+@triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
+def _row_ptrs(X, rows, h, stride_t, stride_h, offs_d):  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
+    """Pointers to the [BLOCK_M, D] tile of head h at token rows `rows` of a [T, H, D] tensor (unit last stride)."""
+    return X + rows[:, None] * stride_t + h * stride_h + offs_d[None, :]
+
+
+@triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
+def _up_ptrs(W, h, offs_d, offs_n, D: tl.constexpr, I):  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
+    """Pointers to the [D, BLOCK_N] chunk (columns offs_n) of head h of a contiguous [H, D, I] weight: Wg, Wu."""
+    return W + h * D * I + offs_d[:, None] * I + offs_n[None, :]
+
+
+@triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
+def _down_t_ptrs(W, h, offs_d, offs_n, D: tl.constexpr, I):  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
+    """Pointers to the same chunk of Wd^T, in a contiguous [H, I, D] weight: Wd's rows offs_n, as columns."""
+    return W + h * I * D + offs_n[None, :] * D + offs_d[:, None]
+
+
+@triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
+def _load_tile(ptrs, mask, EVEN: tl.constexpr):  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
+    """A tile of z, dy or a weight chunk; elements off the mask (rows past T, columns past I) read as zero, and
+    zeros add nothing to any product (g = u = da = 0 there, so a = 0). EVEN: every element is in, no mask."""
+    if EVEN:
+        x = tl.load(ptrs)
+    else:
+        x = tl.load(ptrs, mask=mask, other=0.0)
+    return x
+
+
+@triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
+def _store_tile(ptrs, x, mask, EVEN: tl.constexpr):  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
+    """Write a tile of y or dz, none of its rows past T."""
+    if EVEN:
+        tl.store(ptrs, x)
+    else:
+        tl.store(ptrs, x, mask=mask)
+
+
+@triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
+def _swiglu_grads(g, u, da, sig, dtype):  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
+    """(du, dg) of a = silu(g) * u given da and sig = sigmoid(g), cast to `dtype` (tl.float32: left as computed):
+    du = da silu(g) = da g sig, dg = da u silu'(g) with silu'(g) = sig (1 + g (1 - sig))."""
+    du = (da * g * sig).to(dtype)
+    dg = (da * u * sig * (1.0 + g * (1.0 - sig))).to(dtype)
+    return du, dg
+
+
 # ---------------------------------------------------------------------- config choice
 
 
@@ -153,26 +203,18 @@ def _fwd_kernel(  # type: ignore[no-untyped-def]  # a Triton kernel: Triton type
     offs_n = tl.arange(0, BLOCK_N)
     rows = offs_m.to(tl.int64)
 
-    z_ptrs = Z + rows[:, None] * stride_zt + h * stride_zh + offs_d[None, :]
-    if EVEN_M:
-        z = tl.load(z_ptrs)  # [BLOCK_M, D]: stays on chip for the whole walk over I
-    else:
-        z = tl.load(z_ptrs, mask=offs_m[:, None] < T, other=0.0)
+    z_ptrs = _row_ptrs(Z, rows, h, stride_zt, stride_zh, offs_d)
+    z = _load_tile(z_ptrs, offs_m[:, None] < T, EVEN_M)  # [BLOCK_M, D]: stays on chip for the whole walk over I
 
-    wg_ptrs = WG + h * D * I + offs_d[:, None] * I + offs_n[None, :]  # [D, BLOCK_N]
-    wu_ptrs = WU + h * D * I + offs_d[:, None] * I + offs_n[None, :]  # [D, BLOCK_N]
+    wg_ptrs = _up_ptrs(WG, h, offs_d, offs_n, D, I)  # [D, BLOCK_N]
+    wu_ptrs = _up_ptrs(WU, h, offs_d, offs_n, D, I)
     wd_ptrs = WD + h * I * D + offs_n[:, None] * D + offs_d[None, :]  # [BLOCK_N, D]
     acc = tl.zeros([BLOCK_M, D], dtype=tl.float32)
     for n0 in range(0, I, BLOCK_N):
-        if EVEN_N:
-            wg = tl.load(wg_ptrs)
-            wu = tl.load(wu_ptrs)
-            wd = tl.load(wd_ptrs)
-        else:
-            nmask = (n0 + offs_n) < I  # zero columns give g = u = 0, hence a = 0
-            wg = tl.load(wg_ptrs, mask=nmask[None, :], other=0.0)
-            wu = tl.load(wu_ptrs, mask=nmask[None, :], other=0.0)
-            wd = tl.load(wd_ptrs, mask=nmask[:, None], other=0.0)
+        nmask = (n0 + offs_n) < I  # unused (and not computed) when EVEN_N
+        wg = _load_tile(wg_ptrs, nmask[None, :], EVEN_N)
+        wu = _load_tile(wu_ptrs, nmask[None, :], EVEN_N)
+        wd = _load_tile(wd_ptrs, nmask[:, None], EVEN_N)
         g = tl.dot(z, wg)  # [BLOCK_M, BLOCK_N] fp32, registers only
         u = tl.dot(z, wu)
         a = g * tl.sigmoid(g) * u  # silu(g) * u
@@ -181,11 +223,8 @@ def _fwd_kernel(  # type: ignore[no-untyped-def]  # a Triton kernel: Triton type
         wu_ptrs += BLOCK_N
         wd_ptrs += BLOCK_N * D
 
-    y_ptrs = Y + rows[:, None] * stride_yt + h * stride_yh + offs_d[None, :]
-    if EVEN_M:
-        tl.store(y_ptrs, acc.to(Y.dtype.element_ty))
-    else:
-        tl.store(y_ptrs, acc.to(Y.dtype.element_ty), mask=offs_m[:, None] < T)
+    y_ptrs = _row_ptrs(Y, rows, h, stride_yt, stride_yh, offs_d)
+    _store_tile(y_ptrs, acc.to(Y.dtype.element_ty), offs_m[:, None] < T, EVEN_M)
 
 
 @triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
@@ -221,46 +260,32 @@ def _bwd_dz_kernel(  # type: ignore[no-untyped-def]  # a Triton kernel: Triton t
     offs_d = tl.arange(0, D)
     offs_n = tl.arange(0, BLOCK_N)
     rows = offs_m.to(tl.int64)
-    z_ptrs = Z + rows[:, None] * stride_zt + h * stride_zh + offs_d[None, :]
-    dy_ptrs = DY + rows[:, None] * stride_dyt + h * stride_dyh + offs_d[None, :]
-    if EVEN_M:
-        z = tl.load(z_ptrs)
-        dy = tl.load(dy_ptrs)
-    else:
-        z = tl.load(z_ptrs, mask=offs_m[:, None] < T, other=0.0)
-        dy = tl.load(dy_ptrs, mask=offs_m[:, None] < T, other=0.0)
+    z_ptrs = _row_ptrs(Z, rows, h, stride_zt, stride_zh, offs_d)
+    dy_ptrs = _row_ptrs(DY, rows, h, stride_dyt, stride_dyh, offs_d)
+    z = _load_tile(z_ptrs, offs_m[:, None] < T, EVEN_M)
+    dy = _load_tile(dy_ptrs, offs_m[:, None] < T, EVEN_M)
 
-    wg_ptrs = WG + h * D * I + offs_d[:, None] * I + offs_n[None, :]  # [D, BLOCK_N]
-    wu_ptrs = WU + h * D * I + offs_d[:, None] * I + offs_n[None, :]
-    wdt_ptrs = WD + h * I * D + offs_n[None, :] * D + offs_d[:, None]  # Wd^T chunk [D, BLOCK_N]
+    wg_ptrs = _up_ptrs(WG, h, offs_d, offs_n, D, I)  # [D, BLOCK_N]
+    wu_ptrs = _up_ptrs(WU, h, offs_d, offs_n, D, I)
+    wdt_ptrs = _down_t_ptrs(WD, h, offs_d, offs_n, D, I)  # Wd^T chunk [D, BLOCK_N]
     acc = tl.zeros([BLOCK_M, D], dtype=tl.float32)
     for n0 in range(0, I, BLOCK_N):
-        if EVEN_N:
-            wg = tl.load(wg_ptrs)
-            wu = tl.load(wu_ptrs)
-            wdt = tl.load(wdt_ptrs)
-        else:
-            nmask = (n0 + offs_n) < I
-            wg = tl.load(wg_ptrs, mask=nmask[None, :], other=0.0)
-            wu = tl.load(wu_ptrs, mask=nmask[None, :], other=0.0)
-            wdt = tl.load(wdt_ptrs, mask=nmask[None, :], other=0.0)
+        nmask = (n0 + offs_n) < I  # unused (and not computed) when EVEN_N
+        wg = _load_tile(wg_ptrs, nmask[None, :], EVEN_N)
+        wu = _load_tile(wu_ptrs, nmask[None, :], EVEN_N)
+        wdt = _load_tile(wdt_ptrs, nmask[None, :], EVEN_N)
         g = tl.dot(z, wg)
         u = tl.dot(z, wu)
         da = tl.dot(dy, wdt)  # d(silu(g) * u)
-        sig = tl.sigmoid(g)
-        du = da * g * sig
-        dg = da * u * sig * (1.0 + g * (1.0 - sig))  # silu'(g) = sig (1 + g (1 - sig))
+        du, dg = _swiglu_grads(g, u, da, tl.sigmoid(g), tl.float32)
         acc = tl.dot(dg.to(wg.dtype), tl.trans(wg), acc)
         acc = tl.dot(du.to(wu.dtype), tl.trans(wu), acc)
         wg_ptrs += BLOCK_N
         wu_ptrs += BLOCK_N
         wdt_ptrs += BLOCK_N * D
 
-    dz_ptrs = DZ + rows[:, None] * stride_dzt + h * stride_dzh + offs_d[None, :]
-    if EVEN_M:
-        tl.store(dz_ptrs, acc.to(DZ.dtype.element_ty))
-    else:
-        tl.store(dz_ptrs, acc.to(DZ.dtype.element_ty), mask=offs_m[:, None] < T)
+    dz_ptrs = _row_ptrs(DZ, rows, h, stride_dzt, stride_dzh, offs_d)
+    _store_tile(dz_ptrs, acc.to(DZ.dtype.element_ty), offs_m[:, None] < T, EVEN_M)
 
 
 @triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
@@ -302,17 +327,12 @@ def _bwd_dw_kernel(  # type: ignore[no-untyped-def]  # a Triton kernel: Triton t
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, D)
     nmask = offs_n < I
-    wg_ptrs = WG + h * D * I + offs_d[:, None] * I + offs_n[None, :]
-    wu_ptrs = WU + h * D * I + offs_d[:, None] * I + offs_n[None, :]
-    wdt_ptrs = WD + h * I * D + offs_n[None, :] * D + offs_d[:, None]
-    if EVEN_N:
-        wg = tl.load(wg_ptrs)
-        wu = tl.load(wu_ptrs)
-        wdt = tl.load(wdt_ptrs)
-    else:
-        wg = tl.load(wg_ptrs, mask=nmask[None, :], other=0.0)
-        wu = tl.load(wu_ptrs, mask=nmask[None, :], other=0.0)
-        wdt = tl.load(wdt_ptrs, mask=nmask[None, :], other=0.0)
+    wg_ptrs = _up_ptrs(WG, h, offs_d, offs_n, D, I)
+    wu_ptrs = _up_ptrs(WU, h, offs_d, offs_n, D, I)
+    wdt_ptrs = _down_t_ptrs(WD, h, offs_d, offs_n, D, I)
+    wg = _load_tile(wg_ptrs, nmask[None, :], EVEN_N)  # the chunk stays on chip for the whole walk over T
+    wu = _load_tile(wu_ptrs, nmask[None, :], EVEN_N)
+    wdt = _load_tile(wdt_ptrs, nmask[None, :], EVEN_N)
 
     acc_g = tl.zeros([D, BLOCK_N], dtype=tl.float32)
     acc_u = tl.zeros([D, BLOCK_N], dtype=tl.float32)
@@ -323,19 +343,14 @@ def _bwd_dw_kernel(  # type: ignore[no-untyped-def]  # a Triton kernel: Triton t
         offs_m = mb * BLOCK_M + tl.arange(0, BLOCK_M)
         rows = offs_m.to(tl.int64)
         mmask = offs_m[:, None] < T  # zero rows give g = u = da = 0: no contribution
-        if EVEN_M:
-            z = tl.load(Z + rows[:, None] * stride_zt + h * stride_zh + offs_d[None, :])
-            dy = tl.load(DY + rows[:, None] * stride_dyt + h * stride_dyh + offs_d[None, :])
-        else:
-            z = tl.load(Z + rows[:, None] * stride_zt + h * stride_zh + offs_d[None, :], mask=mmask, other=0.0)
-            dy = tl.load(DY + rows[:, None] * stride_dyt + h * stride_dyh + offs_d[None, :], mask=mmask, other=0.0)
+        z = _load_tile(_row_ptrs(Z, rows, h, stride_zt, stride_zh, offs_d), mmask, EVEN_M)
+        dy = _load_tile(_row_ptrs(DY, rows, h, stride_dyt, stride_dyh, offs_d), mmask, EVEN_M)
         g = tl.dot(z, wg)
         u = tl.dot(z, wu)
         da = tl.dot(dy, wdt)
         sig = tl.sigmoid(g)
         a = (g * sig * u).to(z.dtype)
-        du = (da * g * sig).to(z.dtype)
-        dg = (da * u * sig * (1.0 + g * (1.0 - sig))).to(z.dtype)
+        du, dg = _swiglu_grads(g, u, da, sig, z.dtype)  # rounded: the A operands of the dW GEMMs
         acc_d = tl.dot(tl.trans(dy), a, acc_d)
         acc_g = tl.dot(tl.trans(z), dg, acc_g)
         acc_u = tl.dot(tl.trans(z), du, acc_u)
@@ -351,7 +366,7 @@ def _bwd_dw_kernel(  # type: ignore[no-untyped-def]  # a Triton kernel: Triton t
         tl.store(base + H * D * I, acc_u, mask=nmask[None, :])
         tl.store(base + 2 * H * D * I, acc_d, mask=nmask[None, :])
     else:  # the only split: the final gradients, cast and (dWd) transposed here
-        w_off = h * D * I + offs_d[:, None] * I + offs_n[None, :]
+        w_off = h * D * I + offs_d[:, None] * I + offs_n[None, :]  # computed once for dWg and dWu
         tl.store(DWG + w_off, acc_g.to(DWG.dtype.element_ty), mask=nmask[None, :])
         tl.store(DWU + w_off, acc_u.to(DWU.dtype.element_ty), mask=nmask[None, :])
         wd_off = h * I * D + offs_n[None, :] * D + offs_d[:, None]

@@ -18,6 +18,16 @@ from tilewise.kernels.ffn import HEAD_DIMS, mhffn_unfused
 from tilewise.kernels.mhmoe import Plan, plan, route_heads
 from tilewise.kernels.moe_layer import permute
 
+# ------------------------------------------------------------------------------ helpers
+
+
+def _init_by_fan_in(*weights: tuple[torch.nn.Parameter, int]) -> None:
+    """Each weight drawn from N(0, 1 / fan_in), so a product with unit-variance inputs has unit variance."""
+    with torch.no_grad():
+        for w, fan_in in weights:
+            w.normal_(0.0, 1.0 / math.sqrt(fan_in))
+
+
 # ------------------------------------------------------------------------------ FlashFFN
 
 
@@ -57,15 +67,13 @@ class MultiHeadFFN(torch.nn.Module):  # type: ignore[misc]  # torch is read as A
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        with torch.no_grad():
-            for w, fan_in in (
-                (self.w_in, self.d_model),
-                (self.w_gate, self.head_dim),
-                (self.w_up, self.head_dim),
-                (self.w_down, self.intermediate),
-                (self.w_out, self.heads * self.head_dim),
-            ):
-                w.normal_(0.0, 1.0 / math.sqrt(fan_in))
+        _init_by_fan_in(
+            (self.w_in, self.d_model),
+            (self.w_gate, self.head_dim),
+            (self.w_up, self.head_dim),
+            (self.w_down, self.intermediate),
+            (self.w_out, self.heads * self.head_dim),
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.shape[-1] != self.d_model:
@@ -144,15 +152,13 @@ class MultiHeadMoE(torch.nn.Module):  # type: ignore[misc]  # torch is read as A
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        with torch.no_grad():
-            for w, fan_in in (
-                (self.w_in, self.d_model),
-                (self.w_router, self.head_dim),
-                (self.w_gate_up, self.head_dim),
-                (self.w_down, self.expert_width),
-                (self.w_out, self.heads * self.head_dim),
-            ):
-                w.normal_(0.0, 1.0 / math.sqrt(fan_in))
+        _init_by_fan_in(
+            (self.w_in, self.d_model),
+            (self.w_router, self.head_dim),
+            (self.w_gate_up, self.head_dim),
+            (self.w_down, self.expert_width),
+            (self.w_out, self.heads * self.head_dim),
+        )
 
     @property
     def num_experts(self) -> int:

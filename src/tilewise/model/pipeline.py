@@ -400,7 +400,7 @@ def kernel_tile_times(
     """
     base = attention_tile_times(head_dim, block_n, block_m, dtype, hit_rate, gpu)
     g = _gpus.get(gpu)
-    h = fraction("hit_rate", hit_rate)
+    h = base.hit_rate  # checked by attention_tile_times
     l2_per_cycle = g.l2_bytes_per_s / g.sms / (g.tensor_clock_mhz * 1e6)
     load = base.kv_tile_bytes * h / l2_per_cycle + base.kv_tile_bytes * (1 - h) / hbm_bytes_per_cycle_per_sm(g)
     ref = SOFTMAX_MEASURED_AT

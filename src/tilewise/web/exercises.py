@@ -40,6 +40,32 @@ def _q(inputs: dict[str, str], panel: str) -> dict[str, Any]:
     return call(panel, inputs)
 
 
+def _number(question: str, answer: float, reasoning: list[str], unit: str = "", tolerance: float = 0) -> dict[str, Any]:
+    """A question answered by a number, right within `tolerance` of `answer`."""
+    return {
+        "question": question,
+        "kind": "number",
+        "unit": unit,
+        "answer": answer,
+        "tolerance": tolerance,
+        "reasoning": reasoning,
+    }
+
+
+def _choice(
+    question: str, options: list[list[str]], answer: str, accept: list[str], reasoning: list[str]
+) -> dict[str, Any]:
+    """A question answered by one of `options` ([key, words] pairs); any key in `accept` is right."""
+    return {
+        "question": question,
+        "kind": "choice",
+        "options": options,
+        "answer": answer,
+        "accept": accept,
+        "reasoning": reasoning,
+    }
+
+
 # --------------------------------------------------------------------------- access (banks, sectors)
 
 
@@ -63,7 +89,7 @@ def _access(v: dict[str, str]) -> dict[str, Any]:
             f"The 32 addresses fall in {ans} distinct sector(s), one request (ideal: {c['ideal']}).",
         ]
         q = f"A warp reads global memory at index `{d['expr']}` ({d['width']}-byte elements). How many 32-byte sectors does it move?"
-    return {"question": q, "kind": "number", "unit": "", "answer": ans, "tolerance": 0, "reasoning": why}
+    return _number(q, ans, why)
 
 
 # --------------------------------------------------------------------------------------- occupancy
@@ -86,14 +112,7 @@ def _occupancy(v: dict[str, str]) -> dict[str, Any]:
         f"On the {d['gpu']['name']}, a kernel launches {v['threads']} threads per block, {v['registers']} registers "
         f"per thread and {int(v['smem']) // 1024} KB of shared memory. Which limit binds?"
     )
-    return {
-        "question": q,
-        "kind": "choice",
-        "options": [[k, w] for k, w in LIMIT_WORDS.items() if k in o["limits"]],
-        "answer": o["limiter"],
-        "accept": o["limiters"],
-        "reasoning": why,
-    }
+    return _choice(q, [[k, w] for k, w in LIMIT_WORDS.items() if k in o["limits"]], o["limiter"], o["limiters"], why)
 
 
 # ----------------------------------------------------------------------------------------- latency
@@ -112,14 +131,7 @@ def _latency(v: dict[str, str]) -> dict[str, Any]:
         f"Each thread keeps {v['ilp']} independent {v['width']}-byte load(s) in flight against {v['latency']} cycles of "
         f"memory latency on the {d['gpu']['name']}. How many warps per SM must be in flight to hide it?"
     )
-    return {
-        "question": q,
-        "kind": "number",
-        "unit": "warps",
-        "answer": c["warps_needed"],
-        "tolerance": 0,
-        "reasoning": why,
-    }
+    return _number(q, c["warps_needed"], why, unit="warps")
 
 
 # ----------------------------------------------------------------------------------------- feeding
@@ -138,7 +150,7 @@ def _feeding(v: dict[str, str]) -> dict[str, Any]:
         f"{first['feed_cycles']:.0f} feed cycles (ratio {first['ratio']:.2f}).",
     ]
     q = f"In SS form ({v['dtype']}), what is the smallest wgmma N whose compute covers its shared-memory feed (ratio >= 1)?"
-    return {"question": q, "kind": "number", "unit": "", "answer": first["n"], "tolerance": 0, "reasoning": why}
+    return _number(q, first["n"], why)
 
 
 def _feed_ratio(v: dict[str, str]) -> dict[str, Any]:
@@ -155,14 +167,7 @@ def _feed_ratio(v: dict[str, str]) -> dict[str, Any]:
         f"A wgmma m64 n{v['n']} k16 ({v['dtype']}) with both operands from shared memory (SS): what is its "
         "compute / feed ratio (compute cycles over shared-memory cycles)?"
     )
-    return {
-        "question": q,
-        "kind": "number",
-        "unit": "",
-        "answer": round(ss["ratio"], 2),
-        "tolerance": 0.02,
-        "reasoning": why,
-    }
+    return _number(q, round(ss["ratio"], 2), why, tolerance=0.02)
 
 
 # --------------------------------------------------------------------------------------- registers
@@ -181,7 +186,7 @@ def _registers(v: dict[str, str]) -> dict[str, Any]:
         f"Attention with head dim {v['head_dim']}: what is the largest KV tile N (a multiple of 16) whose "
         "registers fit one consumer warpgroup's 255-per-thread budget?"
     )
-    return {"question": q, "kind": "number", "unit": "", "answer": best["block_n"], "tolerance": 0, "reasoning": why}
+    return _number(q, best["block_n"], why)
 
 
 # ---------------------------------------------------------------------------------------------- L2
@@ -198,7 +203,7 @@ def _l2(v: dict[str, str]) -> dict[str, Any]:
         f"{d['kv']['intensity']:.0f} / (1 - h) >= {c['balance']:.0f} needs h >= {pct:.1f}%.",
     ]
     q = f"On the {d['gpu']['name']}, what L2 hit rate (in %) must K/V reads reach for M = {v['m']} to be compute-bound?"
-    return {"question": q, "kind": "number", "unit": "%", "answer": round(pct, 1), "tolerance": 1.0, "reasoning": why}
+    return _number(q, round(pct, 1), why, unit="%", tolerance=1.0)
 
 
 # ---------------------------------------------------------------------------------------- pipeline
@@ -217,14 +222,8 @@ def _pipeline(v: dict[str, str]) -> dict[str, Any]:
         f"Attention tiles of N = {v['n']} with a {round(100 * float(v['hit']))}% L2 hit rate and {v['stages']} stage(s): "
         "which design keeps the Tensor Cores busiest?"
     )
-    return {
-        "question": q,
-        "kind": "choice",
-        "options": [[t["design"], t["title"]] for t in ds],
-        "answer": best["design"],
-        "accept": [t["design"] for t in ds if math.isclose(t["tensor_utilisation"], best["tensor_utilisation"])],
-        "reasoning": why,
-    }
+    accept = [t["design"] for t in ds if math.isclose(t["tensor_utilisation"], best["tensor_utilisation"])]
+    return _choice(q, [[t["design"], t["title"]] for t in ds], best["design"], accept, why)
 
 
 # ------------------------------------------------------------------------------------------ decode
@@ -240,14 +239,7 @@ def _decode(v: dict[str, str]) -> dict[str, Any]:
         f"The {d['gpu']['name']}'s balance is {cur['balance']:.0f} FLOP/B; the intensity reaches it at batch ~{b:.0f}.",
     ]
     q = f"The decode GEMM with n = {v['n']}, k = {v['k']} ({v['dtype']}): from what batch is it compute-bound on the {d['gpu']['name']}?"
-    return {
-        "question": q,
-        "kind": "number",
-        "unit": "",
-        "answer": round(b),
-        "tolerance": max(2, round(0.03 * b)),
-        "reasoning": why,
-    }
+    return _number(q, round(b), why, tolerance=max(2, round(0.03 * b)))
 
 
 # --------------------------------------------------------------------------------------------- MoE
@@ -265,14 +257,7 @@ def _moe(v: dict[str, str]) -> dict[str, Any]:
         f"Experts receive rows {v['rows']} (BLOCK_M = {v['block_m']}, N = {v['n']}, BLOCK_N = {v['block_n']}). "
         "How many tiles does the persistent grouped GEMM schedule?"
     )
-    return {
-        "question": q,
-        "kind": "number",
-        "unit": "tiles",
-        "answer": s["total_tiles"],
-        "tolerance": 0,
-        "reasoning": why,
-    }
+    return _number(q, s["total_tiles"], why, unit="tiles")
 
 
 EXERCISES: dict[str, Exercise] = {
