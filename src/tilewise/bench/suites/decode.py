@@ -133,6 +133,9 @@ def run(args: argparse.Namespace, progress: Any) -> list[dict[str, Any]]:
         else:
             tile = default_tile(d, 2)
             splits, chunk = choose_splits(b, hk, lmax, sms, tile[0])
+        problem = {"batch": b, "heads": hq, "kv_heads": hk, "seq_len": max(lmax, 1), "head_dim": d, "dtype": "bf16"}
+        if not uniform:  # ragged lengths: the model prices the keys of all sequences, not batch x the longest
+            problem["total_keys"] = sum(lens)
         row = harness.make_row(
             kernel="decode_attention",
             shape=name,
@@ -145,7 +148,7 @@ def run(args: argparse.Namespace, progress: Any) -> list[dict[str, Any]]:
             tags=tags,
             model=(
                 "decode",
-                {"batch": b, "heads": hq, "kv_heads": hk, "seq_len": max(lmax, 1), "head_dim": d, "dtype": "bf16"},
+                problem,
                 {"block_n": tile[0], "num_warps": tile[1], "num_stages": tile[2], "num_splits": splits},
             ),
             extra={
