@@ -36,7 +36,7 @@ from typing import Any
 
 from tilewise import gpus as _gpus
 from tilewise import version as _version_module
-from tilewise.advise.problems import KERNELS, normalize
+from tilewise.advise.problems import FIELDS, KERNELS, normalize
 from tilewise.bench import timing
 from tilewise.errors import InputError
 from tilewise.model import roofline
@@ -319,7 +319,10 @@ def model_columns(
     The advisor's families are normalised by `tilewise.advise.problems`; the composed ones (moe, ffn, sum:
     `tilewise.model.compose`) check their own fields."""
     try:
-        p = predict(kernel, normalize(kernel, problem) if kernel in KERNELS else problem, config, gpu_key)
+        if kernel in KERNELS:  # keys only the time model reads (decode's ragged `total_keys`) pass; predict checks them
+            known = {k: v for k, v in problem.items() if k in FIELDS[kernel]}
+            problem = {**{k: v for k, v in problem.items() if k not in known}, **normalize(kernel, known)}
+        p = predict(kernel, problem, config, gpu_key)
     except (InputError, KeyError) as e:
         return {"model_ms": None, "model_binding": None, "model_error": str(e)[:160]}
     return {"model_ms": p.ms, "model_binding": p.binding}
