@@ -8,7 +8,7 @@ sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed \
         --out benchmarks/results/h200/attention_ncu_tensor_pipe.json        # here: the rows beside the model
 
 The problems are `attention_sweep.NCU_PROBLEMS`, launched in that order. The model's figures: the kernel's time
-from `tilewise.model.pipeline.persistent_forward_ms` on its busiest CTA (`attention_gluon.busiest_cta`, the
+from `tilewise.model.pipeline.persistent_forward_ms` on its busiest CTA (`attention_sweep_report.gluon_busiest`: the
 config `attention_gluon.shape_config` picks), and its tensor pipe busy for that CTA's key tiles x 2 consumers x
 `kernel_tile_times(...).mma` cycles out of the predicted time at `FORWARD_CLOCK_MHZ` (wgmma counts on the hmma
 pipe on sm_90, so that is the counter read).
@@ -23,23 +23,18 @@ import json
 import os
 import sys
 
-from tilewise.kernels import attention_gluon as ag
 from tilewise.model import pipeline
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from attention_sweep import NCU_PROBLEMS  # the launch list lives with the launcher
+from attention_sweep_report import gluon_busiest
 
 TENSOR = "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed"
 CONSUMERS = 2  # two consumer warpgroups per CTA, each with its 64-row block's Q K^T and P V per key tile
 
 
 def model_row(b: int, h: int, hk: int, s: int, d: int, causal: bool, dt: str) -> dict:
-    bh = b * h
-    num_m = -(-s // ag.ROWS_PER_CTA)
-    nprog = min(132, bh * num_m)
-    group = ag.head_group(bh, s, d, 2)
-    cfg = ag.shape_config(d, dt, bh, s, s, causal, nprog, group)
-    kt, nt = ag.busiest_cta(bh, num_m, group, s, s, cfg.block_n, causal, nprog, cfg.lpt and causal, cfg.snake)
+    cfg, kt, nt = gluon_busiest(b, h, s, d, causal, dt)
     ms = pipeline.persistent_forward_ms(kt, nt, s, d, cfg.block_n, cfg.stages, dt, "h200")
     hit = 1 - 1 / max(1, -(-s // 128))  # as persistent_forward_ms: a head's K/V from HBM once
     mma = pipeline.kernel_tile_times(d, cfg.block_n, 64, dt, hit, "h200").mma

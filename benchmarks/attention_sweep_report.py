@@ -49,13 +49,19 @@ def model_ms(r: dict) -> float | None:
         tdt = {"fp16": torch.float16, "bf16": torch.bfloat16}[dt]
         cfg = fa.forward_config(d, causal, tdt, s, batch=b, heads=h, kv_heads=hk, seq_k=s, gpu="h200")
         return model_columns(*model_spec(b, h, hk, s, d, causal, dt, cfg))["model_ms"]
+    cfg, kt, nt = gluon_busiest(b, h, s, d, causal, dt)
+    return pipeline.persistent_forward_ms(kt, nt, s, d, cfg.block_n, cfg.stages, dt, "h200")
+
+
+def gluon_busiest(b: int, h: int, s: int, d: int, causal: bool, dt: str) -> tuple[ag.GluonConfig, int, int]:
+    """(config, key tiles, CTA tiles) of the Gluon kernel's busiest CTA on the H200's 132 SMs, self-attention."""
     bh = b * h
     num_m = -(-s // ag.ROWS_PER_CTA)
     nprog = min(132, bh * num_m)
     group = ag.head_group(bh, s, d, 2)
     cfg = ag.shape_config(d, dt, bh, s, s, causal, nprog, group)
     kt, nt = ag.busiest_cta(bh, num_m, group, s, s, cfg.block_n, causal, nprog, cfg.lpt and causal, cfg.snake)
-    return pipeline.persistent_forward_ms(kt, nt, s, d, cfg.block_n, cfg.stages, dt, "h200")
+    return cfg, kt, nt
 
 
 def _err_summary(rows: list[dict]) -> dict:
