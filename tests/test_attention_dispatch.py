@@ -264,3 +264,33 @@ def test_shape_config_turn_order_and_causal_schedule():
 
     base = ag.gluon_config(256, "pingpong")
     assert cfg(8, 4096, 256, False) == dataclasses.replace(base, pingpong=False, lpt=False)
+
+
+def test_gluon_builds_consumers_and_q_buffers():
+    """Three consumers take 192-row CTA tiles and 160 registers a thread (D 64 fits, D 128 does not); a second Q
+    buffer per consumer costs K/V stages (D 128: 3 -> 2) and does not fit at D 256 (2 stages need 128 KB)."""
+    from tilewise.errors import InputError
+    from tilewise.kernels import attention_gluon as ag
+
+    three = ag.gluon_config(64, "pingpong", consumers=3)
+    assert (three.consumers, three.rows_per_cta, three.consumer_regs) == (3, 192, 160)
+    assert ag.gluon_config(128, "pingpong").rows_per_cta == 128
+    assert ag.gluon_config(128, "ring").rows_per_cta == 128
+    assert ag.gluon_config(128, "pingpong").stages == 3
+    assert ag.gluon_config(128, "pingpong", q_bufs=2).stages == 2
+    assert ag.kernel_constexprs(ag.gluon_config(128, "pingpong", q_bufs=2), causal=False)["Q_BUFS"] == 2
+    for bad in (
+        dict(head_dim=128, consumers=3),
+        dict(head_dim=256, q_bufs=2),
+        dict(head_dim=64, q_bufs=3),
+        dict(head_dim=96),
+        dict(head_dim=64, consumers=4),
+    ):
+        with pytest.raises(InputError):
+            ag.gluon_config(bad.pop("head_dim"), "pingpong", **bad)
+    with pytest.raises(InputError):
+        ag.gluon_config(64, "ring", consumers=3)
+    # the host's causal tile lengths follow the CTA's rows: 192-row tiles see 192 more keys each
+    assert ag.tile_key_tiles(0, 1, 6, 1, 1000, 1000, 128, True, rows=192) == (0, 8)
+    assert ag.tile_key_tiles(5, 1, 6, 1, 1000, 1000, 128, True, rows=192) == (0, 2)
+    assert ag.cta_rows(128) == 64 * ag.CONSUMERS[128]
