@@ -104,7 +104,7 @@ def test_gluon_bf16(design, d, causal, shape):
 @pytest.mark.parametrize("d", [64, 128, 256])
 @pytest.mark.parametrize("causal", [False, True])
 def test_gluon_fp16_and_dispatch(d, causal):
-    """fp16 through the public op: on a verified Triton, D 128/256 run the Gluon kernel, D 64 the Triton one."""
+    """fp16 through the public op: on a verified Triton, D 128/256 run the Gluon kernel, D 64 where `dispatches` says."""
     from tilewise.kernels import attention
     from tilewise.kernels import attention_gluon as ag
 
@@ -115,7 +115,9 @@ def test_gluon_fp16_and_dispatch(d, causal):
     check(out, lse, ro, rl, torch.float16)
     import triton
 
-    assert ag.use_gluon(q, k, v, None) == (triton.__version__ in ag.GLUON_VERIFIED and d in ag.DISPATCH_HEAD_DIMS)
+    assert ag.use_gluon(q, k, v, None, causal) == (
+        triton.__version__ in ag.GLUON_VERIFIED and ag.dispatches(d, 2000, causal)
+    )
 
 
 def test_gluon_strided_bshd():

@@ -90,8 +90,13 @@ ROWS_PER_CTA = 128  # two wgmma M = 64 row blocks
 HEAD_DIMS = (64, 128, 256)  # the kernel builds and passes its GPU tests for these
 # The dispatch takes it only where it measured faster than the Triton kernel (H200, bf16, 2026-12-01,
 # benchmarks/results/h200/attention_fa3.json, CUDA graphs): D 128 1.20-1.35x on 9 of 10 shapes (0.96x at
-# B1 H16 S32768 causal; 1.11x in the earlier run), D 256 1.10x; D 64 0.86-1.00x, so D 64 stays on Triton.
-DISPATCH_HEAD_DIMS = (128, 256)
+# B1 H16 S32768 causal; 1.11x in the earlier run), D 256 1.10x. D 64 with two consumers measured 0.86-1.00x of
+# the Triton kernel; with three (`shape_consumers`) and no turn order it leads where `D64_MIN_KEYS` says.
+DISPATCH_HEAD_DIMS = (64, 128, 256)
+# D 64 runs the Gluon kernel from this many keys (non-causal, causal). H200, bf16, CUDA graphs, against cuDNN
+# (benchmarks/results/h200/attention_fwd_variants.json): non-causal S 512 0.85x (Triton 0.81x), S 2048 0.96x
+# (0.91x), S 8192 1.05x (0.93x); causal S 512-2048 0.69-0.87x against Triton's 0.74-0.89x, S 8192 0.99x (0.92x).
+D64_MIN_KEYS = {False: 0, True: 8192}
 
 
 def gluon_available() -> bool:
@@ -669,12 +674,12 @@ def gluon_failed(exc: BaseException) -> None:
                       RuntimeWarning, stacklevel=3)  # fmt: skip
 
 
-def use_gluon(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | None) -> bool:
+def use_gluon(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | None, causal: bool = False) -> bool:
     """Whether `tilewise.kernels.attention` should run the Gluon kernel for these (already checked) inputs.
 
     Hopper (sm 9.0) GPU, a Triton version on which the GPU tests passed (`GLUON_VERIFIED`) with the
-    Gluon names this file uses, fp16/bf16, head_dim in DISPATCH_HEAD_DIMS, a positive scale (the unmasked
-    softmax scales the row max), TMA-compatible layouts; TILEWISE_GLUON=0 turns it off.
+    Gluon names this file uses, fp16/bf16, head_dim in DISPATCH_HEAD_DIMS (D 64 from D64_MIN_KEYS keys), a
+    positive scale (the unmasked softmax scales the row max), TMA-compatible layouts; TILEWISE_GLUON=0 turns it off.
     """
     import torch  # deferred: the module imports with Triton alone (compile_sm90 needs no torch)
 
@@ -682,13 +687,24 @@ def use_gluon(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | 
         return False
     if _FAILED or _IMPORT_ERROR is not None or triton.__version__ not in GLUON_VERIFIED or not gluon_available():
         return False
-    if not q.is_cuda or q.dtype not in (torch.float16, torch.bfloat16) or q.shape[-1] not in DISPATCH_HEAD_DIMS:
+    if (
+        not q.is_cuda
+        or q.dtype not in (torch.float16, torch.bfloat16)
+        or not dispatches(q.shape[-1], k.shape[2], causal)
+    ):
         return False
     if scale is not None and not scale > 0:
         return False
     if not (_tma_ok(q) and _tma_ok(k) and _tma_ok(v)):
         return False
     return _device_ok(q.device.index if q.device.index is not None else torch.cuda.current_device())
+
+
+def dispatches(head_dim: int, seq_k: int, causal: bool) -> bool:
+    """The head dims and lengths the dispatch gives the Gluon kernel (DISPATCH_HEAD_DIMS, D64_MIN_KEYS)."""
+    if head_dim not in DISPATCH_HEAD_DIMS:
+        return False
+    return head_dim != 64 or seq_k >= D64_MIN_KEYS[bool(causal)]
 
 
 # ---------------------------------------------------------------------------- launcher
@@ -831,12 +847,13 @@ def use_lpt(batch_heads: int, num_m: int, group: int, seq_q: int, seq_k: int, bl
     return work(arith) > work(table) * (1 + LPT_MIN_GAIN)
 
 
-# Non-causal attention over at least this many keys runs the two consumers without the turn order
-# (`pingpong=False`, each issues its GEMMs as soon as its operands are ready). H200 sweep, graphs: faster on
-# 14 of 16 non-causal rows with S >= 4096 (B1 H16 S32768 D128 626 -> 678 TFLOP/s, B1 H8 S16384 D256
-# 668 -> 691, B2 H64/8 S8192 D128 644 -> 665; the two others within 2%); below 4096 keys mixed (D128 bf16
-# S1024 507 -> 487, fp16 490 -> 508), so the turn order stays there and under a causal mask.
-TURN_FREE_KEYS = 4096
+# Attention over at least this many keys (non-causal, causal) runs the consumers without the turn order
+# (`pingpong=False`, each issues its GEMMs as soon as its operands are ready); three consumers never take it.
+# H200 sweep, graphs: faster on 14 of 16 non-causal rows with S >= 4096 (B1 H16 S32768 D128 626 -> 678 TFLOP/s,
+# B1 H8 S16384 D256 668 -> 691, B2 H64/8 S8192 D128 644 -> 665; the two others within 2%); on shorter non-causal
+# rows too (attention_fwd_variants.json, bf16: B32 H16 S512 D128 0.73x -> 0.78x of cuDNN, S1024 0.86x -> 0.90x,
+# S2048 0.92x -> 0.95x, GQA B16 H32/4 S1024 0.86x -> 0.91x, D 256 +1-2%). Causal rows keep the order (mixed).
+TURN_FREE_KEYS = {False: 512, True: 1 << 62}
 
 
 @functools.lru_cache(maxsize=1024)
@@ -844,8 +861,10 @@ def shape_config(head_dim: int, dtype: str, batch_heads: int, seq_q: int, seq_k:
                  group: int) -> GluonConfig:  # fmt: skip
     """The ping-pong config for one problem: the consumers' turn order (TURN_FREE_KEYS) and the causal
     schedule (`use_lpt`), from the per-head-dim `gluon_config`."""
-    cfg = gluon_config(head_dim, "pingpong", dtype, Q_LATE, SNAKE, q_bufs=shape_q_bufs(head_dim, dtype, seq_k))
-    turn = causal or seq_k < TURN_FREE_KEYS
+    consumers = shape_consumers(head_dim, seq_k, causal)
+    cfg = gluon_config(head_dim, "pingpong", dtype, Q_LATE, SNAKE, consumers=consumers,
+                       q_bufs=shape_q_bufs(head_dim, dtype, seq_k))  # fmt: skip
+    turn = seq_k < TURN_FREE_KEYS[bool(causal)] and consumers == 2
     rows = cfg.rows_per_cta
     num_m = cdiv(seq_q, rows)
     lpt = LPT and causal and use_lpt(batch_heads, num_m, group, seq_q, seq_k, cfg.block_n, nprog, cfg.snake, rows)
@@ -868,9 +887,55 @@ def shape_q_bufs(head_dim: int, dtype: str, seq_k: int) -> int:
     return 2
 
 
-def cta_rows(head_dim: int) -> int:
-    """Query rows of one ping-pong CTA tile at this head dim (64 per consumer, `CONSUMERS`)."""
-    return 64 * CONSUMERS.get(head_dim, 2)
+# D 64 takes three consumers from this many keys (non-causal, causal): H200, bf16, CUDA graphs, against cuDNN
+# (attention_fwd_variants.json, both without the turn order): non-causal S 1024 0.87x (two: 0.89x), S 2048 0.96x
+# (0.92x), S 8192 1.05x (0.93x); causal S 2048 0.84x (0.87x), S 8192 0.99x (0.95x). A 192-row CTA tile walks
+# more masked keys on the diagonal, which short causal rows feel most (S 512: 0.58x against 0.68x).
+THREE_CONSUMER_KEYS = {False: 2048, True: 8192}
+
+
+def shape_consumers(head_dim: int, seq_k: int, causal: bool) -> int:
+    """Consumer warpgroups of the ping-pong kernel for a problem: 3 at D 64 from THREE_CONSUMER_KEYS keys."""
+    if head_dim == 64 and seq_k >= THREE_CONSUMER_KEYS[bool(causal)]:
+        return 3
+    return CONSUMERS.get(head_dim, 2)
+
+
+def cta_rows(head_dim: int, seq_k: int, causal: bool) -> int:
+    """Query rows of one ping-pong CTA tile for a problem (64 per consumer, `shape_consumers`)."""
+    return 64 * shape_consumers(head_dim, seq_k, causal)
+
+
+def dispatch_group(batch_heads: int, seq_q: int, seq_k: int, head_dim: int, elem_bytes: int, causal: bool,
+                   nprog: int) -> int:  # fmt: skip
+    """Heads of one group of the persistent order for a problem: `head_group`'s L2 rule, and for causal rows
+    up to SHORT_CAUSAL_KEYS keys no more heads than one round of the grid covers (CTA tiles / nprog)."""
+    group = head_group(batch_heads, seq_k, head_dim, elem_bytes)
+    if causal and seq_k <= SHORT_CAUSAL_KEYS:
+        num_m = cdiv(seq_q, cta_rows(head_dim, seq_k, causal))
+        group = max(1, min(group, nprog // max(num_m, 1)))
+    return group
+
+
+# Causal problems up to this many keys group only the heads one round of the grid covers (`dispatch_group`).
+# H200, bf16, CUDA graphs (attention_fwd_variants.json, 8-head groups against the L2 rule's 24/12): B8 H16 S2048
+# D128 0.95x -> 1.00x of cuDNN, B8 H8 S2048 D256 0.90x -> 0.99x, B32 H16 S512 D128 0.71x -> 0.75x; K/V tiles
+# loaded by the CTAs of one round at about the same time hit in L2 more than a group larger than the round.
+SHORT_CAUSAL_KEYS = 2048
+
+
+def problem_busiest(batch_heads: int, seq: int, head_dim: int, causal: bool, dtype: str = "bf16",
+                    sms: int = 132) -> tuple[GluonConfig, int, int]:  # fmt: skip
+    """(config, key tiles, CTA tiles) of the busiest CTA of the dispatch's build for self-attention of `seq`
+    tokens on `sms` SMs: the kernel's own rows, head group and schedule, what the time model takes."""
+    rows = cta_rows(head_dim, seq, causal)
+    num_m = cdiv(seq, rows)
+    nprog = min(sms, batch_heads * num_m)
+    group = dispatch_group(batch_heads, seq, seq, head_dim, 2, causal, nprog)
+    cfg = shape_config(head_dim, dtype, batch_heads, seq, seq, causal, nprog, group)
+    kt, nt = busiest_cta(batch_heads, num_m, group, seq, seq, cfg.block_n, causal, nprog, cfg.lpt and causal,
+                         cfg.snake, rows)  # fmt: skip
+    return cfg, kt, nt
 
 
 # (lpt_schedule's arguments, device) -> [device table, pinned host copy, copy-done event]. Never freed: a captured
@@ -932,14 +997,17 @@ def gluon_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal
     lse = torch.empty((B, H, Sq), device=q.device, dtype=torch.float32)
     if B * H * Sq == 0:
         return out, lse
-    rows = config.rows_per_cta if config is not None else (cta_rows(D) if design == "pingpong" else ROWS_PER_CTA)
+    if config is not None:
+        rows = config.rows_per_cta
+    else:
+        rows = cta_rows(D, Sk, bool(causal)) if design == "pingpong" else ROWS_PER_CTA
     num_m = cdiv(Sq, rows)
     total = B * H * num_m
     if num_sms is None:
         num_sms = _sm_count(q.device.index if q.device.index is not None else torch.cuda.current_device())
     grid = (min(total, num_sms),)
     if group is None:
-        group = head_group(B * H, Sk, D, q.element_size())
+        group = dispatch_group(B * H, Sq, Sk, D, q.element_size(), bool(causal), grid[0])
     if config is not None:  # `config` / `group`: overrides for sweeps
         cfg = config
     elif design == "pingpong":
@@ -1033,13 +1101,18 @@ __all__ = [
     "GLUON_VERIFIED",
     "GluonConfig",
     "busiest_cta",
+    "cta_rows",
+    "dispatch_group",
+    "dispatches",
     "gluon_attention",
     "gluon_available",
     "gluon_config",
     "gluon_failed",
     "head_group",
     "lpt_schedule",
+    "problem_busiest",
     "shape_config",
+    "shape_consumers",
     "tile_key_tiles",
     "use_gluon",
     "use_lpt",
