@@ -181,7 +181,8 @@ def forward_columns(B, H, Hk, S, D, causal, dtype, copies):
                                     vs[i % copies].transpose(1, 2), causal=causal)  # fmt: skip
     rows = ag.cta_rows(D, S, causal)
     nprog = min(132, B * H * -(-S // rows))
-    shipped = ag.shape_config(D, dtype, B * H, S, S, causal, nprog, ag.dispatch_group(B * H, S, S, D, 2, causal, nprog))
+    group = ag.dispatch_group(B * H, S, S, D, 2, causal, nprog, H // Hk)
+    shipped = ag.shape_config(D, dtype, B * H, S, S, causal, nprog, group)
     alts = {}
     if causal:  # the arithmetic round-robin order (every grid-th tile, mirrored every other round)
         alts["gluon_rr"] = dataclasses.replace(shipped, lpt=False)

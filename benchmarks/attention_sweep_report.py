@@ -41,13 +41,15 @@ def model_ms(r: dict) -> float | None:
         tdt = {"fp16": torch.float16, "bf16": torch.bfloat16}[dt]
         cfg = fa.forward_config(d, causal, tdt, s, batch=b, heads=h, kv_heads=hk, seq_k=s, gpu="h200")
         return model_columns(*model_spec(b, h, hk, s, d, causal, dt, cfg))["model_ms"]
-    cfg, kt, nt = gluon_busiest(b, h, s, d, causal, dt)
+    cfg, kt, nt = gluon_busiest(b, h, s, d, causal, dt, hk)
     return pipeline.persistent_forward_ms(kt, nt, s, d, cfg.block_n, cfg.stages, dt, "h200", cfg.consumers)
 
 
-def gluon_busiest(b: int, h: int, s: int, d: int, causal: bool, dt: str) -> tuple[ag.GluonConfig, int, int]:
+def gluon_busiest(
+    b: int, h: int, s: int, d: int, causal: bool, dt: str, hk: int | None = None
+) -> tuple[ag.GluonConfig, int, int]:
     """(config, key tiles, CTA tiles) of the Gluon kernel's busiest CTA on the H200's 132 SMs, self-attention."""
-    return ag.problem_busiest(b * h, s, d, causal, dt, 132)
+    return ag.problem_busiest(b * h, s, d, causal, dt, 132, h // (hk or h))
 
 
 def _gluon(r: dict) -> bool:

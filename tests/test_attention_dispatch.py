@@ -107,6 +107,7 @@ def test_head_dim_64_by_length_and_mask(hopper):
     assert ag.shape_config(128, "bf16", 512, 512, 512, True, 132, 96).pingpong is True
     # short causal rows group only the heads one round of the grid covers
     assert ag.dispatch_group(128, 2048, 2048, 128, 2, True, 132) == 132 // 16
+    assert ag.dispatch_group(512, 1024, 1024, 128, 2, True, 132, 8) == ag.head_group(512, 1024, 128, 2)
     assert ag.dispatch_group(128, 2048, 2048, 128, 2, False, 132) == ag.head_group(128, 2048, 128, 2)
     assert ag.dispatch_group(128, 4096, 4096, 128, 2, True, 132) == ag.head_group(128, 4096, 128, 2)
 

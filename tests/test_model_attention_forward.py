@@ -25,7 +25,7 @@ ROWS = os.path.join(os.path.dirname(__file__), "..", "benchmarks", "results", "h
 
 def _model_ms(r):
     b, h, s, d, causal, dt = r["batch"], r["heads"], r["seq"], r["head_dim"], r["causal"], r["dtype"]
-    cfg, kt, nt = ag.problem_busiest(b * h, s, d, causal, dt, 132)
+    cfg, kt, nt = ag.problem_busiest(b * h, s, d, causal, dt, 132, h // r["kv_heads"])
     return pipeline.persistent_forward_ms(kt, nt, s, d, cfg.block_n, cfg.stages, dt, "h200", cfg.consumers)
 
 

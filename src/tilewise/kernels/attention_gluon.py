@@ -907,13 +907,14 @@ def cta_rows(head_dim: int, seq_k: int, causal: bool) -> int:
 
 
 def dispatch_group(batch_heads: int, seq_q: int, seq_k: int, head_dim: int, elem_bytes: int, causal: bool,
-                   nprog: int) -> int:  # fmt: skip
+                   nprog: int, kv_group: int = 1) -> int:  # fmt: skip
     """Heads of one group of the persistent order for a problem: `head_group`'s L2 rule, and for causal rows
-    up to SHORT_CAUSAL_KEYS keys no more heads than one round of the grid covers (CTA tiles / nprog)."""
+    up to SHORT_CAUSAL_KEYS keys no more K/V heads than one round of the grid covers (nprog / CTA tiles of a
+    head), each K/V head with its `kv_group` query heads."""
     group = head_group(batch_heads, seq_k, head_dim, elem_bytes)
     if causal and seq_k <= SHORT_CAUSAL_KEYS:
         num_m = cdiv(seq_q, cta_rows(head_dim, seq_k, causal))
-        group = max(1, min(group, nprog // max(num_m, 1)))
+        group = max(1, min(group, nprog // max(num_m, 1) * max(1, kv_group)))
     return group
 
 
@@ -921,17 +922,19 @@ def dispatch_group(batch_heads: int, seq_q: int, seq_k: int, head_dim: int, elem
 # H200, bf16, CUDA graphs (attention_fwd_variants.json, 8-head groups against the L2 rule's 24/12): B8 H16 S2048
 # D128 0.95x -> 1.00x of cuDNN, B8 H8 S2048 D256 0.90x -> 0.99x, B32 H16 S512 D128 0.71x -> 0.75x; K/V tiles
 # loaded by the CTAs of one round at about the same time hit in L2 more than a group larger than the round.
+# Counted in K/V heads: GQA B16 H32/4 S1024 D128 causal ran 0.91x with the L2 rule's 48 query heads and 0.85x
+# with 16 (2 K/V heads for the whole grid).
 SHORT_CAUSAL_KEYS = 2048
 
 
 def problem_busiest(batch_heads: int, seq: int, head_dim: int, causal: bool, dtype: str = "bf16",
-                    sms: int = 132) -> tuple[GluonConfig, int, int]:  # fmt: skip
+                    sms: int = 132, kv_group: int = 1) -> tuple[GluonConfig, int, int]:  # fmt: skip
     """(config, key tiles, CTA tiles) of the busiest CTA of the dispatch's build for self-attention of `seq`
     tokens on `sms` SMs: the kernel's own rows, head group and schedule, what the time model takes."""
     rows = cta_rows(head_dim, seq, causal)
     num_m = cdiv(seq, rows)
     nprog = min(sms, batch_heads * num_m)
-    group = dispatch_group(batch_heads, seq, seq, head_dim, 2, causal, nprog)
+    group = dispatch_group(batch_heads, seq, seq, head_dim, 2, causal, nprog, kv_group)
     cfg = shape_config(head_dim, dtype, batch_heads, seq, seq, causal, nprog, group)
     kt, nt = busiest_cta(batch_heads, num_m, group, seq, seq, cfg.block_n, causal, nprog, cfg.lpt and causal,
                          cfg.snake, rows)  # fmt: skip
@@ -1007,7 +1010,7 @@ def gluon_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal
         num_sms = _sm_count(q.device.index if q.device.index is not None else torch.cuda.current_device())
     grid = (min(total, num_sms),)
     if group is None:
-        group = dispatch_group(B * H, Sq, Sk, D, q.element_size(), bool(causal), grid[0])
+        group = dispatch_group(B * H, Sq, Sk, D, q.element_size(), bool(causal), grid[0], H // Hk)
     if config is not None:  # `config` / `group`: overrides for sweeps
         cfg = config
     elif design == "pingpong":
