@@ -192,7 +192,7 @@ def main(argv=None) -> int:
     # being rewritten cannot leak into its own calibration
     old = M.calibration(a.gpu)  # --quick: the committed constants
     recs = {fam: fixtures.load(fam, a.sweep) for fam in fixtures.FAMILIES}
-    for fam, names in ELSEWHERE.items():  # kept as written (calibrate_decode.py)
+    for names in ELSEWHERE.values():  # kept as written (calibrate_decode.py)
         base.update({k: old["constants"][k] for k in names if old and k in old.get("constants", {})})
 
     def table(fam: str, consts: dict) -> dict:

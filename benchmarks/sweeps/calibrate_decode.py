@@ -127,8 +127,14 @@ def main(argv: list[str] | None = None) -> int:
         data["constants"].update(consts)
         data["constants"].update({"decode_mma_eff_median": statistics.median(mma.values()),
                                   "decode_stream_eff_median": 1.0, "decode_fixed_eff_median": FIXED})  # fmt: skip
-        data["configs"]["decode"] = {"mma": dict(mma), "stream": {t: 1.0 for t in mma}, "fixed": {t: FIXED for t in mma}}
-        data["decode_method"] = "benchmarks/sweeps/calibrate_decode.py over decode_variants.json and the sweep's cal split"
+        data["configs"]["decode"] = {
+            "mma": dict(mma),
+            "stream": {t: 1.0 for t in mma},
+            "fixed": {t: FIXED for t in mma},
+        }
+        data["decode_method"] = (
+            "benchmarks/sweeps/calibrate_decode.py over decode_variants.json and the sweep's cal split"
+        )
         with open(path, "w") as f:
             json.dump(data, f, indent=1, sort_keys=True)
         print(f"-> {path}")

@@ -180,7 +180,9 @@ def machine(gpu: str, overrides: tuple[tuple[str, Any], ...] = ()) -> _Machine:
     sms = int(c.get("sms") or g.sms)  # an override scales the Tensor-Core peak with it (properties, what-ifs)
     dec_ratio = 1.0  # decode's sustained bandwidth over the read bandwidth, as calibrated (a datasheet GPU: the H200's)
     if c["decode_read_tbps"]:
-        dec_ratio = c["decode_read_tbps"] / (c["read_tbps"] or 0.9 * (g if own else _gpus.get("h200")).hbm_bytes_per_s / 1e12)
+        dec_ratio = c["decode_read_tbps"] / (
+            c["read_tbps"] or 0.9 * (g if own else _gpus.get("h200")).hbm_bytes_per_s / 1e12
+        )
     return _Machine(
         key=g.key,
         sms=sms,
