@@ -8,7 +8,7 @@ benchmarks/results/h200/decode_variants.json timed each of the decode sweep's 25
 split count, merge placement) columns side by side in CUDA graphs (`benchmarks/probes/decode_variants.py`). Here
 `tilewise.model.predict`'s decode family prices every column (its own merge placement) and the column it
 predicts fastest is the model's pick: a hit within 1% (2%) when that column measured within 1% (2%) of the
-fastest one. The advisor's space is `tilewise.advise.space.DECODE_TILES` x `DECODE_SPLITS`; ragged rows are
+fastest one; the column the kernel runs (`plan_column`) is printed too. The advisor's space is `tilewise.advise.space.DECODE_TILES` x `DECODE_SPLITS`; ragged rows are
 priced with their total keys (`total_keys`), which the kernel itself does not know (it plans at the longest
 length). The model error is |predicted / measured - 1| over the same columns.
 """
@@ -21,8 +21,9 @@ import os
 import statistics
 from typing import Any
 
+from tilewise.advise import default_config
 from tilewise.advise.space import DECODE_SPLITS, DECODE_TILES
-from tilewise.model.predict import predict
+from tilewise.model.predict import decode_merge, predict
 from tilewise.util import cdiv
 
 VARIANTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "h200", "decode_variants.json")
@@ -60,6 +61,16 @@ def problems(path: str = VARIANTS) -> list[dict[str, Any]]:
     return out
 
 
+def plan_column(problem: dict[str, Any], gpu: str = "h200") -> str:
+    """The column `decode_attention` runs: the advisor's top-1 over its whole space (`default_config`, at the
+    longest length: the kernel does not read device-side lengths) at the model's merge placement for graphs."""
+    p = {k: v for k, v in problem.items() if k != "total_keys"}
+    c = default_config("decode", p, gpu)
+    L, bn = p["seq_len"], c["block_n"]
+    splits = cdiv(L, cdiv(cdiv(L, c["num_splits"]), bn) * bn)
+    return f"n{bn}w{c['num_warps']}s{c['num_stages']}_x{splits}_{decode_merge(p, c, gpu, graph=True)}"
+
+
 def evaluate(
     probs: list[dict[str, Any]],
     *,
@@ -83,9 +94,12 @@ def evaluate(
             errs.append(abs(ms / c["ms"] - 1))
         pred, pick = min(priced, key=lambda x: (x[0], x[1]["name"]))
         best = min(cols, key=lambda c: c["ms"])
+        plan = plan_column(pr["problem"], gpu)
+        plan_ms = next((c["ms"] for c in pr["columns"] if c["name"] == plan), None)
         per.append({"shape": pr["shape"], "pick": pick["name"], "pick_predicted_ms": pred, "pick_ms": pick["ms"],
                     "best": best["name"], "best_ms": best["ms"], "sdpa_ms": pr["sdpa_ms"],
-                    "loss": pick["ms"] / best["ms"] - 1, "ragged": "total_keys" in pr["problem"]})  # fmt: skip
+                    "loss": pick["ms"] / best["ms"] - 1, "ragged": "total_keys" in pr["problem"],
+                    "plan": plan, "plan_ms": plan_ms})  # fmt: skip
     errs.sort()
     return {
         "problems": len(per),
@@ -110,6 +124,12 @@ def main(argv: list[str] | None = None) -> int:
     for r in v["per_problem"]:
         print(f"{r['shape']:34s} {r['pick']:22s} {r['pick_predicted_ms'] * 1e3:7.1f} {r['pick_ms'] * 1e3:7.1f}  "
               f"{r['best']:22s} {r['best_ms'] * 1e3:7.1f} {r['loss'] * 100:5.1f}% {r['sdpa_ms'] * 1e3:7.1f}")  # fmt: skip
+    plans = [r for r in v["per_problem"] if r["plan_ms"] is not None]
+    uniform = [r for r in plans if not r["ragged"]]
+    print(f"the kernel's plan (the advisor's top-1 over its whole space) is the model's pick on "
+          f"{sum(r['plan'] == r['pick'] for r in uniform)} of {len(uniform)} uniform problems; ragged (planned at "
+          "the longest length): " + ", ".join(f"{r['shape'].split(' D')[0]} {r['plan']} {r['plan_ms'] * 1e3:.1f} us"
+                                              for r in plans if r["ragged"]))  # fmt: skip
     n = v["problems"]
     print(f"top-1 within 1% of the best measured: {v['within_1pct']} of {n}, within 2%: {v['within_2pct']}, "
           f"within 5%: {v['within_5pct']}; model error over {v['columns']} columns: median "

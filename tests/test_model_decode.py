@@ -181,6 +181,10 @@ def test_top1_lands_on_the_best_measured_column(variants):
         ms = {c["name"]: c["ms"] for c in pr["columns"] if c["space"]}
         assert row["pick"] in ms and row["best_ms"] == min(ms.values())
         assert row["loss"] == pytest.approx(ms[row["pick"]] / min(ms.values()) - 1)
+        # what decode_attention runs (the advisor's top-1 over its whole space) was measured; on equal lengths
+        # it is the pick (ragged lengths: the kernel plans at the longest)
+        assert row["plan_ms"] is not None
+        assert row["ragged"] or row["plan"] == row["pick"]
 
 
 def test_a_short_last_generation_costs_its_own_chain(variants):
