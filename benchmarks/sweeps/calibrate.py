@@ -100,7 +100,7 @@ def raw_terms(family: str, recs: dict, consts: dict, gpu: str, split: str | None
         for tag, ms in rec.space.items():
             p = M.predict(family, rec.problem, rec.configs[tag], gpu, efficiency=one, constants=consts)
             t = p.terms
-            # tc_extra: the part of the tensor term no rate scales (decode: a program's load round trips)
+            # tc_extra: the part of the tensor term no rate scales (a family that reports one in its detail)
             extra = p.detail.get("tc_extra", 0.0) * 1e3
             tc, hbm, fx = t["tensor_core"] - extra, t["hbm"], t["prologue_epilogue"]
             # the main terms no rate scales (l2, and the per-program latency where a family has it)
