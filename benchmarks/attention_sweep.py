@@ -6,12 +6,13 @@
 
 Forward: FA3's benchmark grid (B*S = 16k, H*D = 2048; D 64/128/256 x S 512..16k x causal and not, fp16 and
 bf16), GQA batches and B1 long contexts. Columns: ours through `tilewise.kernels.flash_attention.attention`
-(the dispatch), the Gluon kernel without the consumers' turn order (`pingpong=False`), causal: the Gluon
-kernel in the arithmetic round-robin tile order (`lpt=False`, the order before `lpt_schedule`), at D 64 the
-Gluon kernel beside the dispatch's Triton kernel, SDPA's default backend (cuDNN on the H200) and SDPA forced onto its flash backend.
+(the dispatch), the Triton kernel at its own config, SDPA's default backend (cuDNN on the H200), SDPA forced
+onto its flash backend, FlashAttention-4's CuTe-DSL kernel where `flash_attn.cute` imports (PyPI flash-attn-4),
+and the Gluon builds beside the shipped one: the other turn order (non-causal), the arithmetic round-robin tile
+order (causal, `lpt=False`), the other consumer count (D 64), the Gluon build where the dispatch runs Triton.
 Decode: batch 1-256, GQA groups 1-8, L 1k-128k, D 64/128/256, equal and ragged lengths. Columns: SDPA
 (enable_gqa; ragged: padded to the longest with a mask) and ours as planned, at one split, and at the
-advisor's split count with each merge placement.
+advisor's split count with each merge placement; FlashAttention-4 (its split heuristic) on equal lengths.
 
 Timing (`tilewise.bench.timing`): per problem every column is captured as a CUDA graph of `calls` calls
 cycling over input copies (enough copies that the K/V of one cycle exceed L2 three times, at most 64),
@@ -139,15 +140,25 @@ def copies_for(nbytes: int) -> int:
 # ------------------------------------------------------------------------------------------ forward
 
 
+def fa4_forward():
+    """FlashAttention-4's CuTe-DSL forward (PyPI flash-attn-4) where it is installed, else None."""
+    try:
+        from flash_attn.cute import flash_attn_func
+    except Exception:  # not installed on this machine, or its CuTe DSL does not load
+        return None
+    return flash_attn_func
+
+
 def forward_columns(B, H, Hk, S, D, causal, dtype, copies):
+    """Columns: ours (the dispatch), cuDNN, SDPA flash, the Triton kernel at its own config, FlashAttention-4
+    where installed, and the Gluon build beside the shipped one (the other turn order, the round-robin causal
+    order, the other consumer count at D 64) so that every dispatch rule is checked in the same run."""
     dt = DT[dtype]
     g = torch.Generator(device="cuda").manual_seed(S + D + causal)
     qs = [torch.randn(B, H, S, D, device="cuda", dtype=dt, generator=g) for _ in range(copies)]
     ks = [torch.randn(B, Hk, S, D, device="cuda", dtype=dt, generator=g) for _ in range(copies)]
     vs = [torch.randn(B, Hk, S, D, device="cuda", dtype=dt, generator=g) for _ in range(copies)]
     gqa = Hk != H
-    base = ag.gluon_config(D, "pingpong", dtype)
-    noturn = dataclasses.replace(base, pingpong=False)
 
     def sdpa(i):
         return F.scaled_dot_product_attention(qs[i % copies], ks[i % copies], vs[i % copies], is_causal=causal,
@@ -157,21 +168,37 @@ def forward_columns(B, H, Hk, S, D, causal, dtype, copies):
         with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
             return sdpa(i)
 
+    tcfg = fa.forward_config(D, causal, dt, S, batch=B, heads=H, kv_heads=Hk, seq_k=S, gpu="h200")
     cols = {
         "ours": lambda i: fa.attention(qs[i % copies], ks[i % copies], vs[i % copies], causal=causal),
         "cudnn": sdpa,
         "flash": flash,
+        "triton": lambda i: fa.attention(qs[i % copies], ks[i % copies], vs[i % copies], causal=causal, config=tcfg),
     }
-    if D != 64:
-        cols["gluon_noturn"] = lambda i: ag.gluon_attention(
-            qs[i % copies], ks[i % copies], vs[i % copies], causal=causal, config=noturn
-        )
+    fa4 = fa4_forward()
+    if fa4 is not None:  # FlashAttention-4 reads [B, S, H, D]: the same memory, transposed views
+        cols["fa4"] = lambda i: fa4(qs[i % copies].transpose(1, 2), ks[i % copies].transpose(1, 2),
+                                    vs[i % copies].transpose(1, 2), causal=causal)  # fmt: skip
+    rows = ag.cta_rows(D, S, causal)
+    nprog = min(132, B * H * -(-S // rows))
+    shipped = ag.shape_config(D, dtype, B * H, S, S, causal, nprog, ag.dispatch_group(B * H, S, S, D, 2, causal, nprog))
+    alts = {}
     if causal:  # the arithmetic round-robin order (every grid-th tile, mirrored every other round)
-        rr = dataclasses.replace(base, lpt=False)
-        cols["gluon_rr"] = lambda i: ag.gluon_attention(qs[i % copies], ks[i % copies], vs[i % copies], causal=causal,
-                                                        config=rr)  # fmt: skip
-    if D == 64:  # the dispatch runs the Triton kernel at D 64: time the Gluon kernel beside it
-        cols["gluon"] = lambda i: ag.gluon_attention(qs[i % copies], ks[i % copies], vs[i % copies], causal=causal)
+        alts["gluon_rr"] = dataclasses.replace(shipped, lpt=False)
+    elif shipped.consumers == 2:
+        alts["gluon_turn" if not shipped.pingpong else "gluon_noturn"] = dataclasses.replace(
+            shipped, pingpong=not shipped.pingpong
+        )
+    if D == 64:  # the other consumer count
+        other = 2 if shipped.consumers == 3 else 3
+        alt = ag.gluon_config(64, "pingpong", dtype, consumers=other)
+        turn = other == 2 and (causal or S < ag.TURN_FREE_KEYS[False])
+        alts[f"gluon_c{other}"] = dataclasses.replace(alt, pingpong=turn, lpt=shipped.lpt)
+    if not ag.dispatches(D, S, causal):  # "ours" runs the Triton kernel: the Gluon build it would take beside it
+        alts["gluon"] = shipped
+    for name, cfg in alts.items():
+        cols[name] = lambda i, cfg=cfg: ag.gluon_attention(qs[i % copies], ks[i % copies], vs[i % copies],
+                                                           causal=causal, config=cfg)  # fmt: skip
     return cols, (qs[0], ks[0], vs[0])
 
 
@@ -197,16 +224,17 @@ def run_forward(out_dir, meta, only_warm=None):
         t = time_columns(cols, calls, rounds=5, eager={"ours", "cudnn"})
         ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=Hk != H).float()
         errs = {}
-        for name in ("ours", "gluon_noturn", "gluon", "gluon_rr"):
-            if name in cols and name not in t.get("errors", {}):
+        for name in cols:
+            if name not in ("cudnn", "flash") and name not in t.get("errors", {}):
                 o = cols[name](0)
                 o = o[0] if isinstance(o, tuple) else o
+                o = o.transpose(1, 2) if name == "fa4" else o
                 errs[f"max_abs_diff_{name}_vs_cudnn"] = float((o.float() - ref).abs().max())
         heads = f"H{H}" if H == Hk else f"H{H}/{Hk}"
         row = {"shape": f"B{B} {heads} S{S} D{D} {'causal' if causal else 'non-causal'}", "dtype": dtype,
                "batch": B, "heads": H, "kv_heads": Hk, "seq": S, "head_dim": D, "causal": causal, "flops": flops,
                "calls_per_graph": calls, "input_copies": copies, **t, **errs}  # fmt: skip
-        for name in ("ours", "cudnn", "flash", "gluon_noturn", "gluon", "gluon_rr"):
+        for name in cols:
             ms = t.get(f"{name}_graph_ms")
             if ms:
                 row[f"{name}_tflops"] = flops / ms / 1e9
@@ -214,13 +242,15 @@ def run_forward(out_dir, meta, only_warm=None):
             row["speedup_graph"] = t["cudnn_graph_ms"] / t["ours_graph_ms"]
         if t.get("ours_eager_ms") and t.get("cudnn_eager_ms"):
             row["speedup_eager"] = t["cudnn_eager_ms"] / t["ours_eager_ms"]
+        if t.get("ours_graph_ms") and t.get("fa4_graph_ms"):
+            row["speedup_vs_fa4_graph"] = t["fa4_graph_ms"] / t["ours_graph_ms"]
         fa3 = FA3_H100.get((D, causal))
         if fa3 and S in FA3_S and B * S == 16384 and H * D == 2048:
             row["fa3_h100_fp16_tflops_published"] = fa3[FA3_S.index(S)]
         row.update(meta)
         rows.append(row)
-        print(json.dumps({k: row.get(k) for k in ("shape", "dtype", "ours_tflops", "cudnn_tflops", "gluon_noturn_tflops",
-                                                  "gluon_tflops", "gluon_rr_tflops", "speedup_graph")}), flush=True)  # fmt: skip
+        print(json.dumps({"shape": row["shape"], "dtype": dtype, "speedup_graph": row.get("speedup_graph"),
+                          **{k: round(v) for k, v in row.items() if k.endswith("_tflops")}}), flush=True)  # fmt: skip
         del cols, q, k, v
         with open(os.path.join(out_dir, "attention_sweep.json"), "w") as f:
             json.dump({"meta": meta, "rows": rows}, f, indent=1)
@@ -277,6 +307,10 @@ def decode_columns(B, Hq, Hk, lens, D, dtype, copies):
     if s_adv > 1:
         for m in ("inline", "launch"):
             cols[f"s{s_adv}_{m}"] = ours(s_adv, m)
+    fa4 = fa4_forward()
+    if fa4 is not None and uniform:  # FlashAttention-4, [B, S, H, D] views, its own split heuristic (num_splits=0)
+        cols["fa4"] = lambda i: fa4(qs[i % copies].transpose(1, 2), ks[i % copies].transpose(1, 2),
+                                    vs[i % copies].transpose(1, 2), num_splits=0)  # fmt: skip
     info = {"lens_min": min(ll), "lens_max": L, "tile": [bn, w, st], "advisor_splits": s_adv,
             "model_merge_graph": mg, "model_merge_eager": me, "problem": {"batch": B, "heads": Hq, "kv_heads": Hk,
             "seq_len": L, "head_dim": D, "dtype": name}, "total_keys": sum(ll)}  # fmt: skip
@@ -313,10 +347,11 @@ def run_decode(out_dir, meta, only_warm=None):
         ref = reference_decode(q, k, v, ll) if Hq * L * D * 8 <= 2**29 and B * Hq * L <= 2**25 else None
         so = cols["sdpa"](0).reshape(B, Hq, D).double()
         errs = {}
-        for c in ("ours", "s1", *[c for c in cols if c.endswith("_launch")][:1]):
+        for c in ("ours", "s1", *[c for c in cols if c.endswith("_launch")][:1], *[c for c in cols if c == "fa4"]):
             if c in t.get("errors", {}):
                 continue
-            o = cols[c](0)[0].reshape(B, Hq, D).double()
+            o = cols[c](0)
+            o = (o[0] if isinstance(o, tuple) else o).reshape(B, Hq, D).double()
             errs[f"max_abs_diff_{c}_vs_sdpa"] = float((o - so).abs().max())
             if ref is not None:
                 errs[f"max_abs_err_{c}_vs_fp64"] = float((o - ref).abs().max())
@@ -331,9 +366,11 @@ def run_decode(out_dir, meta, only_warm=None):
             row["ours_tbps_graph"] = kv_bytes / t["ours_graph_ms"] / 1e9
         if t.get("ours_eager_ms") and t.get("sdpa_eager_ms"):
             row["speedup_eager"] = t["sdpa_eager_ms"] / t["ours_eager_ms"]
+        if t.get("ours_graph_ms") and t.get("fa4_graph_ms"):
+            row["speedup_vs_fa4_graph"] = t["fa4_graph_ms"] / t["ours_graph_ms"]
         row.update(meta)
         rows.append(row)
-        print(json.dumps({k: row.get(k) for k in ("shape", "advisor_splits", "model_merge_graph", "ours_graph_ms",
+        print(json.dumps({k: row.get(k) for k in ("shape", "advisor_splits", "fa4_graph_ms", "model_merge_graph", "ours_graph_ms",
                                                   "sdpa_graph_ms", "speedup_graph", "speedup_eager")}), flush=True)  # fmt: skip
         del cols
         with open(os.path.join(out_dir, "decode_sweep.json"), "w") as f:

@@ -74,7 +74,6 @@ def test_unverified_triton_falls_back(hopper):
     [
         ("fp32", FakeCuda(dtype=torch.float32, esize=4)),
         ("head dim 32", FakeCuda(shape=(2, 4, 100, 32))),
-        ("head dim 64: the Triton kernel measured as fast or faster", FakeCuda(shape=(2, 4, 100, 64))),
         ("head dim 16", FakeCuda(shape=(2, 4, 100, 16))),
         ("last dim strided", FakeCuda(strides=(4 * 100 * 256, 100 * 256, 256, 2))),
         ("row stride not 16-byte aligned", FakeCuda(strides=(4 * 100 * 132, 100 * 132, 132 + 1, 1))),
@@ -84,6 +83,32 @@ def test_unverified_triton_falls_back(hopper):
 def test_unsupported_inputs_fall_back(hopper, why, q):
     k = FakeCuda(shape=q.shape)
     assert not ag.use_gluon(q, k, k, None), why
+
+
+def test_head_dim_64_by_length_and_mask(hopper):
+    """D 64 takes the Gluon kernel where it measured faster than the Triton one: every non-causal length, causal
+    from D64_MIN_KEYS keys (three consumers from THREE_CONSUMER_KEYS, with 192-row CTA tiles)."""
+    if not ag.gluon_available():
+        pytest.skip("this Triton lacks the Gluon names the kernel uses")
+    q = FakeCuda(shape=(2, 4, 100, 64))
+    short = FakeCuda(shape=(2, 4, 100, 64))
+    long = FakeCuda(shape=(2, 4, ag.D64_MIN_KEYS[True], 64))
+    assert ag.use_gluon(q, short, short, None, causal=False)
+    assert not ag.use_gluon(q, short, short, None, causal=True)
+    assert ag.use_gluon(q, long, long, None, causal=True)
+    assert ag.dispatches(64, 8192, True) and not ag.dispatches(64, 8191, True) and ag.dispatches(128, 1, True)
+    assert ag.shape_consumers(64, ag.THREE_CONSUMER_KEYS[False], False) == 3
+    assert ag.shape_consumers(64, ag.THREE_CONSUMER_KEYS[False] - 1, False) == 2
+    assert ag.shape_consumers(128, 1 << 20, False) == 2
+    assert ag.cta_rows(64, 8192, True) == 192
+    cfg = ag.shape_config(64, "bf16", 64, 8192, 8192, True, 132, 4)
+    assert cfg.consumers == 3 and not cfg.pingpong  # three consumers run without the turn order
+    assert ag.shape_config(128, "bf16", 512, 512, 512, False, 132, 96).pingpong is False
+    assert ag.shape_config(128, "bf16", 512, 512, 512, True, 132, 96).pingpong is True
+    # short causal rows group only the heads one round of the grid covers
+    assert ag.dispatch_group(128, 2048, 2048, 128, 2, True, 132) == 132 // 16
+    assert ag.dispatch_group(128, 2048, 2048, 128, 2, False, 132) == ag.head_group(128, 2048, 128, 2)
+    assert ag.dispatch_group(128, 4096, 4096, 128, 2, True, 132) == ag.head_group(128, 4096, 128, 2)
 
 
 def test_scale_and_switches(hopper):
@@ -247,7 +272,7 @@ def test_tile_key_tiles_is_the_causal_triangle():
 
 
 def test_shape_config_turn_order_and_causal_schedule():
-    """The per-problem ping-pong config: the turn order off for non-causal problems of >= TURN_FREE_KEYS keys;
+    """The per-problem ping-pong config: the turn order off for non-causal problems of >= TURN_FREE_KEYS[False] keys;
     the table where the arithmetic order leaves the busiest CTA LPT_MIN_GAIN more work (B1 H16 S32768 D128
     causal: 1.5x estimated), not where it is balanced (B16 H32/4 S1024 D128 causal)."""
 
@@ -258,9 +283,39 @@ def test_shape_config_turn_order_and_causal_schedule():
     assert cfg(16, 32768, 128, True).lpt and cfg(16, 32768, 128, True).pingpong
     assert not cfg(512, 1024, 128, True).lpt
     assert not cfg(16, 32768, 128, False).pingpong and not cfg(16, 32768, 128, False).lpt
-    assert cfg(256, 1024, 128, False).pingpong and cfg(256, 4095, 256, False).pingpong
-    assert not cfg(8, 4096, 256, False).pingpong
+    assert cfg(256, 256, 128, False).pingpong and cfg(256, ag.TURN_FREE_KEYS[False] - 1, 256, False).pingpong
+    assert not cfg(8, 4096, 256, False).pingpong and not cfg(256, 1024, 128, False).pingpong
     import dataclasses
 
     base = ag.gluon_config(256, "pingpong")
     assert cfg(8, 4096, 256, False) == dataclasses.replace(base, pingpong=False, lpt=False)
+
+
+def test_gluon_builds_consumers_and_q_buffers():
+    """Three consumers take 192-row CTA tiles and 160 registers a thread (D 64 fits, D 128 does not); a second Q
+    buffer per consumer costs K/V stages (D 128: 3 -> 2) and does not fit at D 256 (2 stages need 128 KB)."""
+    from tilewise.errors import InputError
+    from tilewise.kernels import attention_gluon as ag
+
+    three = ag.gluon_config(64, "pingpong", consumers=3)
+    assert (three.consumers, three.rows_per_cta, three.consumer_regs) == (3, 192, 160)
+    assert ag.gluon_config(128, "pingpong").rows_per_cta == 128
+    assert ag.gluon_config(128, "ring").rows_per_cta == 128
+    assert ag.gluon_config(128, "pingpong").stages == 3
+    assert ag.gluon_config(128, "pingpong", q_bufs=2).stages == 2
+    assert ag.kernel_constexprs(ag.gluon_config(128, "pingpong", q_bufs=2), causal=False)["Q_BUFS"] == 2
+    for bad in (
+        dict(head_dim=128, consumers=3),
+        dict(head_dim=256, q_bufs=2),
+        dict(head_dim=64, q_bufs=3),
+        dict(head_dim=96),
+        dict(head_dim=64, consumers=4),
+    ):
+        with pytest.raises(InputError):
+            ag.gluon_config(bad.pop("head_dim"), "pingpong", **bad)
+    with pytest.raises(InputError):
+        ag.gluon_config(64, "ring", consumers=3)
+    # the host's causal tile lengths follow the CTA's rows: 192-row tiles see 192 more keys each
+    assert ag.tile_key_tiles(0, 1, 6, 1, 1000, 1000, 128, True, rows=192) == (0, 8)
+    assert ag.tile_key_tiles(5, 1, 6, 1, 1000, 1000, 128, True, rows=192) == (0, 2)
+    assert ag.cta_rows(128, 4096, False) == 64 * ag.CONSUMERS[128]

@@ -104,7 +104,7 @@ def test_gluon_bf16(design, d, causal, shape):
 @pytest.mark.parametrize("d", [64, 128, 256])
 @pytest.mark.parametrize("causal", [False, True])
 def test_gluon_fp16_and_dispatch(d, causal):
-    """fp16 through the public op: on a verified Triton, D 128/256 run the Gluon kernel, D 64 the Triton one."""
+    """fp16 through the public op: on a verified Triton, D 128/256 run the Gluon kernel, D 64 where `dispatches` says."""
     from tilewise.kernels import attention
     from tilewise.kernels import attention_gluon as ag
 
@@ -115,7 +115,9 @@ def test_gluon_fp16_and_dispatch(d, causal):
     check(out, lse, ro, rl, torch.float16)
     import triton
 
-    assert ag.use_gluon(q, k, v, None) == (triton.__version__ in ag.GLUON_VERIFIED and d in ag.DISPATCH_HEAD_DIMS)
+    assert ag.use_gluon(q, k, v, None, causal) == (
+        triton.__version__ in ag.GLUON_VERIFIED and ag.dispatches(d, 2000, causal)
+    )
 
 
 def test_gluon_strided_bshd():
@@ -217,4 +219,54 @@ def test_causal_table_is_built_without_a_synchronizing_call():
         out, lse = ag.gluon_attention(q, k, v, causal=True)
     finally:
         torch.cuda.set_sync_debug_mode(prev)
+    check(out, lse, *reference64(q, k, v, True), torch.bfloat16)
+
+
+BUILDS = [(64, 3, 1), (64, 3, 2), (64, 2, 2), (128, 2, 2)]  # (head_dim, consumers, q_bufs) beside the defaults
+
+
+@pytest.mark.parametrize("build", BUILDS)
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("turn", [True, False])
+@pytest.mark.parametrize("shape", SHAPES + [(3, 6, 2, 2000, 2000)])
+def test_gluon_consumers_and_q_buffers(build, causal, turn, shape):
+    """Three consumer warpgroups (192-row CTA tiles, the turn passed round 0 -> 1 -> 2) and two Q buffers per
+    consumer (the next CTA tile's Q loads during this one's last K/V tiles), with and without the turn order,
+    causal in the longest-first table: every element against float64 on NaN-poisoned outputs, fp16 and bf16."""
+    import dataclasses
+
+    from tilewise.kernels import attention_gluon as ag
+
+    d, consumers, q_bufs = build
+    dtype = torch.float16 if causal else torch.bfloat16
+    cfg = ag.gluon_config(d, "pingpong", "fp16" if causal else "bf16", consumers=consumers, q_bufs=q_bufs)
+    assert cfg.rows_per_cta == 64 * consumers
+    cfg = dataclasses.replace(cfg, pingpong=turn)
+    B, H, Hk, Sq, Sk = shape
+    q, k, v = make(B, H, Hk, Sq, Sk, d, dtype, seed=hash((build, causal, turn, shape)) % 2**31)
+    poison(B * H * Sq * d)
+    out, lse = ag.gluon_attention(q, k, v, causal=causal, config=cfg)
+    check(out, lse, *reference64(q, k, v, causal), dtype)
+
+
+@pytest.mark.parametrize("build", BUILDS)
+def test_gluon_builds_under_graph_capture(build):
+    """Each build replays right from a CUDA graph with fresh inputs (causal, the arithmetic order: a shape first
+    seen inside a capture has no table)."""
+    import dataclasses
+
+    from tilewise.kernels import attention_gluon as ag
+
+    d, consumers, q_bufs = build
+    cfg = dataclasses.replace(ag.gluon_config(d, "pingpong", "bf16", consumers=consumers, q_bufs=q_bufs), lpt=False)
+    q, k, v = make(2, 8, 2, 777, 777, d, torch.bfloat16, seed=31 + d + consumers + q_bufs)
+    ag.gluon_attention(q, k, v, causal=True, config=cfg)  # compile outside the capture
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out, lse = ag.gluon_attention(q, k, v, causal=True, config=cfg)
+    for t in (q, k, v):
+        t.normal_()
+    g.replay()
+    torch.cuda.synchronize()
     check(out, lse, *reference64(q, k, v, True), torch.bfloat16)

@@ -90,8 +90,13 @@ ROWS_PER_CTA = 128  # two wgmma M = 64 row blocks
 HEAD_DIMS = (64, 128, 256)  # the kernel builds and passes its GPU tests for these
 # The dispatch takes it only where it measured faster than the Triton kernel (H200, bf16, 2026-12-01,
 # benchmarks/results/h200/attention_fa3.json, CUDA graphs): D 128 1.20-1.35x on 9 of 10 shapes (0.96x at
-# B1 H16 S32768 causal; 1.11x in the earlier run), D 256 1.10x; D 64 0.86-1.00x, so D 64 stays on Triton.
-DISPATCH_HEAD_DIMS = (128, 256)
+# B1 H16 S32768 causal; 1.11x in the earlier run), D 256 1.10x. D 64 with two consumers measured 0.86-1.00x of
+# the Triton kernel; with three (`shape_consumers`) and no turn order it leads where `D64_MIN_KEYS` says.
+DISPATCH_HEAD_DIMS = (64, 128, 256)
+# D 64 runs the Gluon kernel from this many keys (non-causal, causal). H200, bf16, CUDA graphs, against cuDNN
+# (benchmarks/results/h200/attention_fwd_variants.json): non-causal S 512 0.85x (Triton 0.81x), S 2048 0.96x
+# (0.91x), S 8192 1.05x (0.93x); causal S 512-2048 0.69-0.87x against Triton's 0.74-0.89x, S 8192 0.99x (0.92x).
+D64_MIN_KEYS = {False: 0, True: 8192}
 
 
 def gluon_available() -> bool:
@@ -131,6 +136,12 @@ class GluonConfig:
     q_late: bool = True  # request the first K/V tile of a CTA tile before its Q (see _producer)
     snake: bool = True  # mirror the tile order every other round (see _tile_at)
     lpt: bool = True  # causal: CTAs follow the host's longest-first table (`lpt_schedule`), not every grid-th tile
+    q_bufs: int = 1  # Q buffers per consumer: 2 loads the next CTA tile's Q while this one's last K/V tiles run
+
+    @property
+    def rows_per_cta(self) -> int:
+        """Query rows of one CTA tile: the consumers' 64-row blocks side by side (128 in one 8-warp consumer)."""
+        return self.consumers * self.rows_per_consumer
 
 
 # Block N per head dim. N = 128 makes each wgmma's compute/shared-memory-feed ratio 1.33
@@ -141,6 +152,10 @@ _BLOCK_N = {64: 128, 128: 128, 256: 64}
 # Shared memory kept free of the ring for barriers and the compiler's layout-conversion scratch.
 _SMEM_RESERVE = 2 * 1024  # the compiled kernels use 344 B beyond Q and the ring (sm_90a, triton 3.6)
 _MAX_STAGES = 4
+# Consumer warpgroups per head dim in ping-pong. Each takes 64 query rows; three let two softmaxes run while
+# one consumer's GEMMs occupy the Tensor Cores, which D 64 needs (its GEMMs per K/V tile are half D 128's for
+# the same softmax work); they leave 160 registers a thread, too few above D 64.
+CONSUMERS = {64: 2, 128: 2, 256: 2}
 # Scheduling defaults (benchmarks/attention_fa3.py --variants measures each against its alternative).
 Q_LATE = True
 SNAKE = True
@@ -156,24 +171,49 @@ def gluon_config(
     q_late: bool | None = None,
     snake: bool | None = None,
     lpt: bool | None = None,
+    consumers: int | None = None,
+    q_bufs: int = 1,
 ) -> GluonConfig:
-    """Tile, ring depth and register split for one design, from `tilewise.model.tensorcore`."""
+    """Tile, ring depth and register split for one design, from `tilewise.model.tensorcore`.
+
+    `consumers` (ping-pong only): 2 or 3 warpgroups of 64 query rows taking turns on the Tensor Cores
+    (default `CONSUMERS[head_dim]`); `q_bufs`: Q buffers per consumer (1 or 2).
+    """
     if design not in DESIGNS:
         raise InputError(f"design must be one of {list(DESIGNS)}, got {design!r}")
+    if head_dim not in _BLOCK_N:
+        raise InputError(f"head_dim must be one of {sorted(_BLOCK_N)}, got {head_dim!r}")
+    if q_bufs not in (1, 2):
+        raise InputError(f"q_bufs must be 1 or 2, got {q_bufs!r}")
     bn = _BLOCK_N[head_dim]
     two = design == "pingpong"
-    consumers = 2 if two else 1
-    rows = ROWS_PER_CTA // consumers
+    if not two:
+        if consumers not in (None, 1):
+            raise InputError(f"design {design!r} has one consumer, got consumers={consumers!r}")
+        consumers = 1
+    elif consumers is None:
+        consumers = CONSUMERS[head_dim]
+    elif consumers not in (2, 3):
+        raise InputError(f"consumers must be 2 or 3 in ping-pong, got {consumers!r}")
+    rows = ROWS_PER_CTA // consumers if not two else 64
     # 1 producer warp + the consumers; setmaxnreg works per warpgroup, so the producer's warp is
-    # counted as a warpgroup: 65,536 - 128 x 24 over 2 x 128 threads = 244 -> 240 (multiple of 8).
-    split = setmaxnreg_split(producers=1, consumers=2, producer_regs=24, gpu="h100-sxm")
+    # counted as a warpgroup: 65,536 - 128 x 24 over 2 x 128 threads = 244 -> 240 (multiple of 8);
+    # over 3 x 128 threads = 162 -> 160.
+    split = setmaxnreg_split(producers=1, consumers=max(2, consumers), producer_regs=24, gpu="h100-sxm")
     regs = register_budget(head_dim, bn, 64, dtype, "h100-sxm", limit=split["consumer_regs"])
+    if consumers == 3 and not regs.fits:
+        raise InputError(
+            f"3 consumers leave {split['consumer_regs']} registers a thread; head_dim {head_dim} needs {regs.total:.0f}"
+        )
     sm = smem_budget(head_dim, bn, rows, 1, dtype, "h100-sxm", consumers)
-    room = (sm.limit_bytes - _SMEM_RESERVE - sm.q_bytes) // sm.kv_stage_bytes
-    stages = 1 if design == "serial" else max(2, min(_MAX_STAGES, room))
+    q_bytes = sm.q_bytes * q_bufs
+    room = (sm.limit_bytes - _SMEM_RESERVE - q_bytes) // sm.kv_stage_bytes
+    if design != "serial" and room < 2:
+        raise InputError(f"{q_bufs} Q buffers at head_dim {head_dim} leave room for {room} K/V stages; 2 are needed")
+    stages = 1 if design == "serial" else min(_MAX_STAGES, room)
     reason = (
         f"N={bn}: registers per consumer thread {regs.total:.0f} of {split['consumer_regs']} "
-        f"(S {regs.s:.0f} + P {regs.p:.0f} + O {regs.o:.0f}); shared memory Q {sm.q_bytes // 1024} KB + "
+        f"(S {regs.s:.0f} + P {regs.p:.0f} + O {regs.o:.0f}); shared memory Q {q_bytes // 1024} KB + "
         f"{stages} x {sm.kv_stage_bytes // 1024} KB K/V stages of {sm.limit_bytes // 1024} KB "
         f"({_SMEM_RESERVE // 1024} KB kept for barriers and scratch)"
     )
@@ -193,6 +233,7 @@ def gluon_config(
         q_late=Q_LATE if q_late is None else bool(q_late),
         snake=SNAKE if snake is None else bool(snake),
         lpt=LPT if lpt is None else bool(lpt),
+        q_bufs=q_bufs,
     )
 
 
@@ -253,19 +294,21 @@ if _IMPORT_ERROR is None:
 
     @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
     def _load_q(q_desc, q_smem, q_full, q_empty, b, h, m0, tile_count, BLOCK_M: gl.constexpr,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
-                CONSUMERS: gl.constexpr):  # fmt: skip
+                CONSUMERS: gl.constexpr, Q_BUFS: gl.constexpr):  # fmt: skip
+        qb = (tile_count % Q_BUFS) * CONSUMERS
         for c in gl.static_range(CONSUMERS):
-            # the consumer arrives on q_empty after its last Q K^T of the previous tile
-            mbarrier.wait(q_empty.index(c), (tile_count & 1) ^ 1)
-            mbarrier.expect(q_full.index(c), q_desc.block_type.nbytes)
-            tma.async_copy_global_to_shared(q_desc, [b, h, m0 + c * BLOCK_M, 0], q_full.index(c), q_smem.index(c))
+            # the consumer arrives on q_empty after its last Q K^T of the tile that last used this buffer
+            mbarrier.wait(q_empty.index(qb + c), ((tile_count // Q_BUFS) & 1) ^ 1)
+            mbarrier.expect(q_full.index(qb + c), q_desc.block_type.nbytes)
+            tma.async_copy_global_to_shared(q_desc, [b, h, m0 + c * BLOCK_M, 0], q_full.index(qb + c),
+                                            q_smem.index(qb + c))  # fmt: skip
 
     @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
     def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
                   num_heads, num_kv_heads, seq_q, seq_k, num_m, group, total, snake, sched_ptr,
                   BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
                   CONSUMERS: gl.constexpr, Q_LATE: gl.constexpr, CAUSAL: gl.constexpr,
-                  TABLE: gl.constexpr):  # fmt: skip
+                  TABLE: gl.constexpr, Q_BUFS: gl.constexpr):  # fmt: skip
         pid = gl.program_id(0)
         nprog = gl.num_programs(0)
         num_bh = total // num_m  # B * H
@@ -283,9 +326,9 @@ if _IMPORT_ERROR is None:
             # at the previous tile's last Q K^T: the ring then refills across the tile boundary
             if Q_LATE:
                 if n_tiles == 0:
-                    _load_q(q_desc, q_smem, q_full, q_empty, b, h, m0, tile_count, BLOCK_M, CONSUMERS)
+                    _load_q(q_desc, q_smem, q_full, q_empty, b, h, m0, tile_count, BLOCK_M, CONSUMERS, Q_BUFS)
             else:
-                _load_q(q_desc, q_smem, q_full, q_empty, b, h, m0, tile_count, BLOCK_M, CONSUMERS)
+                _load_q(q_desc, q_smem, q_full, q_empty, b, h, m0, tile_count, BLOCK_M, CONSUMERS, Q_BUFS)
             for j in range(n_tiles):
                 s = kv_count % STAGES
                 ph = ((kv_count // STAGES) & 1) ^ 1
@@ -297,7 +340,7 @@ if _IMPORT_ERROR is None:
                 tma.async_copy_global_to_shared(v_desc, [b, hk, j * BLOCK_N, 0], v_full.index(s), v_smem.index(s))
                 if Q_LATE:
                     if j == 0:
-                        _load_q(q_desc, q_smem, q_full, q_empty, b, h, m0, tile_count, BLOCK_M, CONSUMERS)
+                        _load_q(q_desc, q_smem, q_full, q_empty, b, h, m0, tile_count, BLOCK_M, CONSUMERS, Q_BUFS)
                 kv_count += 1
             tile_count += 1
 
@@ -329,7 +372,9 @@ if _IMPORT_ERROR is None:
                   C: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
                   STAGES: gl.constexpr, CONSUMERS: gl.constexpr, WARPS: gl.constexpr, OVERLAP: gl.constexpr,
                   PINGPONG: gl.constexpr, SPLIT_RELEASE: gl.constexpr, CAUSAL: gl.constexpr,
-                  TABLE: gl.constexpr):  # fmt: skip
+                  TABLE: gl.constexpr, Q_BUFS: gl.constexpr, NEXT: gl.constexpr, FIRST: gl.constexpr):  # fmt: skip
+        # NEXT: the consumer whose turn follows this one's; FIRST: 1 for the consumer that starts (its first wait
+        # passes on the barrier's initial phase)
         dtype: gl.constexpr = q_smem.dtype
         s_layout: gl.constexpr = gl.NVMMADistributedLayout(
             version=[3, 0], warps_per_cta=[WARPS, 1], instr_shape=[16, BLOCK_N, 16]
@@ -346,7 +391,6 @@ if _IMPORT_ERROR is None:
         nprog = gl.num_programs(0)
         num_bh = total // num_m  # B * H
         causal_shift = seq_k - seq_q
-        q_buf = q_smem.index(C)
         kv_count = 0
         tile_count = 0
         turn_count = 0
@@ -367,23 +411,25 @@ if _IMPORT_ERROR is None:
             l_i = gl.full([BLOCK_M], 0.0, gl.float32, layout=row_s)
             acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, layout=o_layout)
             s_zero = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=s_layout)
-            mbarrier.wait(q_full.index(C), tile_count & 1)
+            qi = (tile_count % Q_BUFS) * CONSUMERS + C
+            q_buf = q_smem.index(qi)
+            mbarrier.wait(q_full.index(qi), (tile_count // Q_BUFS) & 1)
             if n_tiles > 0:
                 if OVERLAP:
                     # block 0: S_0 = Q K_0^T alone
                     st = kv_count % STAGES
                     mbarrier.wait(k_full.index(st), (kv_count // STAGES) & 1)
                     if PINGPONG:
-                        mbarrier.wait(turn.index(C), (turn_count + 1 - C) & 1)
+                        mbarrier.wait(turn.index(C), (turn_count + FIRST) & 1)
                     s_tok = warpgroup_mma(q_buf, k_smem.index(st).permute((1, 0)), s_zero, use_acc=False,
                                           is_async=True)  # fmt: skip
                     if PINGPONG:
-                        mbarrier.arrive(turn.index(1 - C))
+                        mbarrier.arrive(turn.index(NEXT))
                     turn_count += 1
                     s = warpgroup_mma_wait(0, deps=[s_tok])
                     mbarrier.arrive(k_empty.index(st))
                     if n_tiles == 1:
-                        mbarrier.arrive(q_empty.index(C))
+                        mbarrier.arrive(q_empty.index(qi))
                     if full_tiles > 0:
                         p, m_i, l_i, alpha = _softmax_step(s, m_i, l_i, qk_scale, 0, rows, n_keys, causal_shift,
                                                            False, CAUSAL, s_layout)  # fmt: skip
@@ -396,17 +442,17 @@ if _IMPORT_ERROR is None:
                         mbarrier.wait(k_full.index(nt), ((kv_count + 1) // STAGES) & 1)
                         mbarrier.wait(v_full.index(st), (kv_count // STAGES) & 1)
                         if PINGPONG:
-                            mbarrier.wait(turn.index(C), (turn_count + 1 - C) & 1)
+                            mbarrier.wait(turn.index(C), (turn_count + FIRST) & 1)
                         s_tok = warpgroup_mma(q_buf, k_smem.index(nt).permute((1, 0)), s_zero, use_acc=False,
                                               is_async=True)  # fmt: skip
                         o_tok = warpgroup_mma(p_op, v_smem.index(st), acc, is_async=True)
                         if PINGPONG:
-                            mbarrier.arrive(turn.index(1 - C))
+                            mbarrier.arrive(turn.index(NEXT))
                         turn_count += 1
                         s = warpgroup_mma_wait(1, deps=[s_tok])
                         mbarrier.arrive(k_empty.index(nt))
                         if j == n_tiles - 1:
-                            mbarrier.arrive(q_empty.index(C))
+                            mbarrier.arrive(q_empty.index(qi))
                         if j < full_tiles:
                             p, m_i, l_i, alpha = _softmax_step(s, m_i, l_i, qk_scale, j * BLOCK_N, rows, n_keys,
                                                                causal_shift, False, CAUSAL, s_layout)  # fmt: skip
@@ -422,10 +468,10 @@ if _IMPORT_ERROR is None:
                     # last block: O += P_{n-1} V_{n-1}
                     mbarrier.wait(v_full.index(st), (kv_count // STAGES) & 1)
                     if PINGPONG:
-                        mbarrier.wait(turn.index(C), (turn_count + 1 - C) & 1)
+                        mbarrier.wait(turn.index(C), (turn_count + FIRST) & 1)
                     o_tok = warpgroup_mma(p_op, v_smem.index(st), acc, is_async=True)
                     if PINGPONG:
-                        mbarrier.arrive(turn.index(1 - C))
+                        mbarrier.arrive(turn.index(NEXT))
                     turn_count += 1
                     acc = warpgroup_mma_wait(0, deps=[o_tok])
                     mbarrier.arrive(v_empty.index(st))
@@ -436,17 +482,17 @@ if _IMPORT_ERROR is None:
                         ph = (kv_count // STAGES) & 1
                         mbarrier.wait(k_full.index(st), ph)
                         if PINGPONG:
-                            mbarrier.wait(turn.index(C), (turn_count + 1 - C) & 1)
+                            mbarrier.wait(turn.index(C), (turn_count + FIRST) & 1)
                         s_tok = warpgroup_mma(q_buf, k_smem.index(st).permute((1, 0)), s_zero, use_acc=False,
                                               is_async=True)  # fmt: skip
                         if PINGPONG:
-                            mbarrier.arrive(turn.index(1 - C))
+                            mbarrier.arrive(turn.index(NEXT))
                         turn_count += 1
                         s = warpgroup_mma_wait(0, deps=[s_tok])
                         if SPLIT_RELEASE:  # K may be refilled while the softmax and P V run
                             mbarrier.arrive(k_empty.index(st))
                         if j == n_tiles - 1:
-                            mbarrier.arrive(q_empty.index(C))
+                            mbarrier.arrive(q_empty.index(qi))
                         if j < full_tiles:
                             p, m_i, l_i, alpha = _softmax_step(s, m_i, l_i, qk_scale, j * BLOCK_N, rows, n_keys,
                                                                causal_shift, False, CAUSAL, s_layout)  # fmt: skip
@@ -457,10 +503,10 @@ if _IMPORT_ERROR is None:
                         p_op = gl.convert_layout(p.to(dtype), p_layout)
                         mbarrier.wait(v_full.index(st), ph)
                         if PINGPONG:
-                            mbarrier.wait(turn.index(C), (turn_count + 1 - C) & 1)
+                            mbarrier.wait(turn.index(C), (turn_count + FIRST) & 1)
                         o_tok = warpgroup_mma(p_op, v_smem.index(st), acc, is_async=True)
                         if PINGPONG:
-                            mbarrier.arrive(turn.index(1 - C))
+                            mbarrier.arrive(turn.index(NEXT))
                         turn_count += 1
                         acc = warpgroup_mma_wait(0, deps=[o_tok])
                         if not SPLIT_RELEASE:  # load then compute: K and V are refilled together
@@ -468,7 +514,7 @@ if _IMPORT_ERROR is None:
                         mbarrier.arrive(v_empty.index(st))
                         kv_count += 1
             else:
-                mbarrier.arrive(q_empty.index(C))  # no key: Q is not read
+                mbarrier.arrive(q_empty.index(qi))  # no key: Q is not read
 
             # epilogue: O / l and lse = (m + log2 l) ln 2, rows past Sq are not stored
             b = bh // num_heads
@@ -496,24 +542,24 @@ if _IMPORT_ERROR is None:
                         STAGES: gl.constexpr, CONSUMERS: gl.constexpr, OVERLAP: gl.constexpr,
                         PINGPONG: gl.constexpr, SPLIT_RELEASE: gl.constexpr, Q_LATE: gl.constexpr,
                         CAUSAL: gl.constexpr, PRODUCER_REGS: gl.constexpr, CONSUMER_REGS: gl.constexpr,
-                        TABLE: gl.constexpr):  # fmt: skip
-        gl.static_assert(CONSUMERS == 1 or CONSUMERS == 2)
+                        TABLE: gl.constexpr, Q_BUFS: gl.constexpr):  # fmt: skip
+        gl.static_assert(CONSUMERS >= 1 and CONSUMERS <= 3)
         gl.static_assert(STAGES >= 2 or not OVERLAP)  # the overlapped loop holds two stages at once
         dtype: gl.constexpr = q_desc.dtype
         q_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_M, HEAD_DIM], dtype)
         kv_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_N, HEAD_DIM], dtype)
-        q_smem = gl.allocate_shared_memory(dtype, [CONSUMERS, BLOCK_M, HEAD_DIM], q_layout)
+        q_smem = gl.allocate_shared_memory(dtype, [Q_BUFS * CONSUMERS, BLOCK_M, HEAD_DIM], q_layout)
         k_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], kv_layout)
         v_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], kv_layout)
         bar_layout: gl.constexpr = mbarrier.MBarrierLayout()
-        q_full = gl.allocate_shared_memory(gl.int64, [CONSUMERS, 1], bar_layout)
-        q_empty = gl.allocate_shared_memory(gl.int64, [CONSUMERS, 1], bar_layout)
+        q_full = gl.allocate_shared_memory(gl.int64, [Q_BUFS * CONSUMERS, 1], bar_layout)
+        q_empty = gl.allocate_shared_memory(gl.int64, [Q_BUFS * CONSUMERS, 1], bar_layout)
         k_full = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
         v_full = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
         k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
         v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
-        turn = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)
-        for c in gl.static_range(CONSUMERS):
+        turn = gl.allocate_shared_memory(gl.int64, [3, 1], bar_layout)
+        for c in gl.static_range(Q_BUFS * CONSUMERS):
             mbarrier.init(q_full.index(c), count=1)
             mbarrier.init(q_empty.index(c), count=1)
         for s in gl.static_range(STAGES):
@@ -521,8 +567,8 @@ if _IMPORT_ERROR is None:
             mbarrier.init(v_full.index(s), count=1)
             mbarrier.init(k_empty.index(s), count=CONSUMERS)
             mbarrier.init(v_empty.index(s), count=CONSUMERS)
-        mbarrier.init(turn.index(0), count=1)
-        mbarrier.init(turn.index(1), count=1)
+        for c in gl.static_range(3):
+            mbarrier.init(turn.index(c), count=1)
         fence_async_shared()
 
         # (tuples are written out: Gluon 3.6 keeps constexprs only in literal argument tuples)
@@ -531,22 +577,48 @@ if _IMPORT_ERROR is None:
         two: gl.constexpr = 2
         four: gl.constexpr = 4
         eight: gl.constexpr = 8
-        if CONSUMERS == 2:
+        three: gl.constexpr = 3
+        if CONSUMERS == 3:
+            gl.warp_specialize(
+                [
+                    (_consumer, (q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, turn,
+                                 o_ptr, lse_ptr, stride_ob, stride_oh, stride_om,
+                                 num_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale, sched_ptr,
+                                 zero, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, three, four, OVERLAP, PINGPONG, SPLIT_RELEASE, CAUSAL,
+                                 TABLE, Q_BUFS, one, one)),
+                    (_consumer, (q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, turn,
+                                 o_ptr, lse_ptr, stride_ob, stride_oh, stride_om,
+                                 num_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale, sched_ptr,
+                                 one, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, three, four, OVERLAP, PINGPONG, SPLIT_RELEASE, CAUSAL,
+                                 TABLE, Q_BUFS, two, zero)),
+                    (_consumer, (q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, turn,
+                                 o_ptr, lse_ptr, stride_ob, stride_oh, stride_om,
+                                 num_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale, sched_ptr,
+                                 two, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, three, four, OVERLAP, PINGPONG, SPLIT_RELEASE, CAUSAL,
+                                 TABLE, Q_BUFS, zero, zero)),
+                    (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full,
+                                 k_empty, v_empty, num_heads, num_kv_heads, seq_q, seq_k, num_m, group, total,
+                                 snake, sched_ptr, BLOCK_M, BLOCK_N, STAGES, CONSUMERS, Q_LATE, CAUSAL, TABLE, Q_BUFS)),
+                ],
+                [4, 4, 1],
+                [CONSUMER_REGS, CONSUMER_REGS, PRODUCER_REGS],
+            )  # fmt: skip
+        elif CONSUMERS == 2:
             gl.warp_specialize(
                 [
                     (_consumer, (q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, turn,
                                  o_ptr, lse_ptr, stride_ob, stride_oh, stride_om,
                                  num_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale, sched_ptr,
                                  zero, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, two, four, OVERLAP, PINGPONG, SPLIT_RELEASE, CAUSAL,
-                                 TABLE)),
+                                 TABLE, Q_BUFS, one, one)),
                     (_consumer, (q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, turn,
                                  o_ptr, lse_ptr, stride_ob, stride_oh, stride_om,
                                  num_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale, sched_ptr,
                                  one, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, two, four, OVERLAP, PINGPONG, SPLIT_RELEASE, CAUSAL,
-                                 TABLE)),
+                                 TABLE, Q_BUFS, zero, zero)),
                     (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full,
                                  k_empty, v_empty, num_heads, num_kv_heads, seq_q, seq_k, num_m, group, total,
-                                 snake, sched_ptr, BLOCK_M, BLOCK_N, STAGES, CONSUMERS, Q_LATE, CAUSAL, TABLE)),
+                                 snake, sched_ptr, BLOCK_M, BLOCK_N, STAGES, CONSUMERS, Q_LATE, CAUSAL, TABLE, Q_BUFS)),
                 ],
                 [4, 1],
                 [CONSUMER_REGS, PRODUCER_REGS],
@@ -558,10 +630,10 @@ if _IMPORT_ERROR is None:
                                  o_ptr, lse_ptr, stride_ob, stride_oh, stride_om,
                                  num_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale, sched_ptr,
                                  zero, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, one, eight, OVERLAP, PINGPONG, SPLIT_RELEASE, CAUSAL,
-                                 TABLE)),
+                                 TABLE, Q_BUFS, zero, one)),
                     (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full,
                                  k_empty, v_empty, num_heads, num_kv_heads, seq_q, seq_k, num_m, group, total,
-                                 snake, sched_ptr, BLOCK_M, BLOCK_N, STAGES, CONSUMERS, Q_LATE, CAUSAL, TABLE)),
+                                 snake, sched_ptr, BLOCK_M, BLOCK_N, STAGES, CONSUMERS, Q_LATE, CAUSAL, TABLE, Q_BUFS)),
                 ],
                 [1],
                 [PRODUCER_REGS],
@@ -602,12 +674,12 @@ def gluon_failed(exc: BaseException) -> None:
                       RuntimeWarning, stacklevel=3)  # fmt: skip
 
 
-def use_gluon(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | None) -> bool:
+def use_gluon(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | None, causal: bool = False) -> bool:
     """Whether `tilewise.kernels.attention` should run the Gluon kernel for these (already checked) inputs.
 
     Hopper (sm 9.0) GPU, a Triton version on which the GPU tests passed (`GLUON_VERIFIED`) with the
-    Gluon names this file uses, fp16/bf16, head_dim in DISPATCH_HEAD_DIMS, a positive scale (the unmasked
-    softmax scales the row max), TMA-compatible layouts; TILEWISE_GLUON=0 turns it off.
+    Gluon names this file uses, fp16/bf16, head_dim in DISPATCH_HEAD_DIMS (D 64 from D64_MIN_KEYS keys), a
+    positive scale (the unmasked softmax scales the row max), TMA-compatible layouts; TILEWISE_GLUON=0 turns it off.
     """
     import torch  # deferred: the module imports with Triton alone (compile_sm90 needs no torch)
 
@@ -615,13 +687,24 @@ def use_gluon(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | 
         return False
     if _FAILED or _IMPORT_ERROR is not None or triton.__version__ not in GLUON_VERIFIED or not gluon_available():
         return False
-    if not q.is_cuda or q.dtype not in (torch.float16, torch.bfloat16) or q.shape[-1] not in DISPATCH_HEAD_DIMS:
+    if (
+        not q.is_cuda
+        or q.dtype not in (torch.float16, torch.bfloat16)
+        or not dispatches(q.shape[-1], k.shape[2], causal)
+    ):
         return False
     if scale is not None and not scale > 0:
         return False
     if not (_tma_ok(q) and _tma_ok(k) and _tma_ok(v)):
         return False
     return _device_ok(q.device.index if q.device.index is not None else torch.cuda.current_device())
+
+
+def dispatches(head_dim: int, seq_k: int, causal: bool) -> bool:
+    """The head dims and lengths the dispatch gives the Gluon kernel (DISPATCH_HEAD_DIMS, D64_MIN_KEYS)."""
+    if head_dim not in DISPATCH_HEAD_DIMS:
+        return False
+    return head_dim != 64 or seq_k >= D64_MIN_KEYS[bool(causal)]
 
 
 # ---------------------------------------------------------------------------- launcher
@@ -643,6 +726,7 @@ def kernel_constexprs(cfg: GluonConfig, causal: bool, table: bool | None = None)
         PRODUCER_REGS=cfg.producer_regs,
         CONSUMER_REGS=cfg.consumer_regs,
         TABLE=bool(cfg.lpt and causal) if table is None else bool(table),
+        Q_BUFS=cfg.q_bufs,
     )
 
 
@@ -676,21 +760,21 @@ TILE_OVERHEAD = 1.5
 
 
 def tile_key_tiles(t: int, batch_heads: int, num_m: int, group: int, seq_q: int, seq_k: int, block_n: int,
-                   causal: bool) -> tuple[int, int]:  # fmt: skip
-    """(b*h index, key tiles) of tile t of the persistent order: `_tile_info` on the host."""
+                   causal: bool, rows: int = ROWS_PER_CTA) -> tuple[int, int]:  # fmt: skip
+    """(b*h index, key tiles) of tile t of the persistent order: `_tile_info` on the host (CTA tiles of `rows`)."""
     per_group = group * num_m
     g, r = divmod(t, per_group)
     gs = min(batch_heads - g * group, group)
     m_blk = num_m - 1 - r // gs
     keys = seq_k
     if causal:
-        keys = min(max(m_blk * ROWS_PER_CTA + ROWS_PER_CTA + seq_k - seq_q, 0), seq_k)
+        keys = min(max(m_blk * rows + rows + seq_k - seq_q, 0), seq_k)
     return g * group + r % gs, cdiv(keys, block_n)
 
 
 @functools.lru_cache(maxsize=256)
 def lpt_schedule(batch_heads: int, num_m: int, group: int, seq_q: int, seq_k: int, block_n: int, causal: bool,
-                 nprog: int) -> tuple[int, ...]:  # fmt: skip
+                 nprog: int, rows: int = ROWS_PER_CTA) -> tuple[int, ...]:  # fmt: skip
     """The persistent CTAs' tiles, longest processing time first: offsets[nprog + 1], then each CTA's tiles.
 
     The tiles keep the L2 order (head groups one after another, longest tile first inside a group), and each
@@ -701,7 +785,7 @@ def lpt_schedule(batch_heads: int, num_m: int, group: int, seq_q: int, seq_k: in
     loads = [(0.0, p) for p in range(nprog)]
     own: list[list[int]] = [[] for _ in range(nprog)]
     for t in range(batch_heads * num_m):
-        _bh, n = tile_key_tiles(t, batch_heads, num_m, group, seq_q, seq_k, block_n, causal)
+        _bh, n = tile_key_tiles(t, batch_heads, num_m, group, seq_q, seq_k, block_n, causal, rows)
         load, p = heapq.heappop(loads)
         own[p].append(t)
         heapq.heappush(loads, (load + n + TILE_OVERHEAD, p))
@@ -731,7 +815,7 @@ LPT_MIN_GAIN = 0.02
 
 @functools.lru_cache(maxsize=512)
 def busiest_cta(batch_heads: int, num_m: int, group: int, seq_q: int, seq_k: int, block_n: int, causal: bool,
-                nprog: int, lpt: bool, snake: bool) -> tuple[int, int]:  # fmt: skip
+                nprog: int, lpt: bool, snake: bool, rows: int = ROWS_PER_CTA) -> tuple[int, int]:  # fmt: skip
     """(key tiles, CTA tiles) of the CTA with the most work (key tiles + TILE_OVERHEAD per tile, the host's
     estimate) under the arithmetic order or (`lpt`) the table: what `tilewise.model.pipeline.persistent_forward_ms`
     takes. Python over every tile, once per shape (`use_lpt` on B1 H32 S131072, 32,768 tiles: 75 ms, 2.3 us a
@@ -739,19 +823,19 @@ def busiest_cta(batch_heads: int, num_m: int, group: int, seq_q: int, seq_k: int
     total = batch_heads * num_m
     lists: list[Sequence[int]]
     if lpt:
-        sched = lpt_schedule(batch_heads, num_m, group, seq_q, seq_k, block_n, causal, nprog)
+        sched = lpt_schedule(batch_heads, num_m, group, seq_q, seq_k, block_n, causal, nprog, rows)
         lists = [sched[nprog + 1 + sched[p] : nprog + 1 + sched[p + 1]] for p in range(nprog)]
     else:
         lists = [round_robin_tiles(p, nprog, total, snake) for p in range(nprog)]
     best = (-1.0, 0, 0)
     for lst in lists:
-        keys = sum(tile_key_tiles(t, batch_heads, num_m, group, seq_q, seq_k, block_n, causal)[1] for t in lst)
+        keys = sum(tile_key_tiles(t, batch_heads, num_m, group, seq_q, seq_k, block_n, causal, rows)[1] for t in lst)
         best = max(best, (keys + TILE_OVERHEAD * len(lst), keys, len(lst)))
     return best[1], best[2]
 
 
 def use_lpt(batch_heads: int, num_m: int, group: int, seq_q: int, seq_k: int, block_n: int, nprog: int,
-            snake: bool) -> bool:  # fmt: skip
+            snake: bool, rows: int = ROWS_PER_CTA) -> bool:  # fmt: skip
     """Whether the causal tiles should follow `lpt_schedule`: the busiest CTA's estimated work under the
     arithmetic order exceeds the table's by more than LPT_MIN_GAIN."""
 
@@ -759,15 +843,17 @@ def use_lpt(batch_heads: int, num_m: int, group: int, seq_q: int, seq_k: int, bl
         return kt[0] + TILE_OVERHEAD * kt[1]
 
     args = (batch_heads, num_m, group, seq_q, seq_k, block_n, True, nprog)
-    return work(busiest_cta(*args, False, snake)) > work(busiest_cta(*args, True, snake)) * (1 + LPT_MIN_GAIN)
+    arith, table = busiest_cta(*args, False, snake, rows), busiest_cta(*args, True, snake, rows)
+    return work(arith) > work(table) * (1 + LPT_MIN_GAIN)
 
 
-# Non-causal attention over at least this many keys runs the two consumers without the turn order
-# (`pingpong=False`, each issues its GEMMs as soon as its operands are ready). H200 sweep, graphs: faster on
-# 14 of 16 non-causal rows with S >= 4096 (B1 H16 S32768 D128 626 -> 678 TFLOP/s, B1 H8 S16384 D256
-# 668 -> 691, B2 H64/8 S8192 D128 644 -> 665; the two others within 2%); below 4096 keys mixed (D128 bf16
-# S1024 507 -> 487, fp16 490 -> 508), so the turn order stays there and under a causal mask.
-TURN_FREE_KEYS = 4096
+# Attention over at least this many keys (non-causal, causal) runs the consumers without the turn order
+# (`pingpong=False`, each issues its GEMMs as soon as its operands are ready); three consumers never take it.
+# H200 sweep, graphs: faster on 14 of 16 non-causal rows with S >= 4096 (B1 H16 S32768 D128 626 -> 678 TFLOP/s,
+# B1 H8 S16384 D256 668 -> 691, B2 H64/8 S8192 D128 644 -> 665; the two others within 2%); on shorter non-causal
+# rows too (attention_fwd_variants.json, bf16: B32 H16 S512 D128 0.73x -> 0.78x of cuDNN, S1024 0.86x -> 0.90x,
+# S2048 0.92x -> 0.95x, GQA B16 H32/4 S1024 0.86x -> 0.91x, D 256 +1-2%). Causal rows keep the order (mixed).
+TURN_FREE_KEYS = {False: 512, True: 1 << 62}
 
 
 @functools.lru_cache(maxsize=1024)
@@ -775,11 +861,81 @@ def shape_config(head_dim: int, dtype: str, batch_heads: int, seq_q: int, seq_k:
                  group: int) -> GluonConfig:  # fmt: skip
     """The ping-pong config for one problem: the consumers' turn order (TURN_FREE_KEYS) and the causal
     schedule (`use_lpt`), from the per-head-dim `gluon_config`."""
-    cfg = gluon_config(head_dim, "pingpong", dtype, Q_LATE, SNAKE)
-    turn = causal or seq_k < TURN_FREE_KEYS
-    num_m = cdiv(seq_q, ROWS_PER_CTA)
-    lpt = LPT and causal and use_lpt(batch_heads, num_m, group, seq_q, seq_k, cfg.block_n, nprog, cfg.snake)
+    consumers = shape_consumers(head_dim, seq_k, causal)
+    cfg = gluon_config(head_dim, "pingpong", dtype, Q_LATE, SNAKE, consumers=consumers,
+                       q_bufs=shape_q_bufs(head_dim, dtype, seq_k))  # fmt: skip
+    turn = seq_k < TURN_FREE_KEYS[bool(causal)] and consumers == 2
+    rows = cfg.rows_per_cta
+    num_m = cdiv(seq_q, rows)
+    lpt = LPT and causal and use_lpt(batch_heads, num_m, group, seq_q, seq_k, cfg.block_n, nprog, cfg.snake, rows)
     return dataclasses.replace(cfg, pingpong=cfg.pingpong and turn, lpt=lpt)
+
+
+# Keys up to which a CTA tile's Q is double-buffered (`q_bufs=2`): the next tile's Q then loads while this
+# tile's last K/V tiles run, where a short tile has too few to hide the load behind; 0 keeps one buffer.
+Q_BUFS_MAX_KEYS = 0
+
+
+def shape_q_bufs(head_dim: int, dtype: str, seq_k: int) -> int:
+    """Q buffers per consumer for a problem: 2 up to Q_BUFS_MAX_KEYS keys where two still leave 2 K/V stages."""
+    if seq_k > Q_BUFS_MAX_KEYS:
+        return 1
+    try:
+        gluon_config(head_dim, "pingpong", dtype, Q_LATE, SNAKE, q_bufs=2)
+    except InputError:
+        return 1
+    return 2
+
+
+# D 64 takes three consumers from this many keys (non-causal, causal): H200, bf16, CUDA graphs, against cuDNN
+# (attention_fwd_variants.json, both without the turn order): non-causal S 1024 0.87x (two: 0.89x), S 2048 0.96x
+# (0.92x), S 8192 1.05x (0.93x); causal S 2048 0.84x (0.87x), S 8192 0.99x (0.95x). A 192-row CTA tile walks
+# more masked keys on the diagonal, which short causal rows feel most (S 512: 0.58x against 0.68x).
+THREE_CONSUMER_KEYS = {False: 2048, True: 8192}
+
+
+def shape_consumers(head_dim: int, seq_k: int, causal: bool) -> int:
+    """Consumer warpgroups of the ping-pong kernel for a problem: 3 at D 64 from THREE_CONSUMER_KEYS keys."""
+    if head_dim == 64 and seq_k >= THREE_CONSUMER_KEYS[bool(causal)]:
+        return 3
+    return CONSUMERS.get(head_dim, 2)
+
+
+def cta_rows(head_dim: int, seq_k: int, causal: bool) -> int:
+    """Query rows of one ping-pong CTA tile for a problem (64 per consumer, `shape_consumers`)."""
+    return 64 * shape_consumers(head_dim, seq_k, causal)
+
+
+def dispatch_group(batch_heads: int, seq_q: int, seq_k: int, head_dim: int, elem_bytes: int, causal: bool,
+                   nprog: int) -> int:  # fmt: skip
+    """Heads of one group of the persistent order for a problem: `head_group`'s L2 rule, and for causal rows
+    up to SHORT_CAUSAL_KEYS keys no more heads than one round of the grid covers (CTA tiles / nprog)."""
+    group = head_group(batch_heads, seq_k, head_dim, elem_bytes)
+    if causal and seq_k <= SHORT_CAUSAL_KEYS:
+        num_m = cdiv(seq_q, cta_rows(head_dim, seq_k, causal))
+        group = max(1, min(group, nprog // max(num_m, 1)))
+    return group
+
+
+# Causal problems up to this many keys group only the heads one round of the grid covers (`dispatch_group`).
+# H200, bf16, CUDA graphs (attention_fwd_variants.json, 8-head groups against the L2 rule's 24/12): B8 H16 S2048
+# D128 0.95x -> 1.00x of cuDNN, B8 H8 S2048 D256 0.90x -> 0.99x, B32 H16 S512 D128 0.71x -> 0.75x; K/V tiles
+# loaded by the CTAs of one round at about the same time hit in L2 more than a group larger than the round.
+SHORT_CAUSAL_KEYS = 2048
+
+
+def problem_busiest(batch_heads: int, seq: int, head_dim: int, causal: bool, dtype: str = "bf16",
+                    sms: int = 132) -> tuple[GluonConfig, int, int]:  # fmt: skip
+    """(config, key tiles, CTA tiles) of the busiest CTA of the dispatch's build for self-attention of `seq`
+    tokens on `sms` SMs: the kernel's own rows, head group and schedule, what the time model takes."""
+    rows = cta_rows(head_dim, seq, causal)
+    num_m = cdiv(seq, rows)
+    nprog = min(sms, batch_heads * num_m)
+    group = dispatch_group(batch_heads, seq, seq, head_dim, 2, causal, nprog)
+    cfg = shape_config(head_dim, dtype, batch_heads, seq, seq, causal, nprog, group)
+    kt, nt = busiest_cta(batch_heads, num_m, group, seq, seq, cfg.block_n, causal, nprog, cfg.lpt and causal,
+                         cfg.snake, rows)  # fmt: skip
+    return cfg, kt, nt
 
 
 # (lpt_schedule's arguments, device) -> [device table, pinned host copy, copy-done event]. Never freed: a captured
@@ -841,13 +997,17 @@ def gluon_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal
     lse = torch.empty((B, H, Sq), device=q.device, dtype=torch.float32)
     if B * H * Sq == 0:
         return out, lse
-    num_m = cdiv(Sq, ROWS_PER_CTA)
+    if config is not None:
+        rows = config.rows_per_cta
+    else:
+        rows = cta_rows(D, Sk, bool(causal)) if design == "pingpong" else ROWS_PER_CTA
+    num_m = cdiv(Sq, rows)
     total = B * H * num_m
     if num_sms is None:
         num_sms = _sm_count(q.device.index if q.device.index is not None else torch.cuda.current_device())
     grid = (min(total, num_sms),)
     if group is None:
-        group = head_group(B * H, Sk, D, q.element_size())
+        group = dispatch_group(B * H, Sq, Sk, D, q.element_size(), bool(causal), grid[0])
     if config is not None:  # `config` / `group`: overrides for sweeps
         cfg = config
     elif design == "pingpong":
@@ -864,7 +1024,7 @@ def gluon_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal
     sm_scale = (1.0 / math.sqrt(D)) if scale is None else float(scale)
     sched = None
     if cfg.lpt and causal:
-        sched = _schedule_tensor((B * H, num_m, group, Sq, Sk, bn, True, grid[0]), q.device)
+        sched = _schedule_tensor((B * H, num_m, group, Sq, Sk, bn, True, grid[0], rows), q.device)
     _fa3_fwd_kernel[grid](
         q_desc, k_desc, v_desc, out, lse, lse if sched is None else sched,
         out.stride(0), out.stride(1), out.stride(2),
@@ -886,7 +1046,8 @@ def _resource_usage(cubin: bytes) -> tuple[int, int]:
     return (int(reg.group(1)) if reg else -1, int(stack.group(1)) if stack else -1)
 
 
-def compile_sm90(design: str, head_dim: int, dtype: str = "bf16", causal: bool = False) -> dict[str, Any]:
+def compile_sm90(design: str, head_dim: int, dtype: str = "bf16", causal: bool = False, consumers: int | None = None,
+                 q_bufs: int = 1) -> dict[str, Any]:  # fmt: skip
     """Build the kernel for sm_90a without a GPU; returns registers, spills and shared memory per CTA.
 
     Uses only Triton (no torch, no device): the PyPI wheel carries ptxas.
@@ -894,7 +1055,7 @@ def compile_sm90(design: str, head_dim: int, dtype: str = "bf16", causal: bool =
     from triton.backends.compiler import GPUTarget  # deferred: only the offline sm_90a build uses the compiler API
     from triton.experimental.gluon._runtime import GluonASTSource  # (as above)
 
-    cfg = gluon_config(head_dim, design, dtype)
+    cfg = gluon_config(head_dim, design, dtype, consumers=consumers, q_bufs=q_bufs)
     tname = {"bf16": "bf16", "fp16": "fp16"}[dtype]
     bits = 16
 
@@ -929,6 +1090,8 @@ def compile_sm90(design: str, head_dim: int, dtype: str = "bf16", causal: bool =
         "shared_bytes": k.metadata.shared,
         "stages": cfg.stages,
         "block_n": cfg.block_n,
+        "consumers": cfg.consumers,
+        "q_bufs": cfg.q_bufs,
         "asm": k.asm,
     }
 
@@ -938,13 +1101,18 @@ __all__ = [
     "GLUON_VERIFIED",
     "GluonConfig",
     "busiest_cta",
+    "cta_rows",
+    "dispatch_group",
+    "dispatches",
     "gluon_attention",
     "gluon_available",
     "gluon_config",
     "gluon_failed",
     "head_group",
     "lpt_schedule",
+    "problem_busiest",
     "shape_config",
+    "shape_consumers",
     "tile_key_tiles",
     "use_gluon",
     "use_lpt",

@@ -475,7 +475,7 @@ def _make_plan(
     k = k.contiguous() if plan.contig[1] else k
     v = v.contiguous() if plan.contig[2] else v
     # FA3 in Gluon on Hopper (tilewise.kernels.attention_gluon); the Triton launcher below stays the fallback
-    plan.gluon = config is None and use_gluon(q, k, v, scale)
+    plan.gluon = config is None and use_gluon(q, k, v, scale, bool(causal))
     plan.causal, plan.scale = bool(causal), scale
     cfg = config or forward_config(
         D, causal, q.dtype, Sq, batch=B, heads=H, kv_heads=Hk, seq_k=Sk, gpu=gpu_key(q.device)

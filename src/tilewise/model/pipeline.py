@@ -230,15 +230,17 @@ def steady_cycles_per_tile(
     lockstep: bool = False,
     split_mma: bool = False,
     load_first: float = 1.0,
+    row_blocks: int = ROW_BLOCKS,
 ) -> float:
     """Cycles per tile once the pipeline is full (the closed form the simulation approaches).
 
     serial: load + 2 (mma + softmax). ring: max(load, 2 (mma + softmax)) with enough stages.
     pingpong: max(load, 2 mma, mma + softmax): the Tensor Cores run back to back when softmax <= mma.
     With `lockstep` (serial, ring): a tile is 2 mma + softmax (serial: + load_first x load, V landing
-    under the GEMMs). With `split_mma` (pingpong): max(load, 2 mma, mma / 2 + softmax).
+    under the GEMMs). With `split_mma` (pingpong): max(load, 2 mma, mma / 2 + softmax). `row_blocks`: the
+    CTA's 64-row blocks (2; three ping-pong consumers: 3, so max(load, 3 mma, mma + softmax)).
     """
-    r = ROW_BLOCKS
+    r = positive_int("row_blocks", row_blocks, maximum=4)
     if lockstep and design in ("serial", "ring"):
         per = r * mma + softmax
         if design == "serial" or stages == 1:  # the next K is requested when P V is done
@@ -475,6 +477,7 @@ def persistent_forward_ms(
     stages: int = 3,
     dtype: str = "bf16",
     gpu: str = "h200",
+    consumers: int = ROW_BLOCKS,
 ) -> float:
     """Milliseconds of the Gluon FA3 forward: its busiest CTA's work at the ping-pong design's steady period.
 
@@ -482,20 +485,22 @@ def persistent_forward_ms(
     under the kernel's schedule (the schedule is the kernel's: `tilewise.kernels.attention_gluon` computes it,
     arithmetic or its longest-first table). Each K/V tile costs the steady period of design (c) with
     `kernel_tile_times` and the softmax chain split between S and O (FORWARD_SOFTMAX_S_SHARE); each CTA
-    tile adds FORWARD_TILE_FIXED periods.
+    tile adds FORWARD_TILE_FIXED periods. `consumers`: the ping-pong consumers (64 query rows each), 2 or 3.
     """
     kt = int(busiest_key_tiles)
     nt = int(busiest_tiles)
     if kt < 0 or nt < 0:
         raise InputError(f"busiest_key_tiles and busiest_tiles must be >= 0, got {kt} and {nt}")
     sq = positive_int("seq_q", seq_q, maximum=1 << 26)
-    hit = 1 - 1 / max(1, -(-sq // 128))  # a head's K/V from HBM once, from L2 for its other query tiles
+    c = positive_int("consumers", consumers, minimum=2, maximum=3)
+    hit = 1 - 1 / max(1, -(-sq // (64 * c)))  # a head's K/V from HBM once, from L2 for its other query tiles
     tt = kernel_tile_times(head_dim, block_n, 64, dtype, hit, gpu)
     ref = SOFTMAX_MEASURED_AT
     ref_elems = int(ref["block_m"]) * int(ref["block_n"])
     share = FORWARD_SOFTMAX_S_SHARE
     soft = SOFTMAX_CYCLES_MEASURED * (share * 64 * block_n + (1 - share) * 64 * head_dim) / ref_elems
-    period = steady_cycles_per_tile("pingpong", tt.load, tt.mma, soft, stages, **KERNEL_STRUCTURE["pingpong"])
+    period = steady_cycles_per_tile("pingpong", tt.load, tt.mma, soft, stages, row_blocks=c,
+                                    **KERNEL_STRUCTURE["pingpong"])  # fmt: skip
     return (kt + nt * FORWARD_TILE_FIXED) * period / (FORWARD_CLOCK_MHZ * 1e6) * 1e3
 
 

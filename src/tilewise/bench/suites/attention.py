@@ -146,7 +146,7 @@ def run(args: argparse.Namespace, progress: Any) -> list[dict[str, Any]]:
             except Exception as e:
                 peer_error = (peer_error or "") + f" flash: {e!r}"[:200]
         cfg = forward_config(d, causal, dtype, s, batch=b, heads=h, kv_heads=hk, seq_k=s, gpu=gpu_key)
-        gluon = use_gluon(q, k, v, None)
+        gluon = use_gluon(q, k, v, None, causal)
         row = harness.make_row(
             kernel="attention",
             shape=shape_name(b, h, hk, s, d, causal),
