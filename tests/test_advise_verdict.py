@@ -81,10 +81,11 @@ def test_defaults_against_cublas_over_every_problem(verdict):
 
 @pytest.mark.parametrize(
     "fam, top1, med, p90",
-    [("attention", 0.85, 0.05, 0.17), ("decode", 0.84, 0.08, 0.20), ("grouped", 0.90, 0.04, 0.15)],
+    [("attention", 0.85, 0.05, 0.17), ("decode", 0.95, 0.041, 0.135), ("grouped", 0.90, 0.04, 0.15)],
 )
 def test_other_families(verdict, fam, top1, med, p90):
-    """Measured: attention 87% / 4.8% / 16.1%, decode 86% / 6.6% / 19.2%, grouped 91% / 3.7% / 13.8%."""
+    """Measured: attention 87% / 4.8% / 16.1%, decode 95% / 4.0% / 13.5% (86% / 6.0% / 15.5% before its
+    per-generation terms), grouped 91% / 3.7% / 13.8%."""
     f = verdict[fam]
     assert f["top1_within_5pct"] >= top1 and f["error_median"] <= med and f["error_p90"] <= p90
     assert f["error_median"] < f["hand"]["error_median"]  # the model beats the roofline floor as a prediction
@@ -127,7 +128,7 @@ def test_fresh_set_figures():
     assert f["gemm"]["problems"] == 16 and f["gemm"]["top1_within_5pct"] >= 0.5 and f["gemm"]["error_median"] <= 0.33
     assert f["gemm"]["error_p90"] <= 0.79
     assert f["gemm"]["nmh"]["top1_within_5pct"] >= 0.68  # nvidia-matmul-heuristics: 11 of 16, ahead of the advisor
-    for fam, top1, med, p90 in (("attention", 0.75, 0.074, 0.176), ("decode", 0.75, 0.109, 0.261),
+    for fam, top1, med, p90 in (("attention", 0.75, 0.074, 0.176), ("decode", 1.0, 0.059, 0.203),
                                 ("grouped", 0.5, 0.065, 0.24)):  # fmt: skip
         assert f[fam]["problems"] == 4
         assert f[fam]["top1_within_5pct"] >= top1 and f[fam]["error_median"] <= med and f[fam]["error_p90"] <= p90

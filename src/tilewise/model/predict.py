@@ -103,6 +103,14 @@ DEFAULTS: dict[str, Any] = {
     "hot_line_tbps": 1.5,  # requests to one L2 line (rows that wrap onto the same A row), per distinct row
     "step_latency_us": None,  # None: latency_us. One K step's load round trip (mostly L2 hits) in a program's ring
     "l2_resident_fraction": 0.5,  # operands up to this share of L2 are read from HBM once
+    # decode's own memory figures (None: the shared ones above), fitted by benchmarks/sweeps/calibrate_decode.py on
+    # the decode variants (benchmarks/results/h200/decode_variants.json) and the sweep's decode calibration split:
+    # the bandwidth its K/V stream sustains (SDPA and 64-key tiles at 2 stages both stream 4.51 TB/s at B64 Hq32
+    # Hkv8 L4k D128, above the 4.24 TB/s of the read microbenchmark), the latency of its Little's law, and the
+    # round trip of one K/V step in a program's dependent chain
+    "decode_read_tbps": None,
+    "decode_latency_us": None,
+    "decode_step_latency_us": None,
 }
 
 
@@ -147,6 +155,9 @@ class _Machine:
     fill_s: float
     l2_res: float
     cal: dict[str, Any]
+    decode_read_bps: float  # DEFAULTS' decode_* figures (the shared ones where the calibration gives none)
+    decode_latency_s: float
+    decode_step_latency_s: float
 
 
 @functools.lru_cache(maxsize=64)
@@ -167,6 +178,11 @@ def machine(gpu: str, overrides: tuple[tuple[str, Any], ...] = ()) -> _Machine:
         read = g.hbm_bytes_per_s * ((hc["read_tbps"] or 0.9 * h.hbm_bytes_per_s / 1e12) * 1e12 / h.hbm_bytes_per_s)
         l2 = g.l2_bytes_per_s * ((hc["l2_tbps"] or h.l2_bytes_per_s / 1e12) * 1e12 / h.l2_bytes_per_s)
     sms = int(c.get("sms") or g.sms)  # an override scales the Tensor-Core peak with it (properties, what-ifs)
+    dec_ratio = 1.0  # decode's sustained bandwidth over the read bandwidth, as calibrated (a datasheet GPU: the H200's)
+    if c["decode_read_tbps"]:
+        dec_ratio = c["decode_read_tbps"] / (
+            c["read_tbps"] or 0.9 * (g if own else _gpus.get("h200")).hbm_bytes_per_s / 1e12
+        )
     return _Machine(
         key=g.key,
         sms=sms,
@@ -186,6 +202,9 @@ def machine(gpu: str, overrides: tuple[tuple[str, Any], ...] = ()) -> _Machine:
         fill_s=c["fill_us"] * 1e-6,
         l2_res=c["l2_resident_fraction"],
         cal=cal,
+        decode_read_bps=read * dec_ratio,
+        decode_latency_s=(c["decode_latency_us"] or c["latency_us"]) * 1e-6,
+        decode_step_latency_s=(c["decode_step_latency_us"] or c["step_latency_us"] or c["latency_us"]) * 1e-6,
     )
 
 
@@ -236,10 +255,13 @@ def _finish(
     main: dict[str, float],
     detail: dict[str, Any],
     fixed_scale: float = 1.0,
+    body: float | None = None,
 ) -> Prediction:
+    """`body`: the main terms' time where a family overlaps them itself (decode: per generation), else their
+    `overlap`."""
     terms = {**terms, "prologue_epilogue": terms.get("prologue_epilogue", 0.0) * fixed_scale}
     detail = {**detail, "fixed_scale": fixed_scale, "main_terms": list(main)}
-    body = overlap(main.values(), mach.overlap_p)
+    body = overlap(main.values(), mach.overlap_p) if body is None else body
     binding = max(main, key=lambda k: main[k])
     extra = {k: v for k, v in terms.items() if k not in main and k not in SHARE_TERMS}
     total = body + sum(extra.values())
@@ -642,6 +664,13 @@ def _attention(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[s
 # ------------------------------------------------------------------------------------------ decode
 
 
+def _decode_bw(mach: _Machine, inflight_bytes: float, stream: float) -> float:
+    """`_stream_bw` at decode's own figures: Little's law over its latency, capped by the bandwidth decode's K/V
+    stream sustains (DEFAULTS' decode_read_tbps, decode_latency_us)."""
+    cap = mach.decode_read_bps * min(1.0, stream)
+    return max(1e9, min(cap, stream * inflight_bytes / mach.decode_latency_s))
+
+
 def _decode(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str, Any] | None = None) -> Prediction:
     B, Hq, Hk, L, d = p["batch"], p["heads"], p["kv_heads"], p["seq_len"], p["head_dim"]
     e = _gpus.element_bytes(p.get("dtype", "bf16"))
@@ -655,51 +684,60 @@ def _decode(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str,
     # (its last split is partly filled), never more than every split. Lengths 1k-64k over 32 sequences:
     # 1,064,960 keys, not 32 x 65,536.
     total = p.get("total_keys", B * L)
-    programs = B * Hk * splits if total >= B * L else min(B * Hk * splits, Hk * cdiv(2 * total + B * chunk, 2 * chunk))
+    ragged = total < B * L
+    programs = min(B * Hk * splits, Hk * cdiv(2 * total + B * chunk, 2 * chunk)) if ragged else B * Hk * splits
     smem = _tiles.decode_smem_compiled(bn, d, st, e)
     b = _blocks_per_sm(mach.key, w, _tiles.decode_registers(bn, d, w, e) - 48, smem)  # 48: _blocks_per_sm's base
-    active = min(programs, sms * b)
     kv = 2 * Hk * total * d * e
     group = Hq // Hk
     part = splits * B * Hq * (d + 1) * 4 if splits > 1 else 0
-    inflight = active * max(1, st - 1) * 2 * bn * d * e
     stream = _eff(mach, "decode", "stream", tag, eff)
-    bw = _stream_bw(mach, inflight, stream)
-    # the busiest SM streams its programs' chunks one generation after another
-    gens = cdiv(programs, sms * b)
-    per_prog_bytes = 2 * chunk * d * e if total >= B * L else kv / programs  # ragged: the mean split's keys
-    # each generation streams its programs' chunks at the bandwidth its own bytes in flight allow: the full
-    # ones at `bw`, the last (fewer programs) at its own Little's-law rate. Charging the last generation a full
-    # one's time (each program at 1/slots of the bandwidth) over-predicted 512 programs on 396 slots (b1 h32
-    # kv8 L131072, 64 splits of 64-key tiles: 196 us predicted, 130 measured).
+    mma_eff = _eff(mach, "decode", "mma", tag, eff)
     slots = sms * b
-    last = programs - (gens - 1) * slots
+    gens = cdiv(programs, slots)
+    per_prog_bytes = kv / programs if ragged else 2 * chunk * d * e  # ragged: the mean split's keys
     per_inflight = max(1, st - 1) * 2 * bn * d * e
-    t_gens = (gens - 1) * slots * per_prog_bytes / bw
-    t_gens += last * per_prog_bytes / _stream_bw(mach, last * per_inflight, stream)
-    # and no sooner than one full chunk streams alone (a ragged batch's longest sequence)
-    t_stream = max(kv / bw, t_gens, 2 * chunk * d * e / _stream_bw(mach, per_inflight, stream))
+    steps = per_prog_bytes / (2 * bn * d * e)
+    # One K/V step of a program is a dependent chain: its QK, softmax and PV on the SM's Tensor Cores (shared by
+    # the programs resident there, so k of them take k times as long), then the round trip of the next tile,
+    # of which `stages - 1` are in flight.
+    t_step = 4 * max(16, group) * bn * d / (mach.peak_flops / sms * mma_eff)
+    t_trip = mach.decode_step_latency_s / max(1, st - 1)
+    # The programs run in generations of `slots`, and a generation ends when its slower side does: its bytes at
+    # the bandwidth its bytes in flight allow, or the chain of the busiest SM. Summing per generation, not over
+    # the launch, charges a short last generation its own chain, which the full ones cannot hide: B64 Hq32 Hkv8
+    # L4k D128 in 64-key tiles at 3 stages (3 programs per SM: 512 programs = 396 + 116) ran 264.2 us, at 2
+    # stages (4 per SM, one generation) 237.9 (H200, benchmarks/results/h200/decode_variants.json); one
+    # overlap over the launch had predicted 260.2 and 264.1.
+    t_mem = t_chain = t_trips = body = 0.0
+    for n, count in ((slots, gens - 1), (programs - (gens - 1) * slots, 1)):
+        if count <= 0:
+            continue
+        per_sm = cdiv(n, sms)
+        mem = n * per_prog_bytes / _decode_bw(mach, n * per_inflight, stream)
+        chain = steps * (per_sm * t_step + t_trip)
+        body += count * overlap((mem, chain), mach.overlap_p)
+        t_mem, t_chain, t_trips = t_mem + count * mem, t_chain + count * chain, t_trips + count * steps * t_trip
+    # and no sooner than every byte at the sustained bandwidth, or one full chunk (a ragged batch's longest
+    # sequence) streams and walks its chain alone
+    alone = max(2 * chunk * d * e / _decode_bw(mach, per_inflight, stream), (chunk // bn) * (t_step + t_trip))
+    t_mem = max(t_mem, kv / _decode_bw(mach, math.inf, stream), alone)
+    body = max(body, t_mem, alone)
     t_l2 = (kv + 2 * part) / mach.l2_bps
+    body = overlap((body, t_l2), mach.overlap_p)
     sm_bw = mach.read_bps / _gpus.get(mach.key).sms
     t_fixed = gens * (mach.latency_s + mach.fill_s + 2 * bn * d * e / sm_bw)
     # a config without "merge" is priced at the placement the kernel takes in a CUDA graph: the shorter one
     merges = (c["merge"],) if "merge" in c else DECODE_MERGES
     t_merge = min(decode_merge_s(mach, m, B, Hk, group, splits, d, gens, b) for m in merges)
     flops = 4 * Hq * total * d
-    mma_eff = _eff(mach, "decode", "mma", tag, eff)
-    t_tc = cdiv(programs, sms) * 4 * max(16, group) * chunk * d / (mach.peak_flops / sms * mma_eff)
-    # A program's K/V steps are a dependent chain (QK, softmax, PV on one tile, then the next): its load
-    # round trip over the `stages - 1` tiles in flight adds to the step's compute instead of hiding under
-    # it. b2 h16 kv4 L8192 d256, one split (8 programs, 128 steps of 64 keys): 238 us at 2 stages and
-    # 176 us at 3, i.e. 0.88 us of compute + 0.98 us / (stages - 1) per step; 32-key tiles at 2 stages:
-    # 350 us over 256 steps = 0.44 + 0.98 / 1 (half the compute per step, the same round trip).
-    t_lat = gens * (chunk // bn) * mach.step_latency_s / max(1, st - 1)
-    terms = {"prologue_epilogue": t_fixed, "split_merge": t_merge, "launch": mach.launch_s, "step_latency": t_lat}
+    terms = {"prologue_epilogue": t_fixed, "split_merge": t_merge, "launch": mach.launch_s, "step_latency": t_trips}
     detail = {"programs": programs, "splits": splits, "chunk": chunk, "blocks_per_sm": b, "hbm_bytes": kv + part,
-              "stream_eff": stream, "bytes_in_flight": inflight, "flops": flops, "tc_extra": t_lat}  # fmt: skip
+              "stream_eff": stream, "bytes_in_flight": min(programs, slots) * per_inflight, "flops": flops,
+              "mma_eff": mma_eff, "generations": gens}  # fmt: skip
     fixed = _eff(mach, "decode", "fixed", tag, eff)
-    main = {"hbm": t_stream, "l2": t_l2, "tensor_core": t_tc + t_lat}  # the chain: compute + round trips
-    return _finish("decode", mach, terms, main, detail, fixed)
+    main = {"hbm": t_mem, "l2": t_l2, "tensor_core": t_chain}  # the chain: compute + round trips
+    return _finish("decode", mach, terms, main, detail, fixed, body=body)
 
 
 # Where the split partials are merged (kernels.decode): "inline", by the last split of each (sequence, KV head)
