@@ -679,7 +679,8 @@ def use_gluon(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | 
 
     Hopper (sm 9.0) GPU, a Triton version on which the GPU tests passed (`GLUON_VERIFIED`) with the
     Gluon names this file uses, fp16/bf16, head_dim in DISPATCH_HEAD_DIMS (D 64 from D64_MIN_KEYS keys), a
-    positive scale (the unmasked softmax scales the row max), TMA-compatible layouts; TILEWISE_GLUON=0 turns it off.
+    positive scale (the unmasked softmax scales the row max), TMA-compatible layouts, a kernel the roofline puts at
+    >= `tilewise.kernels.utils.DESC_MIN_SECONDS` (`long_kernel`); TILEWISE_GLUON=0 turns it off.
     """
     import torch  # deferred: the module imports with Triton alone (compile_sm90 needs no torch)
 
@@ -697,7 +698,16 @@ def use_gluon(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | 
         return False
     if not (_tma_ok(q) and _tma_ok(k) and _tma_ok(v)):
         return False
-    return _device_ok(q.device.index if q.device.index is not None else torch.cuda.current_device())
+    if not _device_ok(q.device.index if q.device.index is not None else torch.cuda.current_device()):
+        return False
+    from tilewise.kernels.utils import long_kernel  # deferred: it imports torch
+
+    # Its host launch (two allocations, three descriptors: 36.6 us a call against the Triton kernel's ~20 on
+    # the H200's host, B1 H2 S64 D64) hides only behind a long enough kernel: the TMA descriptors' rule
+    B, H, Sq, D = q.shape
+    Hk, Sk = k.shape[1], k.shape[2]
+    return long_kernel(q.device, 4.0 * B * H * Sq * Sk * D, (2 * B * H * Sq + 2 * B * Hk * Sk) * D * q.element_size(),
+                       q.dtype)  # fmt: skip
 
 
 def dispatches(head_dim: int, seq_k: int, causal: bool) -> bool:

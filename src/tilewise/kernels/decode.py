@@ -79,9 +79,13 @@ DECODE_TILE = (128, 4, 3)
 USE_DESC = False
 MAX_SPLITS = 64
 MERGES = ("inline", "launch")  # where the split partials merge (tilewise.model.predict.DECODE_MERGES)
-# The merge's pass over the partials: floats per step (32 a thread at 4 warps) and the steps whose loads are in
-# flight at once (`tl.range`'s num_stages: 1 loads a step only after the last one is merged).
-MERGE_FLOATS = 4096
+# The merge's pass over the partials: floats per step (128 a thread at 4 warps) and the steps whose loads are in
+# flight at once (`tl.range`'s num_stages: 1 loads a step only after the last one is merged). Each step is a
+# dependent round trip, so fewer, larger steps win. H200, CUDA graphs, beside SDPA (the advisor's plans; 4096 /
+# 8192 / 16384 floats a step): B2 Hq16 Hkv2 L64k 62.2 / 50.4 / 43.7 us (SDPA 39.2), B1 Hq64 Hkv8 L64k 78.9 /
+# 73.4 / 70.1 (68.3), B1 Hq32 Hkv8 L1k 9.9 / 8.6 / 8.3 (7.6), B1 Hq16 Hkv4 L32k D256 46.4 / 43.0 / 42.1 (53.9);
+# 2 or 3 stages moved none of them by more than 3%.
+MERGE_FLOATS = 16384
 MERGE_STAGES = 1
 
 
@@ -620,7 +624,7 @@ def _make_plan(
     tma = tma and _tma_rows(k) and _tma_rows(v)
     plan.rows = k.shape[0] * k.shape[1] * k.shape[2]
     plan.desc_block = [block_n, D] if tma else None
-    # the merge reads the partials in chunks of <= 4096 floats (32 per thread at 4 warps), whatever the count
+    # the merge reads the partials in chunks of <= MERGE_FLOATS floats, whatever the count
     merge_consts = dict(GROUP=group, HEAD_DIM=D, MERGE_G=merge_g, SPLIT_CHUNK=max(1, MERGE_FLOATS // (merge_g * D)),
                         MERGE_STAGES=MERGE_STAGES)  # fmt: skip
     split_consts = dict(
