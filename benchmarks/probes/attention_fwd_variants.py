@@ -8,7 +8,9 @@ everywhere) is a question of measurement. Per problem (FA3's grid: B*S = 16k, H*
 every column is captured as a CUDA graph of the same calls over input copies and the columns are replayed
 in alternating rounds (`tilewise.bench.timing` through `attention_sweep.time_columns`: medians, p20/p80).
 
-Columns: `cudnn` (SDPA's default backend), `ours` (the dispatch), and `c{consumers}q{q_bufs}[_noturn][_g{heads}]`:
+With `--xtile`: `cudnn`, `ours` and `xtile_q{1,2}`, the dispatch's build with the overlapped loop run across CTA
+tiles, one or two Q buffers. Otherwise: `cudnn` (SDPA's default backend), `ours` (the dispatch), and
+`c{consumers}q{q_bufs}[_noturn][_g{heads}]`:
 the ping-pong kernel with 2 or 3 consumer warpgroups (3 only at D 64, whose registers allow it), one or two Q
 buffers per consumer, with or without the consumers' turn order, and the persistent order's head group
 (`head_group`'s default, or a fixed count of heads). Every column's output is checked against cuDNN's.
@@ -61,7 +63,24 @@ def variants(d: int, s: int, dtype: str) -> dict[str, ag.GluonConfig]:
     return out
 
 
-def columns(B, H, Hk, S, D, causal, dtype, copies=2):
+def xtile_variants(B: int, H: int, Hk: int, S: int, D: int, causal: bool, dtype: str) -> dict[str, ag.GluonConfig]:
+    """The dispatch's own build with the overlapped loop run across CTA tiles (`xtile`), with one and two Q
+    buffers (two where they leave 2 K/V stages)."""
+    rows = ag.cta_rows(D, S, causal)
+    nprog = min(132, B * H * -(-S // rows))
+    group = ag.dispatch_group(B * H, S, S, D, 2, causal, nprog, H // Hk)
+    shipped = ag.shape_config(D, dtype, B * H, S, S, causal, nprog, group)
+    out = {}
+    for qb in (1, 2):
+        try:
+            cfg = ag.gluon_config(D, "pingpong", dtype, consumers=shipped.consumers, q_bufs=qb, xtile=True)
+        except Exception:  # 2 Q buffers do not fit at D 256
+            continue
+        out[f"xtile_q{qb}"] = dataclasses.replace(cfg, pingpong=shipped.pingpong, lpt=shipped.lpt)
+    return out
+
+
+def columns(B, H, Hk, S, D, causal, dtype, copies=2, xtile=False):
     dt = DT[dtype]
     g = torch.Generator(device="cuda").manual_seed(S + D + causal)
     qs = [torch.randn(B, H, S, D, device="cuda", dtype=dt, generator=g) for _ in range(copies)]
@@ -77,6 +96,11 @@ def columns(B, H, Hk, S, D, causal, dtype, copies=2):
         "cudnn": cudnn,
         "ours": lambda i: fa.attention(qs[i % copies], ks[i % copies], vs[i % copies], causal=causal),
     }
+    if xtile:  # only the dispatch beside its cross-tile builds
+        for name, cfg in xtile_variants(B, H, Hk, S, D, causal, dtype).items():
+            cols[name] = lambda i, cfg=cfg: ag.gluon_attention(qs[i % copies], ks[i % copies], vs[i % copies],
+                                                               causal=causal, config=cfg)  # fmt: skip
+        return cols
     for name, cfg in variants(D, S, dtype).items():
         if causal and cfg.lpt:  # the host's longest-first table where it balances better (as the dispatch)
             rows = cfg.rows_per_cta
@@ -99,6 +123,7 @@ def main() -> None:
     ap.add_argument("--out", default=None)
     ap.add_argument("--warm", default=None, help="i/n: compile shard i of n, no timing")
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--xtile", action="store_true", help="time the dispatch beside its cross-tile builds only")
     a = ap.parse_args()
     shard = tuple(int(x) for x in a.warm.split("/")) if a.warm else None
     meta = env_tags()
@@ -107,7 +132,9 @@ def main() -> None:
     for n, (B, H, Hk, S, D, causal, dtype) in enumerate(problems()):
         if shard is not None and n % shard[1] != shard[0]:
             continue
-        cols = columns(B, H, Hk, S, D, causal, dtype, copies=1 if shard else 2)
+        if a.xtile and not ag.dispatches(D, S, causal):
+            continue
+        cols = columns(B, H, Hk, S, D, causal, dtype, copies=1 if shard else 2, xtile=a.xtile)
         if shard is not None:
             for fn in cols.values():
                 try:

@@ -224,7 +224,9 @@ def test_causal_table_is_built_without_a_synchronizing_call():
     check(out, lse, *reference64(q, k, v, True), torch.bfloat16)
 
 
-BUILDS = [(64, 3, 1), (64, 3, 2), (64, 2, 2), (128, 2, 2)]  # (head_dim, consumers, q_bufs) beside the defaults
+# (head_dim, consumers, q_bufs, xtile) beside the defaults; xtile: the overlapped loop run across CTA tiles
+BUILDS = [(64, 3, 1, False), (64, 3, 2, False), (64, 2, 2, False), (128, 2, 2, False), (128, 2, 2, True),
+          (128, 2, 1, True), (64, 3, 2, True), (64, 2, 2, True), (256, 2, 1, True)]  # fmt: skip
 
 
 @pytest.mark.parametrize("build", BUILDS)
@@ -232,16 +234,17 @@ BUILDS = [(64, 3, 1), (64, 3, 2), (64, 2, 2), (128, 2, 2)]  # (head_dim, consume
 @pytest.mark.parametrize("turn", [True, False])
 @pytest.mark.parametrize("shape", SHAPES + [(3, 6, 2, 2000, 2000)])
 def test_gluon_consumers_and_q_buffers(build, causal, turn, shape):
-    """Three consumer warpgroups (192-row CTA tiles, the turn passed round 0 -> 1 -> 2) and two Q buffers per
-    consumer (the next CTA tile's Q loads during this one's last K/V tiles), with and without the turn order,
-    causal in the longest-first table: every element against float64 on NaN-poisoned outputs, fp16 and bf16."""
+    """Three consumer warpgroups (192-row CTA tiles, the turn passed round 0 -> 1 -> 2), two Q buffers per
+    consumer (the next CTA tile's Q loads during this one's last K/V tiles) and the overlapped loop run across CTA
+    tiles, with and without the turn order, causal in the longest-first table (tiles without keys between tiles
+    with keys: Sq > Sk): every element against float64 on NaN-poisoned outputs, fp16 and bf16."""
     import dataclasses
 
     from tilewise.kernels import attention_gluon as ag
 
-    d, consumers, q_bufs = build
+    d, consumers, q_bufs, xtile = build
     dtype = torch.float16 if causal else torch.bfloat16
-    cfg = ag.gluon_config(d, "pingpong", "fp16" if causal else "bf16", consumers=consumers, q_bufs=q_bufs)
+    cfg = ag.gluon_config(d, "pingpong", "fp16" if causal else "bf16", consumers=consumers, q_bufs=q_bufs, xtile=xtile)
     assert cfg.rows_per_cta == 64 * consumers
     cfg = dataclasses.replace(cfg, pingpong=turn)
     B, H, Hk, Sq, Sk = shape
@@ -259,9 +262,10 @@ def test_gluon_builds_under_graph_capture(build):
 
     from tilewise.kernels import attention_gluon as ag
 
-    d, consumers, q_bufs = build
-    cfg = dataclasses.replace(ag.gluon_config(d, "pingpong", "bf16", consumers=consumers, q_bufs=q_bufs), lpt=False)
-    q, k, v = make(2, 8, 2, 777, 777, d, torch.bfloat16, seed=31 + d + consumers + q_bufs)
+    d, consumers, q_bufs, xtile = build
+    cfg = ag.gluon_config(d, "pingpong", "bf16", consumers=consumers, q_bufs=q_bufs, xtile=xtile)
+    cfg = dataclasses.replace(cfg, lpt=False)
+    q, k, v = make(2, 8, 2, 777, 777, d, torch.bfloat16, seed=31 + d + consumers + q_bufs + xtile)
     ag.gluon_attention(q, k, v, causal=True, config=cfg)  # compile outside the capture
     torch.cuda.synchronize()
     g = torch.cuda.CUDAGraph()

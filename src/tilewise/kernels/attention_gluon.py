@@ -137,6 +137,7 @@ class GluonConfig:
     snake: bool = True  # mirror the tile order every other round (see _tile_at)
     lpt: bool = True  # causal: CTAs follow the host's longest-first table (`lpt_schedule`), not every grid-th tile
     q_bufs: int = 1  # Q buffers per consumer: 2 loads the next CTA tile's Q while this one's last K/V tiles run
+    xtile: bool = False  # overlap across CTA tiles: a tile's last P V with the next one's first Q K^T (ping-pong)
 
     @property
     def rows_per_cta(self) -> int:
@@ -173,11 +174,13 @@ def gluon_config(
     lpt: bool | None = None,
     consumers: int | None = None,
     q_bufs: int = 1,
+    xtile: bool = False,
 ) -> GluonConfig:
     """Tile, ring depth and register split for one design, from `tilewise.model.tensorcore`.
 
     `consumers` (ping-pong only): 2 or 3 warpgroups of 64 query rows taking turns on the Tensor Cores
-    (default `CONSUMERS[head_dim]`); `q_bufs`: Q buffers per consumer (1 or 2).
+    (default `CONSUMERS[head_dim]`); `q_bufs`: Q buffers per consumer (1 or 2); `xtile` (ping-pong only): the
+    overlapped loop run across CTA tiles (`_consumer_xtile`).
     """
     if design not in DESIGNS:
         raise InputError(f"design must be one of {list(DESIGNS)}, got {design!r}")
@@ -185,6 +188,8 @@ def gluon_config(
         raise InputError(f"head_dim must be one of {sorted(_BLOCK_N)}, got {head_dim!r}")
     if q_bufs not in (1, 2):
         raise InputError(f"q_bufs must be 1 or 2, got {q_bufs!r}")
+    if xtile and design != "pingpong":
+        raise InputError(f"xtile runs the ping-pong design's overlapped loop, got design {design!r}")
     bn = _BLOCK_N[head_dim]
     two = design == "pingpong"
     if not two:
@@ -234,6 +239,7 @@ def gluon_config(
         snake=SNAKE if snake is None else bool(snake),
         lpt=LPT if lpt is None else bool(lpt),
         q_bufs=q_bufs,
+        xtile=bool(xtile),
     )
 
 
@@ -366,15 +372,65 @@ if _IMPORT_ERROR is None:
         return p, m_new, l_i, alpha
 
     @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
+    def _epilogue(acc, l_i, m_i, row0, bh, o_ptr, lse_ptr, stride_ob, stride_oh, stride_om, num_heads, seq_q,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
+                  BLOCK_M: gl.constexpr, HEAD_DIM: gl.constexpr, S_LAYOUT: gl.constexpr,
+                  O_LAYOUT: gl.constexpr):  # fmt: skip
+        """A consumer's rows of one CTA tile: O / l and lse = (m + log2 l) ln 2; rows past Sq are not stored."""
+        row_s: gl.constexpr = gl.SliceLayout(1, S_LAYOUT)
+        row_o: gl.constexpr = gl.SliceLayout(1, O_LAYOUT)
+        col_o: gl.constexpr = gl.SliceLayout(0, O_LAYOUT)
+        b = bh // num_heads
+        h = bh % num_heads
+        l_o = gl.convert_layout(l_i, row_o)
+        has_o = l_o > 0.0
+        out = acc * gl.expand_dims(1.0 / gl.where(has_o, l_o, 1.0), 1)  # 2 divisions per thread, not 64
+        offs_m = row0 + gl.arange(0, BLOCK_M, layout=row_o)
+        offs_d = gl.arange(0, HEAD_DIM, layout=col_o)
+        o_base = o_ptr + b.to(gl.int64) * stride_ob + h.to(gl.int64) * stride_oh
+        o_ptrs = o_base + gl.expand_dims(offs_m, 1) * stride_om + gl.expand_dims(offs_d, 0)
+        o_mask = gl.expand_dims(offs_m < seq_q, 1) & gl.expand_dims(offs_d < HEAD_DIM, 0)
+        gl.store(o_ptrs, out.to(o_ptr.dtype.element_ty), mask=o_mask)
+        rows = row0 + gl.arange(0, BLOCK_M, layout=row_s)
+        has = l_i > 0.0
+        lse = gl.where(has, (m_i + gl.log2(gl.where(has, l_i, 1.0))) * 0.6931471805599453, float("-inf"))
+        gl.store(lse_ptr + bh.to(gl.int64) * seq_q + rows, lse, mask=rows < seq_q)
+
+    @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
     def _consumer(q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, turn,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
                   o_ptr, lse_ptr, stride_ob, stride_oh, stride_om,
                   num_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale, sched_ptr,
                   C: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
                   STAGES: gl.constexpr, CONSUMERS: gl.constexpr, WARPS: gl.constexpr, OVERLAP: gl.constexpr,
                   PINGPONG: gl.constexpr, SPLIT_RELEASE: gl.constexpr, CAUSAL: gl.constexpr,
-                  TABLE: gl.constexpr, Q_BUFS: gl.constexpr, NEXT: gl.constexpr, FIRST: gl.constexpr):  # fmt: skip
-        # NEXT: the consumer whose turn follows this one's; FIRST: 1 for the consumer that starts (its first wait
-        # passes on the barrier's initial phase)
+                  TABLE: gl.constexpr, Q_BUFS: gl.constexpr, NEXT: gl.constexpr, FIRST: gl.constexpr,
+                  XTILE: gl.constexpr):  # fmt: skip
+        """A consumer partition: `_consumer_xtile` (XTILE) or `_consumer_tiles`. NEXT: the consumer whose turn
+        follows this one's; FIRST: 1 for the consumer that starts (its first wait passes on the barrier's initial
+        phase)."""
+        if XTILE:
+            _consumer_xtile(q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, turn,
+                           o_ptr, lse_ptr, stride_ob, stride_oh, stride_om,
+                           num_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale, sched_ptr,
+                           C, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CONSUMERS, WARPS, OVERLAP, PINGPONG, SPLIT_RELEASE,
+                           CAUSAL, TABLE, Q_BUFS, NEXT, FIRST)  # fmt: skip
+        else:
+            _consumer_tiles(q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, turn,
+                           o_ptr, lse_ptr, stride_ob, stride_oh, stride_om,
+                           num_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale, sched_ptr,
+                           C, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CONSUMERS, WARPS, OVERLAP, PINGPONG, SPLIT_RELEASE,
+                           CAUSAL, TABLE, Q_BUFS, NEXT, FIRST)  # fmt: skip
+
+    @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
+    def _consumer_xtile(q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, turn,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
+                        o_ptr, lse_ptr, stride_ob, stride_oh, stride_om,
+                        num_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale, sched_ptr,
+                        C: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
+                        STAGES: gl.constexpr, CONSUMERS: gl.constexpr, WARPS: gl.constexpr, OVERLAP: gl.constexpr,
+                        PINGPONG: gl.constexpr, SPLIT_RELEASE: gl.constexpr, CAUSAL: gl.constexpr,
+                        TABLE: gl.constexpr, Q_BUFS: gl.constexpr, NEXT: gl.constexpr, FIRST: gl.constexpr):  # fmt: skip
+        """The overlapped loop run across CTA tiles: a tile's last P V is issued with the next tile's first Q K^T
+        (whose Q the second buffer already holds), and its epilogue runs while that S is the next softmax's input,
+        so a short tile no longer pays its first Q K^T and last P V alone. Tiles without keys keep the plain path."""
         dtype: gl.constexpr = q_smem.dtype
         s_layout: gl.constexpr = gl.NVMMADistributedLayout(
             version=[3, 0], warps_per_cta=[WARPS, 1], instr_shape=[16, BLOCK_N, 16]
@@ -385,7 +441,178 @@ if _IMPORT_ERROR is None:
         p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
         row_s: gl.constexpr = gl.SliceLayout(1, s_layout)
         row_o: gl.constexpr = gl.SliceLayout(1, o_layout)
-        col_o: gl.constexpr = gl.SliceLayout(0, o_layout)
+        BLOCK_Q: gl.constexpr = BLOCK_M * CONSUMERS
+
+        pid = gl.program_id(0)
+        nprog = gl.num_programs(0)
+        num_bh = total // num_m  # B * H
+        causal_shift = seq_k - seq_q
+        kv_count = 0
+        tile_count = 0
+        turn_count = 0
+        primed = 0  # 1: this tile's first Q K^T and softmax ran with the last tile's P V
+        st = 0
+        s_zero = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=s_layout)
+        p_op = gl.convert_layout(s_zero.to(dtype), p_layout)
+        m_i = gl.full([BLOCK_M], float("-inf"), gl.float32, layout=row_s)
+        l_i = gl.full([BLOCK_M], 0.0, gl.float32, layout=row_s)
+        acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, layout=o_layout)
+        count = _tile_count(sched_ptr, pid, nprog, total, TABLE)
+        for r in range(0, count):
+            t = _tile_id(sched_ptr, r, pid, nprog, total, snake, TABLE)
+            bh, m0, n_keys, n_tiles = _tile_info(t, num_bh, num_m, group, seq_q, seq_k, BLOCK_Q, BLOCK_N, CAUSAL)
+            row0 = m0 + C * BLOCK_M
+            rows = row0 + gl.arange(0, BLOCK_M, layout=row_s)
+            full_keys = n_keys
+            if CAUSAL:
+                full_keys = gl.minimum(gl.maximum(row0 + causal_shift + 1, 0), n_keys)
+            full_tiles = full_keys // BLOCK_N
+            qi = (tile_count % Q_BUFS) * CONSUMERS + C
+            q_buf = q_smem.index(qi)
+            if primed == 0:
+                m_i = gl.full([BLOCK_M], float("-inf"), gl.float32, layout=row_s)
+                l_i = gl.full([BLOCK_M], 0.0, gl.float32, layout=row_s)
+                acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, layout=o_layout)
+                mbarrier.wait(q_full.index(qi), (tile_count // Q_BUFS) & 1)
+                if n_tiles > 0:  # block 0: S_0 = Q K_0^T alone
+                    st = kv_count % STAGES
+                    mbarrier.wait(k_full.index(st), (kv_count // STAGES) & 1)
+                    if PINGPONG:
+                        mbarrier.wait(turn.index(C), (turn_count + FIRST) & 1)
+                    s_tok = warpgroup_mma(q_buf, k_smem.index(st).permute((1, 0)), s_zero, use_acc=False,
+                                          is_async=True)  # fmt: skip
+                    if PINGPONG:
+                        mbarrier.arrive(turn.index(NEXT))
+                    turn_count += 1
+                    s = warpgroup_mma_wait(0, deps=[s_tok])
+                    mbarrier.arrive(k_empty.index(st))
+                    if n_tiles == 1:
+                        mbarrier.arrive(q_empty.index(qi))
+                    if full_tiles > 0:
+                        p, m_i, l_i, alpha = _softmax_step(s, m_i, l_i, qk_scale, 0, rows, n_keys, causal_shift,
+                                                           False, CAUSAL, s_layout)  # fmt: skip
+                    else:
+                        p, m_i, l_i, alpha = _softmax_step(s, m_i, l_i, qk_scale, 0, rows, n_keys, causal_shift,
+                                                           True, CAUSAL, s_layout)  # fmt: skip
+                    p_op = gl.convert_layout(p.to(dtype), p_layout)
+                else:
+                    mbarrier.arrive(q_empty.index(qi))  # no key: Q is not read
+            for j in range(1, n_tiles):  # the steady state: S_j = Q K_j^T with O += P_{j-1} V_{j-1}
+                nt = (kv_count + 1) % STAGES
+                mbarrier.wait(k_full.index(nt), ((kv_count + 1) // STAGES) & 1)
+                mbarrier.wait(v_full.index(st), (kv_count // STAGES) & 1)
+                if PINGPONG:
+                    mbarrier.wait(turn.index(C), (turn_count + FIRST) & 1)
+                s_tok = warpgroup_mma(q_buf, k_smem.index(nt).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                o_tok = warpgroup_mma(p_op, v_smem.index(st), acc, is_async=True)
+                if PINGPONG:
+                    mbarrier.arrive(turn.index(NEXT))
+                turn_count += 1
+                s = warpgroup_mma_wait(1, deps=[s_tok])
+                mbarrier.arrive(k_empty.index(nt))
+                if j == n_tiles - 1:
+                    mbarrier.arrive(q_empty.index(qi))
+                if j < full_tiles:
+                    p, m_i, l_i, alpha = _softmax_step(s, m_i, l_i, qk_scale, j * BLOCK_N, rows, n_keys, causal_shift,
+                                                       False, CAUSAL, s_layout)  # fmt: skip
+                else:
+                    p, m_i, l_i, alpha = _softmax_step(s, m_i, l_i, qk_scale, j * BLOCK_N, rows, n_keys, causal_shift,
+                                                       True, CAUSAL, s_layout)  # fmt: skip
+                acc = warpgroup_mma_wait(0, deps=[o_tok])
+                mbarrier.arrive(v_empty.index(st))
+                acc = acc * gl.expand_dims(gl.convert_layout(alpha, row_o), 1)
+                p_op = gl.convert_layout(p.to(dtype), p_layout)
+                kv_count += 1
+                st = nt
+            # the next tile (if any) and its keys
+            n_tiles2 = 0
+            m02 = m0
+            n_keys2 = n_keys
+            if r + 1 < count:
+                t2 = _tile_id(sched_ptr, r + 1, pid, nprog, total, snake, TABLE)
+                _bh2, m02, n_keys2, n_tiles2 = _tile_info(t2, num_bh, num_m, group, seq_q, seq_k, BLOCK_Q, BLOCK_N,
+                                                         CAUSAL)  # fmt: skip
+            primed = 0
+            if n_tiles > 0:
+                if n_tiles2 > 0:  # the last P V of this tile with the next tile's S_0
+                    row02 = m02 + C * BLOCK_M
+                    rows2 = row02 + gl.arange(0, BLOCK_M, layout=row_s)
+                    full_keys2 = n_keys2
+                    if CAUSAL:
+                        full_keys2 = gl.minimum(gl.maximum(row02 + causal_shift + 1, 0), n_keys2)
+                    qi2 = ((tile_count + 1) % Q_BUFS) * CONSUMERS + C
+                    mbarrier.wait(q_full.index(qi2), ((tile_count + 1) // Q_BUFS) & 1)
+                    nt = (kv_count + 1) % STAGES
+                    mbarrier.wait(k_full.index(nt), ((kv_count + 1) // STAGES) & 1)
+                    mbarrier.wait(v_full.index(st), (kv_count // STAGES) & 1)
+                    if PINGPONG:
+                        mbarrier.wait(turn.index(C), (turn_count + FIRST) & 1)
+                    s_tok = warpgroup_mma(q_smem.index(qi2), k_smem.index(nt).permute((1, 0)), s_zero, use_acc=False,
+                                          is_async=True)  # fmt: skip
+                    o_tok = warpgroup_mma(p_op, v_smem.index(st), acc, is_async=True)
+                    if PINGPONG:
+                        mbarrier.arrive(turn.index(NEXT))
+                    turn_count += 1
+                    s = warpgroup_mma_wait(1, deps=[s_tok])
+                    mbarrier.arrive(k_empty.index(nt))
+                    if n_tiles2 == 1:
+                        mbarrier.arrive(q_empty.index(qi2))
+                    m2 = gl.full([BLOCK_M], float("-inf"), gl.float32, layout=row_s)
+                    l2 = gl.full([BLOCK_M], 0.0, gl.float32, layout=row_s)
+                    if full_keys2 >= BLOCK_N:
+                        p, m2, l2, alpha = _softmax_step(s, m2, l2, qk_scale, 0, rows2, n_keys2, causal_shift,
+                                                         False, CAUSAL, s_layout)  # fmt: skip
+                    else:
+                        p, m2, l2, alpha = _softmax_step(s, m2, l2, qk_scale, 0, rows2, n_keys2, causal_shift,
+                                                         True, CAUSAL, s_layout)  # fmt: skip
+                    acc = warpgroup_mma_wait(0, deps=[o_tok])
+                    mbarrier.arrive(v_empty.index(st))
+                    kv_count += 1
+                    st = nt
+                    _epilogue(acc, l_i, m_i, row0, bh, o_ptr, lse_ptr, stride_ob, stride_oh, stride_om, num_heads,
+                              seq_q, BLOCK_M, HEAD_DIM, s_layout, o_layout)  # fmt: skip
+                    acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, layout=o_layout)
+                    m_i = m2
+                    l_i = l2
+                    p_op = gl.convert_layout(p.to(dtype), p_layout)
+                    primed = 1
+                else:  # last block alone: O += P_{n-1} V_{n-1}
+                    mbarrier.wait(v_full.index(st), (kv_count // STAGES) & 1)
+                    if PINGPONG:
+                        mbarrier.wait(turn.index(C), (turn_count + FIRST) & 1)
+                    o_tok = warpgroup_mma(p_op, v_smem.index(st), acc, is_async=True)
+                    if PINGPONG:
+                        mbarrier.arrive(turn.index(NEXT))
+                    turn_count += 1
+                    acc = warpgroup_mma_wait(0, deps=[o_tok])
+                    mbarrier.arrive(v_empty.index(st))
+                    kv_count += 1
+                    _epilogue(acc, l_i, m_i, row0, bh, o_ptr, lse_ptr, stride_ob, stride_oh, stride_om, num_heads,
+                              seq_q, BLOCK_M, HEAD_DIM, s_layout, o_layout)  # fmt: skip
+            else:
+                _epilogue(acc, l_i, m_i, row0, bh, o_ptr, lse_ptr, stride_ob, stride_oh, stride_om, num_heads,
+                          seq_q, BLOCK_M, HEAD_DIM, s_layout, o_layout)  # fmt: skip
+            tile_count += 1
+
+    @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
+    def _consumer_tiles(q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, turn,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
+                        o_ptr, lse_ptr, stride_ob, stride_oh, stride_om,
+                        num_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale, sched_ptr,
+                        C: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
+                        STAGES: gl.constexpr, CONSUMERS: gl.constexpr, WARPS: gl.constexpr, OVERLAP: gl.constexpr,
+                        PINGPONG: gl.constexpr, SPLIT_RELEASE: gl.constexpr, CAUSAL: gl.constexpr,
+                        TABLE: gl.constexpr, Q_BUFS: gl.constexpr, NEXT: gl.constexpr, FIRST: gl.constexpr):  # fmt: skip
+        """One CTA tile after another: its first Q K^T and last P V run alone (the designs a-c of the module)."""
+        dtype: gl.constexpr = q_smem.dtype
+        s_layout: gl.constexpr = gl.NVMMADistributedLayout(
+            version=[3, 0], warps_per_cta=[WARPS, 1], instr_shape=[16, BLOCK_N, 16]
+        )
+        o_layout: gl.constexpr = gl.NVMMADistributedLayout(
+            version=[3, 0], warps_per_cta=[WARPS, 1], instr_shape=[16, HEAD_DIM, 16]
+        )
+        p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+        row_s: gl.constexpr = gl.SliceLayout(1, s_layout)
+        row_o: gl.constexpr = gl.SliceLayout(1, o_layout)
 
         pid = gl.program_id(0)
         nprog = gl.num_programs(0)
@@ -516,21 +743,8 @@ if _IMPORT_ERROR is None:
             else:
                 mbarrier.arrive(q_empty.index(qi))  # no key: Q is not read
 
-            # epilogue: O / l and lse = (m + log2 l) ln 2, rows past Sq are not stored
-            b = bh // num_heads
-            h = bh % num_heads
-            l_o = gl.convert_layout(l_i, row_o)
-            has_o = l_o > 0.0
-            out = acc * gl.expand_dims(1.0 / gl.where(has_o, l_o, 1.0), 1)  # 2 divisions per thread, not 64
-            offs_m = row0 + gl.arange(0, BLOCK_M, layout=row_o)
-            offs_d = gl.arange(0, HEAD_DIM, layout=col_o)
-            o_base = o_ptr + b.to(gl.int64) * stride_ob + h.to(gl.int64) * stride_oh
-            o_ptrs = o_base + gl.expand_dims(offs_m, 1) * stride_om + gl.expand_dims(offs_d, 0)
-            o_mask = gl.expand_dims(offs_m < seq_q, 1) & gl.expand_dims(offs_d < HEAD_DIM, 0)
-            gl.store(o_ptrs, out.to(dtype), mask=o_mask)
-            has = l_i > 0.0
-            lse = gl.where(has, (m_i + gl.log2(gl.where(has, l_i, 1.0))) * 0.6931471805599453, float("-inf"))
-            gl.store(lse_ptr + bh.to(gl.int64) * seq_q + rows, lse, mask=rows < seq_q)
+            _epilogue(acc, l_i, m_i, row0, bh, o_ptr, lse_ptr, stride_ob, stride_oh, stride_om, num_heads, seq_q,
+                      BLOCK_M, HEAD_DIM, s_layout, o_layout)  # fmt: skip
             tile_count += 1
 
     # sizes are not specialized (a new Sq would otherwise recompile whenever its divisibility by 16 changes)
@@ -542,8 +756,9 @@ if _IMPORT_ERROR is None:
                         STAGES: gl.constexpr, CONSUMERS: gl.constexpr, OVERLAP: gl.constexpr,
                         PINGPONG: gl.constexpr, SPLIT_RELEASE: gl.constexpr, Q_LATE: gl.constexpr,
                         CAUSAL: gl.constexpr, PRODUCER_REGS: gl.constexpr, CONSUMER_REGS: gl.constexpr,
-                        TABLE: gl.constexpr, Q_BUFS: gl.constexpr):  # fmt: skip
+                        TABLE: gl.constexpr, Q_BUFS: gl.constexpr, XTILE: gl.constexpr):  # fmt: skip
         gl.static_assert(CONSUMERS >= 1 and CONSUMERS <= 3)
+        gl.static_assert(not XTILE or OVERLAP)  # the cross-tile loop is the overlapped one
         gl.static_assert(STAGES >= 2 or not OVERLAP)  # the overlapped loop holds two stages at once
         dtype: gl.constexpr = q_desc.dtype
         q_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_M, HEAD_DIM], dtype)
@@ -585,17 +800,17 @@ if _IMPORT_ERROR is None:
                                  o_ptr, lse_ptr, stride_ob, stride_oh, stride_om,
                                  num_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale, sched_ptr,
                                  zero, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, three, four, OVERLAP, PINGPONG, SPLIT_RELEASE, CAUSAL,
-                                 TABLE, Q_BUFS, one, one)),
+                                 TABLE, Q_BUFS, one, one, XTILE)),
                     (_consumer, (q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, turn,
                                  o_ptr, lse_ptr, stride_ob, stride_oh, stride_om,
                                  num_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale, sched_ptr,
                                  one, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, three, four, OVERLAP, PINGPONG, SPLIT_RELEASE, CAUSAL,
-                                 TABLE, Q_BUFS, two, zero)),
+                                 TABLE, Q_BUFS, two, zero, XTILE)),
                     (_consumer, (q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, turn,
                                  o_ptr, lse_ptr, stride_ob, stride_oh, stride_om,
                                  num_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale, sched_ptr,
                                  two, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, three, four, OVERLAP, PINGPONG, SPLIT_RELEASE, CAUSAL,
-                                 TABLE, Q_BUFS, zero, zero)),
+                                 TABLE, Q_BUFS, zero, zero, XTILE)),
                     (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full,
                                  k_empty, v_empty, num_heads, num_kv_heads, seq_q, seq_k, num_m, group, total,
                                  snake, sched_ptr, BLOCK_M, BLOCK_N, STAGES, CONSUMERS, Q_LATE, CAUSAL, TABLE, Q_BUFS)),
@@ -610,12 +825,12 @@ if _IMPORT_ERROR is None:
                                  o_ptr, lse_ptr, stride_ob, stride_oh, stride_om,
                                  num_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale, sched_ptr,
                                  zero, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, two, four, OVERLAP, PINGPONG, SPLIT_RELEASE, CAUSAL,
-                                 TABLE, Q_BUFS, one, one)),
+                                 TABLE, Q_BUFS, one, one, XTILE)),
                     (_consumer, (q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, turn,
                                  o_ptr, lse_ptr, stride_ob, stride_oh, stride_om,
                                  num_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale, sched_ptr,
                                  one, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, two, four, OVERLAP, PINGPONG, SPLIT_RELEASE, CAUSAL,
-                                 TABLE, Q_BUFS, zero, zero)),
+                                 TABLE, Q_BUFS, zero, zero, XTILE)),
                     (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full,
                                  k_empty, v_empty, num_heads, num_kv_heads, seq_q, seq_k, num_m, group, total,
                                  snake, sched_ptr, BLOCK_M, BLOCK_N, STAGES, CONSUMERS, Q_LATE, CAUSAL, TABLE, Q_BUFS)),
@@ -630,7 +845,7 @@ if _IMPORT_ERROR is None:
                                  o_ptr, lse_ptr, stride_ob, stride_oh, stride_om,
                                  num_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale, sched_ptr,
                                  zero, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, one, eight, OVERLAP, PINGPONG, SPLIT_RELEASE, CAUSAL,
-                                 TABLE, Q_BUFS, zero, one)),
+                                 TABLE, Q_BUFS, zero, one, XTILE)),
                     (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full,
                                  k_empty, v_empty, num_heads, num_kv_heads, seq_q, seq_k, num_m, group, total,
                                  snake, sched_ptr, BLOCK_M, BLOCK_N, STAGES, CONSUMERS, Q_LATE, CAUSAL, TABLE, Q_BUFS)),
@@ -737,6 +952,7 @@ def kernel_constexprs(cfg: GluonConfig, causal: bool, table: bool | None = None)
         CONSUMER_REGS=cfg.consumer_regs,
         TABLE=bool(cfg.lpt and causal) if table is None else bool(table),
         Q_BUFS=cfg.q_bufs,
+        XTILE=cfg.xtile,
     )
 
 
@@ -1096,7 +1312,7 @@ def _resource_usage(cubin: bytes) -> tuple[int, int]:
 
 
 def compile_sm90(design: str, head_dim: int, dtype: str = "bf16", causal: bool = False, consumers: int | None = None,
-                 q_bufs: int = 1) -> dict[str, Any]:  # fmt: skip
+                 q_bufs: int = 1, xtile: bool = False) -> dict[str, Any]:  # fmt: skip
     """Build the kernel for sm_90a without a GPU; returns registers, spills and shared memory per CTA.
 
     Uses only Triton (no torch, no device): the PyPI wheel carries ptxas.
@@ -1104,7 +1320,7 @@ def compile_sm90(design: str, head_dim: int, dtype: str = "bf16", causal: bool =
     from triton.backends.compiler import GPUTarget  # deferred: only the offline sm_90a build uses the compiler API
     from triton.experimental.gluon._runtime import GluonASTSource  # (as above)
 
-    cfg = gluon_config(head_dim, design, dtype, consumers=consumers, q_bufs=q_bufs)
+    cfg = gluon_config(head_dim, design, dtype, consumers=consumers, q_bufs=q_bufs, xtile=xtile)
     tname = {"bf16": "bf16", "fp16": "fp16"}[dtype]
     bits = 16
 
