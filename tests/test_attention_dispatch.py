@@ -17,12 +17,14 @@ triton = pytest.importorskip("triton")
 
 from tilewise.kernels import attention_gluon as ag  # noqa: E402
 from tilewise.kernels import flash_attention as fa  # noqa: E402
+from tilewise.kernels import utils  # noqa: E402
 
 
 class FakeCuda:
-    """Just what `use_gluon` reads of a tensor: a CUDA bf16 [B, H, S, D] tensor on device 0."""
+    """Just what `use_gluon` reads of a tensor: a CUDA bf16 [B, H, S, D] tensor on device 0 (by default one long
+    enough for `long_kernel`: 4 x 32 x 4096^2 x 128 FLOPs)."""
 
-    def __init__(self, shape=(2, 4, 100, 128), dtype=torch.bfloat16, strides=None, ptr=1 << 20, esize=2):
+    def __init__(self, shape=(1, 32, 4096, 128), dtype=torch.bfloat16, strides=None, ptr=1 << 20, esize=2):
         self.shape = shape
         self.dtype = dtype
         self.is_cuda = True
@@ -50,6 +52,7 @@ def hopper(monkeypatch):
     monkeypatch.setattr(ag, "_device_ok", lambda index: True)
     monkeypatch.setattr(ag, "GLUON_VERIFIED", (triton.__version__,))
     monkeypatch.setattr(ag, "_FAILED", [])
+    monkeypatch.setattr(utils, "gpu_key", lambda device: "h200")  # the roofline of `long_kernel` on an H200
     return monkeypatch
 
 
@@ -59,7 +62,7 @@ def test_gluon_taken_on_verified_hopper(hopper):
     t = FakeCuda()
     assert ag.use_gluon(t, t, t, None)
     assert ag.use_gluon(t, t, t, 0.1)
-    t256 = FakeCuda(shape=(1, 2, 7, 256))
+    t256 = FakeCuda(shape=(1, 16, 4096, 256))
     assert ag.use_gluon(t256, t256, t256, None)
 
 
@@ -90,9 +93,9 @@ def test_head_dim_64_by_length_and_mask(hopper):
     from D64_MIN_KEYS keys (three consumers from THREE_CONSUMER_KEYS, with 192-row CTA tiles)."""
     if not ag.gluon_available():
         pytest.skip("this Triton lacks the Gluon names the kernel uses")
-    q = FakeCuda(shape=(2, 4, 100, 64))
-    short = FakeCuda(shape=(2, 4, 100, 64))
-    long = FakeCuda(shape=(2, 4, ag.D64_MIN_KEYS[True], 64))
+    q = FakeCuda(shape=(2, 32, 4096, 64))
+    short = FakeCuda(shape=(2, 32, 4096, 64))
+    long = FakeCuda(shape=(2, 32, ag.D64_MIN_KEYS[True], 64))
     assert ag.use_gluon(q, short, short, None, causal=False)
     assert not ag.use_gluon(q, short, short, None, causal=True)
     assert ag.use_gluon(q, long, long, None, causal=True)
@@ -110,6 +113,16 @@ def test_head_dim_64_by_length_and_mask(hopper):
     assert ag.dispatch_group(512, 1024, 1024, 128, 2, True, 132, 8) == ag.head_group(512, 1024, 128, 2)
     assert ag.dispatch_group(128, 2048, 2048, 128, 2, False, 132) == ag.head_group(128, 2048, 128, 2)
     assert ag.dispatch_group(128, 4096, 4096, 128, 2, True, 132) == ag.head_group(128, 4096, 128, 2)
+
+
+def test_short_kernels_keep_the_triton_kernel(hopper):
+    """A kernel the roofline puts under DESC_MIN_SECONDS stays on the Triton kernel, whose host launch is shorter
+    (B1 H2 S64 D64: the Gluon launch cost the host 36.6 us a call, the Triton one ~20)."""
+    if not ag.gluon_available():
+        pytest.skip("this Triton lacks the Gluon names the kernel uses")
+    tiny = FakeCuda(shape=(1, 2, 64, 64))
+    assert not ag.use_gluon(tiny, tiny, tiny, None)
+    assert ag.use_gluon(FakeCuda(), FakeCuda(), FakeCuda(), None)
 
 
 def test_scale_and_switches(hopper):

@@ -679,7 +679,8 @@ def use_gluon(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | 
 
     Hopper (sm 9.0) GPU, a Triton version on which the GPU tests passed (`GLUON_VERIFIED`) with the
     Gluon names this file uses, fp16/bf16, head_dim in DISPATCH_HEAD_DIMS (D 64 from D64_MIN_KEYS keys), a
-    positive scale (the unmasked softmax scales the row max), TMA-compatible layouts; TILEWISE_GLUON=0 turns it off.
+    positive scale (the unmasked softmax scales the row max), TMA-compatible layouts, a kernel the roofline puts at
+    >= `tilewise.kernels.utils.DESC_MIN_SECONDS` (`long_kernel`); TILEWISE_GLUON=0 turns it off.
     """
     import torch  # deferred: the module imports with Triton alone (compile_sm90 needs no torch)
 
@@ -697,7 +698,16 @@ def use_gluon(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | 
         return False
     if not (_tma_ok(q) and _tma_ok(k) and _tma_ok(v)):
         return False
-    return _device_ok(q.device.index if q.device.index is not None else torch.cuda.current_device())
+    if not _device_ok(q.device.index if q.device.index is not None else torch.cuda.current_device()):
+        return False
+    from tilewise.kernels.utils import long_kernel  # deferred: it imports torch
+
+    # Its host launch (two allocations, three descriptors: 36.6 us a call against the Triton kernel's ~20 on
+    # the H200's host, B1 H2 S64 D64) hides only behind a long enough kernel: the TMA descriptors' rule
+    B, H, Sq, D = q.shape
+    Hk, Sk = k.shape[1], k.shape[2]
+    return long_kernel(q.device, 4.0 * B * H * Sq * Sk * D, (2 * B * H * Sq + 2 * B * Hk * Sk) * D * q.element_size(),
+                       q.dtype)  # fmt: skip
 
 
 def dispatches(head_dim: int, seq_k: int, causal: bool) -> bool:
@@ -984,22 +994,32 @@ def _swizzle(row_bytes: int) -> int:
     return 0
 
 
-def gluon_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool = False,
-                    scale: float | None = None, design: str = "pingpong", num_sms: int | None = None,
-                    config: GluonConfig | None = None,
-                    group: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
-    """FA3's forward on Hopper. Inputs as `tilewise.kernels.attention` (already checked there):
-    q [B, H, Sq, D], k/v [B, Hkv, Sk, D], fp16/bf16, D in (64, 128, 256), last dim contiguous."""
+@dataclass
+class _Plan:
+    """What a call signature fixes (`gluon_attention`): the config, grid, schedule key and runtime ints, the
+    descriptors' layouts, and one `tilewise.kernels.utils.Launcher` per schedule kind (table or not)."""
+
+    cfg: GluonConfig
+    grid: tuple[int]
+    sched_key: tuple[Any, ...] | None
+    ints: tuple[Any, ...]
+    q_layout: Any
+    kv_layout: Any
+    launchers: dict[bool, Any]
+
+
+_PLANS: dict[tuple[Any, ...], _Plan] = {}
+
+
+def _plan(q: torch.Tensor, k: torch.Tensor, causal: bool, scale: float | None, design: str, num_sms: int | None,
+          config: GluonConfig | None, group: int | None) -> _Plan:  # fmt: skip
+    """The launch plan of a call: built once per signature, so a repeated call pays two allocations, three
+    descriptors and a direct launch (the JIT binder alone cost ~100 us a call on the H200's host)."""
     import torch  # deferred: the module imports with Triton alone (compile_sm90 needs no torch)
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor  # deferred: Gluon's host API, at launch only
 
     B, H, Sq, D = q.shape
     Hk, Sk = k.shape[1], k.shape[2]
     dt = "bf16" if q.dtype == torch.bfloat16 else "fp16"
-    out = torch.empty((B, H, Sq, D), device=q.device, dtype=q.dtype)
-    lse = torch.empty((B, H, Sq), device=q.device, dtype=torch.float32)
-    if B * H * Sq == 0:
-        return out, lse
     if config is not None:
         rows = config.rows_per_cta
     else:
@@ -1017,23 +1037,49 @@ def gluon_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal
         cfg = shape_config(D, dt, B * H, Sq, Sk, bool(causal), grid[0], group)
     else:
         cfg = gluon_config(D, design, dt, Q_LATE, SNAKE)
-    bm, bn = cfg.rows_per_consumer, cfg.block_n
-
-    def desc(t: torch.Tensor, rows: int) -> Any:
-        block = [1, 1, rows, D]
-        return TensorDescriptor(t, list(t.shape), list(t.stride()), block, _nvmma(block, 16))
-
-    q_desc, k_desc, v_desc = desc(q, bm), desc(k, bn), desc(v, bn)
     sm_scale = (1.0 / math.sqrt(D)) if scale is None else float(scale)
-    sched = None
-    if cfg.lpt and causal:
-        sched = _schedule_tensor((B * H, num_m, group, Sq, Sk, bn, True, grid[0], rows), q.device)
-    _fa3_fwd_kernel[grid](
-        q_desc, k_desc, v_desc, out, lse, lse if sched is None else sched,
-        out.stride(0), out.stride(1), out.stride(2),
-        H, Hk, Sq, Sk, num_m, group, total, int(cfg.snake), sm_scale * LOG2E,
-        num_warps=num_warps_for(cfg), **kernel_constexprs(cfg, causal, sched is not None),
-    )  # fmt: skip
+    sched_key = (B * H, num_m, group, Sq, Sk, cfg.block_n, True, grid[0], rows) if cfg.lpt and causal else None
+    # out is allocated contiguous [B, H, Sq, D]: its strides are the plan's
+    ints = (H * Sq * D, Sq * D, D, H, Hk, Sq, Sk, num_m, group, total, int(cfg.snake), sm_scale * LOG2E)
+    return _Plan(cfg, grid, sched_key, ints, _nvmma([1, 1, cfg.rows_per_consumer, D], 16),
+                 _nvmma([1, 1, cfg.block_n, D], 16), {})  # fmt: skip
+
+
+def gluon_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool = False,
+                    scale: float | None = None, design: str = "pingpong", num_sms: int | None = None,
+                    config: GluonConfig | None = None,
+                    group: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+    """FA3's forward on Hopper. Inputs as `tilewise.kernels.attention` (already checked there):
+    q [B, H, Sq, D], k/v [B, Hkv, Sk, D], fp16/bf16, D in (64, 128, 256), last dim contiguous."""
+    import torch  # deferred: the module imports with Triton alone (compile_sm90 needs no torch)
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor  # deferred: Gluon's host API, at launch only
+
+    from tilewise.kernels.utils import Launcher  # deferred: it imports torch
+
+    B, H, Sq, D = q.shape
+    out = torch.empty((B, H, Sq, D), device=q.device, dtype=q.dtype)
+    lse = torch.empty((B, H, Sq), device=q.device, dtype=torch.float32)
+    if B * H * Sq == 0:
+        return out, lse
+    key = (q.shape, q.stride(), k.shape, k.stride(), v.stride(), q.dtype, q.device, bool(causal), scale, design,
+           num_sms, config, group)  # fmt: skip
+    plan = _PLANS.get(key)
+    if plan is None:
+        if len(_PLANS) >= 4096:  # bounded, like the other kernels' plan caches
+            _PLANS.clear()
+        plan = _PLANS[key] = _plan(q, k, bool(causal), scale, design, num_sms, config, group)
+    cfg = plan.cfg
+    sched = None if plan.sched_key is None else _schedule_tensor(plan.sched_key, q.device)
+    table = sched is not None
+    launch = plan.launchers.get(table)
+    if launch is None:
+        consts = kernel_constexprs(cfg, causal, table)
+        launch = plan.launchers[table] = Launcher(_fa3_fwd_kernel, plan.grid, consts, num_warps=num_warps_for(cfg))
+    bq, bkv = [1, 1, cfg.rows_per_consumer, D], [1, 1, cfg.block_n, D]
+    q_desc = TensorDescriptor(q, list(q.shape), list(q.stride()), bq, plan.q_layout)
+    k_desc = TensorDescriptor(k, list(k.shape), list(k.stride()), bkv, plan.kv_layout)
+    v_desc = TensorDescriptor(v, list(v.shape), list(v.stride()), bkv, plan.kv_layout)
+    launch(q_desc, k_desc, v_desc, out, lse, sched if table else lse, *plan.ints)
     return out, lse
 
 

@@ -79,6 +79,14 @@ DECODE_TILE = (128, 4, 3)
 USE_DESC = False
 MAX_SPLITS = 64
 MERGES = ("inline", "launch")  # where the split partials merge (tilewise.model.predict.DECODE_MERGES)
+# The merge's pass over the partials: floats per step (128 a thread at 4 warps) and the steps whose loads are in
+# flight at once (`tl.range`'s num_stages: 1 loads a step only after the last one is merged). Each step is a
+# dependent round trip, so fewer, larger steps win. H200, CUDA graphs, beside SDPA (the advisor's plans; 4096 /
+# 8192 / 16384 floats a step): B2 Hq16 Hkv2 L64k 62.2 / 50.4 / 43.7 us (SDPA 39.2), B1 Hq64 Hkv8 L64k 78.9 /
+# 73.4 / 70.1 (68.3), B1 Hq32 Hkv8 L1k 9.9 / 8.6 / 8.3 (7.6), B1 Hq16 Hkv4 L32k D256 46.4 / 43.0 / 42.1 (53.9);
+# 2 or 3 stages moved none of them by more than 3%.
+MERGE_FLOATS = 16384
+MERGE_STAGES = 1
 
 
 # ------------------------------------------------------------------------------ config choice
@@ -272,6 +280,7 @@ def _decode_split_kernel(  # type: ignore[no-untyped-def]  # a Triton kernel: Tr
     USE_DESC: tl.constexpr,
     MERGE_G: tl.constexpr,
     SPLIT_CHUNK: tl.constexpr,
+    MERGE_STAGES: tl.constexpr,
     INLINE: tl.constexpr,
 ):
     """Program (split, b * Hkv + kv head) attends its GROUP query heads to keys [split * chunk, ...).
@@ -340,14 +349,14 @@ def _decode_split_kernel(  # type: ignore[no-untyped-def]  # a Triton kernel: Tr
             arrived = tl.atomic_add(COUNTERS + bh, 1, sem="acq_rel", scope="gpu")
             if arrived == num_splits - 1:
                 _decode_merge(WS, lse_ptr, O, LSE, COUNTERS, b, bh, hk, num_kv_heads, num_splits, stride_ob,
-                              stride_oh, GROUP, HEAD_DIM, MERGE_G, SPLIT_CHUNK, True)  # fmt: skip
+                              stride_oh, GROUP, HEAD_DIM, MERGE_G, SPLIT_CHUNK, MERGE_STAGES, True)  # fmt: skip
 
 
 @triton.jit  # type: ignore[untyped-decorator]  # triton is read as Any (unchecked)
 def _decode_merge(  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
     WS, LSE_WS, O, LSE, COUNTERS, b, bh, hk, num_kv_heads, num_splits, stride_ob, stride_oh,
     GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, MERGE_G: tl.constexpr, SPLIT_CHUNK: tl.constexpr,
-    RESET: tl.constexpr,
+    MERGE_STAGES: tl.constexpr, RESET: tl.constexpr,
 ):  # fmt: skip
     """The last split of (b, kv head) (or the merge launch's program for it): out_g = sum_s w_s o_s / sum_s w_s
     with w_s = 2^(lse_s - max_s lse_s), for the group's heads at once; splits without keys have lse -inf
@@ -362,7 +371,7 @@ def _decode_merge(  # type: ignore[no-untyped-def]  # a Triton kernel: Triton ty
     m_i = tl.full([MERGE_G], float("-inf"), tl.float32)
     denom = tl.zeros([MERGE_G], tl.float32)
     acc = tl.zeros([MERGE_G, HEAD_DIM], tl.float32)
-    for s0 in range(0, num_splits, SPLIT_CHUNK):
+    for s0 in tl.range(0, num_splits, SPLIT_CHUNK, num_stages=MERGE_STAGES):
         ss = s0 + offs_c
         rows = (first + ss[:, None]) * MERGE_G + offs_g[None, :]  # [SPLIT_CHUNK, MERGE_G]
         ok = (ss[:, None] < num_splits) & g_ok[None, :]
@@ -392,12 +401,13 @@ def _decode_merge(  # type: ignore[no-untyped-def]  # a Triton kernel: Triton ty
 def _decode_merge_kernel(  # type: ignore[no-untyped-def]  # a Triton kernel: Triton types its arguments
     WS, O, LSE, num_kv_heads, num_splits, stride_ob, stride_oh,
     GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, MERGE_G: tl.constexpr, SPLIT_CHUNK: tl.constexpr,
+    MERGE_STAGES: tl.constexpr,
 ):  # fmt: skip
     """The merge as its own launch, program b * Hkv + kv head: every SM merges at once, after every split."""
     bh = tl.program_id(0)
     lse_ptr = WS + tl.num_programs(0).to(tl.int64) * num_splits * MERGE_G * HEAD_DIM
     _decode_merge(WS, lse_ptr, O, LSE, WS, bh // num_kv_heads, bh, bh % num_kv_heads, num_kv_heads, num_splits,
-                  stride_ob, stride_oh, GROUP, HEAD_DIM, MERGE_G, SPLIT_CHUNK, False)  # fmt: skip
+                  stride_ob, stride_oh, GROUP, HEAD_DIM, MERGE_G, SPLIT_CHUNK, MERGE_STAGES, False)  # fmt: skip
 
 
 # ---------------------------------------------------------------------------- launcher
@@ -614,11 +624,13 @@ def _make_plan(
     tma = tma and _tma_rows(k) and _tma_rows(v)
     plan.rows = k.shape[0] * k.shape[1] * k.shape[2]
     plan.desc_block = [block_n, D] if tma else None
-    # the merge reads the partials in chunks of <= 4096 floats (32 per thread at 4 warps), whatever the count
-    merge_consts = dict(GROUP=group, HEAD_DIM=D, MERGE_G=merge_g, SPLIT_CHUNK=max(1, 4096 // (merge_g * D)))
+    # the merge reads the partials in chunks of <= MERGE_FLOATS floats, whatever the count
+    merge_consts = dict(GROUP=group, HEAD_DIM=D, MERGE_G=merge_g, SPLIT_CHUNK=max(1, MERGE_FLOATS // (merge_g * D)),
+                        MERGE_STAGES=MERGE_STAGES)  # fmt: skip
     split_consts = dict(
         GROUP=group, BLOCK_G=block_g, BLOCK_N=block_n, HEAD_DIM=D, SINGLE=splits == 1,
         PAGE=page, PAGED=paged, USE_DESC=tma, MERGE_G=merge_g, SPLIT_CHUNK=merge_consts["SPLIT_CHUNK"],
+        MERGE_STAGES=MERGE_STAGES,
     )  # fmt: skip
     if merge is None:
         plan.merge_graph, plan.merge_eager = merge_placement(B, Hq, Hk, max(max_len, 1), D, q.dtype,
@@ -782,6 +794,8 @@ __all__ = [
     "DECODE_SMEM",
     "DECODE_TILE",
     "MAX_CHUNK",
+    "MERGE_FLOATS",
+    "MERGE_STAGES",
     "USE_DESC",
     "advised_plan",
     "choose_splits",
