@@ -94,12 +94,13 @@ def test_head_dim_64_by_length_and_mask(hopper):
     if not ag.gluon_available():
         pytest.skip("this Triton lacks the Gluon names the kernel uses")
     q = FakeCuda(shape=(2, 32, 4096, 64))
-    short = FakeCuda(shape=(2, 32, 4096, 64))
+    short = FakeCuda(shape=(2, 32, 2048, 64))
     long = FakeCuda(shape=(2, 32, ag.D64_MIN_KEYS[True], 64))
     assert ag.use_gluon(q, short, short, None, causal=False)
     assert not ag.use_gluon(q, short, short, None, causal=True)
     assert ag.use_gluon(q, long, long, None, causal=True)
-    assert ag.dispatches(64, 8192, True) and not ag.dispatches(64, 8191, True) and ag.dispatches(128, 1, True)
+    low = ag.D64_MIN_KEYS[True]
+    assert ag.dispatches(64, low, True) and not ag.dispatches(64, low - 1, True) and ag.dispatches(128, 1, True)
     assert ag.shape_consumers(64, ag.THREE_CONSUMER_KEYS[False], False) == 3
     assert ag.shape_consumers(64, ag.THREE_CONSUMER_KEYS[False] - 1, False) == 2
     assert ag.shape_consumers(128, 1 << 20, False) == 2
