@@ -3,6 +3,7 @@
 #
 #   TILEWISE_COMMIT=$(git rev-parse HEAD) bash benchmarks/suites/quoted.sh OUT_DIR
 #   bash benchmarks/suites/quoted.sh --dry-run OUT_DIR      # print the commands, run nothing (no GPU needed)
+#   ONLY="decode overhead" bash benchmarks/suites/quoted.sh OUT_DIR   # only the runs named (after a change to them)
 #
 # Run from the repository root on an H200 with the `kernels` extra (or PYTHONPATH=src; TILEWISE names the CLI,
 # default `python3 -m tilewise.cli`). The tilewise runs are the suites/<name>.sh scripts. Each run below is
@@ -53,6 +54,7 @@ T0=$(date +%s)
 run() {  # run NAME LIMIT_S COMMAND...: one independent sub-run, its output in OUT/NAME.log
   local name=$1 limit=$2
   shift 2
+  if [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $name "* ]]; then return 0; fi  # ONLY="decode overhead": those runs
   if [ "$DRY" = 1 ]; then echo "$name (limit ${limit}s): $*"; return 0; fi
   local t=$(date +%s)
   timeout --kill-after=5 "$limit" "$@" > "$OUT/$name.log" 2>&1
