@@ -395,6 +395,14 @@ def run_ncu():
         torch.cuda.synchronize()
 
 
+REPRODUCE = {
+    "forward": "bash benchmarks/attention_sweep_device.sh  (on the device, OUT set; then copy $OUT/attention_sweep.json "
+    "to benchmarks/results/h200/attention_sweep.json and run python benchmarks/attention_sweep_report.py --write)",
+    "decode": "bash benchmarks/attention_sweep_device.sh  (on the device, OUT set; then copy $OUT/decode_sweep.json to "
+    "benchmarks/results/h200/decode_sweep.json)",
+}
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--part", choices=("forward", "decode", "warm", "ncu"), required=True)
@@ -419,9 +427,9 @@ def main():
         if a.warm_only != "decode":
             run_forward(a.out, meta, only_warm=(i, n))
     elif a.part == "forward":
-        run_forward(a.out, meta)
+        run_forward(a.out, {**meta, "reproduce": REPRODUCE["forward"]})
     else:
-        run_decode(a.out, meta)
+        run_decode(a.out, {**meta, "reproduce": REPRODUCE["decode"]})
     print(f"{a.part} took {time.time() - t0:.0f}s", flush=True)
 
 
