@@ -7,8 +7,10 @@
 # 92 MB, over one call's 64 MiB carry, so split them with `split -b 45M` and carry the halves over two calls on a
 # warm machine; this script joins cu13.part.* back):
 #   pip download --pre --no-deps --python-version 3.12 --only-binary=:all: --platform manylinux_2_28_x86_64 \
-#     flash-attn-4==4.0.0b36 nvidia-cutlass-dsl nvidia-cutlass-dsl-libs-base nvidia-cutlass-dsl-libs-cu13 \
-#     apache-tvm-ffi torch-c-dlpack-ext quack-kernels einops
+#     flash-attn-4==4.0.0b36 nvidia-cutlass-dsl nvidia-cutlass-dsl-libs-base nvidia-cutlass-dsl-libs-core \
+#     nvidia-cutlass-dsl-libs-cu13 apache-tvm-ffi torch-c-dlpack-ext quack-kernels einops
+# (libs-core holds the `cutlass` Python package: without it `import cutlass.cute` fails; libs-base also lists
+# cuda-bindings and protobuf, which the device may lack: add them if the smoke test names them.)
 set -u
 W=${1:?wheel dir}
 cd "$W" || exit 1
