@@ -120,3 +120,19 @@ def test_compile_sm90_refuses_another_triton_in_one_line(tmp_path):
         capture_output=True, text=True, timeout=120, cwd=ROOT,
     )  # fmt: skip
     assert r.returncode == 2 and "needs triton 3.6" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_only_runs_the_named_runs(tmp_path):
+    """ONLY="decode attention" keeps those runs, in the suite's order, with their own limits and commands."""
+    every = {name: (limit, argv) for name, limit, argv in _dry_run(str(tmp_path / "all"))}
+    env = {"PATH": "/usr/bin:/bin", "ONLY": "attention decode"}
+    r = subprocess.run(["bash", str(QUOTED), "--dry-run", str(tmp_path / "all")], capture_output=True, text=True,
+                       timeout=30, cwd=ROOT, env=env)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    names = [re.match(r"(\w+) \(limit (\d+)s\)", line)[1] for line in r.stdout.splitlines()]
+    assert names == ["decode", "attention"]
+    assert all(name in every for name in names)
+    env["ONLY"] = "no_such_run"
+    r = subprocess.run(["bash", str(QUOTED), "--dry-run", str(tmp_path / "all")], capture_output=True, text=True,
+                       timeout=30, cwd=ROOT, env=env)  # fmt: skip
+    assert r.returncode == 0 and r.stdout.strip() == ""
