@@ -12,8 +12,12 @@
 # (libs-core holds the `cutlass` Python package: without it `import cutlass.cute` fails; libs-base also lists
 # cuda-bindings and protobuf, which the device may lack: add them if the smoke test names them.)
 set -u
-W=${1:?wheel dir}
-cd "$W" || exit 1
+if [ $# -ne 1 ] || [ ! -d "$1" ]; then
+  echo "fa4_install.sh: expected one argument, the folder of the carried wheels; got: ${*:-nothing}" >&2
+  exit 2
+fi
+W=$1
+cd "$W" || exit 2
 if ls cu13.part.* > /dev/null 2>&1; then
   cat cu13.part.* > nvidia_cutlass_dsl_libs_cu13-4.8.1-cp312-cp312-manylinux_2_28_x86_64.whl && rm -f cu13.part.*
 fi

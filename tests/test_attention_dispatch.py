@@ -334,3 +334,20 @@ def test_gluon_builds_consumers_and_q_buffers():
     assert ag.tile_key_tiles(0, 1, 6, 1, 1000, 1000, 128, True, rows=192) == (0, 8)
     assert ag.tile_key_tiles(5, 1, 6, 1, 1000, 1000, 128, True, rows=192) == (0, 2)
     assert ag.cta_rows(128, 4096, False) == 64 * ag.CONSUMERS[128]
+
+
+def test_new_build_knobs_refuse_bad_input():
+    """The cross-tile loop is ping-pong's; the time model takes 2 or 3 consumers and 1-4 row blocks; a head dim the
+    kernel has no tile for is named: each one line of what was expected and what was given."""
+    from tilewise.errors import InputError
+    from tilewise.model import pipeline
+
+    with pytest.raises(InputError, match="xtile runs the ping-pong design's overlapped loop, got design 'ring'"):
+        ag.gluon_config(128, "ring", xtile=True)
+    with pytest.raises(InputError, match="consumers"):
+        pipeline.persistent_forward_ms(256, 8, 16384, 64, 128, 3, consumers=4)
+    with pytest.raises(InputError, match="row_blocks"):
+        pipeline.steady_cycles_per_tile("pingpong", 1.0, 1.0, 1.0, 2, row_blocks=0)
+    with pytest.raises(InputError, match="head_dim must be one of \\[64, 128, 256\\], got 96"):
+        ag.problem_busiest(32, 4096, 96, False)
+    assert ag.gluon_config(128, "pingpong", xtile=True).xtile

@@ -123,7 +123,8 @@ def test_compile_sm90_refuses_another_triton_in_one_line(tmp_path):
 
 
 def test_only_runs_the_named_runs(tmp_path):
-    """ONLY="decode attention" keeps those runs, in the suite's order, with their own limits and commands."""
+    """ONLY="decode attention" keeps those runs, in the suite's order, with their own limits and commands; a name
+    that is no run is refused in one line naming the runs (exit 2), before anything runs."""
     every = {name: (limit, argv) for name, limit, argv in _dry_run(str(tmp_path / "all"))}
     env = {"PATH": "/usr/bin:/bin", "ONLY": "attention decode"}
     r = subprocess.run(["bash", str(QUOTED), "--dry-run", str(tmp_path / "all")], capture_output=True, text=True,
@@ -132,7 +133,9 @@ def test_only_runs_the_named_runs(tmp_path):
     names = [re.match(r"(\w+) \(limit (\d+)s\)", line)[1] for line in r.stdout.splitlines()]
     assert names == ["decode", "attention"]
     assert all(name in every for name in names)
-    env["ONLY"] = "no_such_run"
+    assert set(every) == set(re.search(r'RUNS="([^"]*)"', QUOTED.read_text())[1].split())  # the list ONLY checks
+    env["ONLY"] = "decode no_such_run"
     r = subprocess.run(["bash", str(QUOTED), "--dry-run", str(tmp_path / "all")], capture_output=True, text=True,
                        timeout=30, cwd=ROOT, env=env)  # fmt: skip
-    assert r.returncode == 0 and r.stdout.strip() == ""
+    assert r.returncode == 2 and r.stdout == ""
+    assert "ONLY must name runs among" in r.stderr and "got 'no_such_run'" in r.stderr

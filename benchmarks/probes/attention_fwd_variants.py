@@ -66,10 +66,7 @@ def variants(d: int, s: int, dtype: str) -> dict[str, ag.GluonConfig]:
 def xtile_variants(B: int, H: int, Hk: int, S: int, D: int, causal: bool, dtype: str) -> dict[str, ag.GluonConfig]:
     """The dispatch's own build with the overlapped loop run across CTA tiles (`xtile`), with one and two Q
     buffers (two where they leave 2 K/V stages)."""
-    rows = ag.cta_rows(D, S, causal)
-    nprog = min(132, B * H * -(-S // rows))
-    group = ag.dispatch_group(B * H, S, S, D, 2, causal, nprog, H // Hk)
-    shipped = ag.shape_config(D, dtype, B * H, S, S, causal, nprog, group)
+    shipped = ag.problem_busiest(B * H, S, D, causal, dtype, 132, H // Hk)[0]  # the dispatch's own config
     out = {}
     for qb in (1, 2):
         try:

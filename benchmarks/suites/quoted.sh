@@ -43,6 +43,13 @@ if [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ] || [ $# -ne 1 ]; then
   [ $# -eq 1 ] && exit 0 || exit 2
 fi
 OUT=$1
+RUNS="gemm sum decode grouped moe ffn overhead overhead_eager_targets attention mhmoe"
+for name in ${ONLY:-}; do
+  if [[ " $RUNS " != *" $name "* ]]; then
+    echo "quoted.sh: ONLY must name runs among: $RUNS; got '$name'" >&2
+    exit 2
+  fi
+done
 mkdir -p "$OUT"
 export PYTHONPATH="${PYTHONPATH:-$PWD/src}" PYTHONUNBUFFERED=1
 PY=${PYTHON:-python3}
