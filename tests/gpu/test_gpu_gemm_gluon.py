@@ -29,6 +29,12 @@ CONFIGS = [
     GluonGemmConfig(128, 128, 64, 4, "pingpong"),
     GluonGemmConfig(64, 128, 64, 6, "single"),
 ]
+# stream-K: the last waves' K steps dealt out, tiles summed by several CTAs through fp32 partials
+SK_CONFIGS = [
+    GluonGemmConfig(128, 256, 64, 3, "cooperative", stream_k=True),
+    GluonGemmConfig(128, 128, 64, 4, "cooperative", stream_k=True),
+    GluonGemmConfig(64, 256, 64, 4, "single", stream_k=True),
+]
 
 
 def _skip_unless_gluon():
@@ -38,7 +44,7 @@ def _skip_unless_gluon():
         pytest.skip(why)
 
 
-def _check(m, n, k, dtype, cfg, layout="nn", bias=False, act="none", pitch=None):
+def _check(m, n, k, dtype, cfg, layout="nn", bias=False, act="none", pitch=None, calls=1):
     """pitch: row pitch in elements of A and B (w) when not the packed one (misaligned-rows cases)."""
     _skip_unless_gluon()
 
@@ -50,11 +56,13 @@ def _check(m, n, k, dtype, cfg, layout="nn", bias=False, act="none", pitch=None)
     a = mat(m, k)
     b = mat(n, k).t() if layout == "nt" else mat(k, n)
     bb = torch.randn(n, device="cuda", dtype=dtype) if bias else None
-    c = poisoned((m, n), dtype, "cuda")
-    gluon_matmul(a, b, cfg, out=c, bias=bb, activation=act)
-    # inputs are exact in fp32; the fp32 sum differs from float64 by the order of K additions (16 K 2^-24)
-    assert_close(c, matmul_reference(a, b, bb, act), atol=16 * k * 2.0**-24 + 1e-6, rtol=RTOL[dtype],
-                 what=f"{cfg.tag()} {m}x{n}x{k} {layout}")  # fmt: skip
+    ref = matmul_reference(a, b, bb, act)
+    for call in range(calls):  # stream-K: later launches find the flags the earlier ones cleared
+        c = poisoned((m, n), dtype, "cuda")
+        gluon_matmul(a, b, cfg, out=c, bias=bb, activation=act)
+        # inputs are exact in fp32; the fp32 sum differs from float64 by the order of K additions (16 K 2^-24)
+        assert_close(c, ref, atol=16 * k * 2.0**-24 + 1e-6, rtol=RTOL[dtype],
+                     what=f"{cfg.tag()} {m}x{n}x{k} {layout} call {call}")  # fmt: skip
 
 
 @pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: c.tag())
@@ -86,6 +94,44 @@ def test_many_tiles_per_cta(cfg):
 @pytest.mark.parametrize("layout", ["nn", "nt"])
 def test_rows_16_not_128_byte_aligned(cfg, layout):
     _check(1000, 1000, 1000, BF, cfg, layout, pitch=1000 + 8)  # 2016-byte rows: 16- but not 128-byte aligned
+
+
+@pytest.mark.parametrize("cfg", SK_CONFIGS, ids=lambda c: c.tag())
+@pytest.mark.parametrize(
+    "mnk",
+    [(1, 1000, 64), (7, 4096, 4096), (127, 1000, 4096), (384, 6144, 4096), (128, 4096, 14336), (1000, 1000, 1000),
+     (4097, 1032, 520), (3000, 2048, 1024), (300, 264, 16)],
+    ids=lambda t: "x".join(map(str, t)),
+)
+@pytest.mark.parametrize("layout", ["nn", "nt"])
+def test_stream_k(cfg, mnk, layout):
+    """Pure stream-K (fewer tiles than SMs: tiles split over up to 9 CTAs), data-parallel + stream-K (more
+    tiles than SMs), K of 1 to 224 steps; three launches each, so the cleared flags are checked too."""
+    _check(*mnk, BF, cfg, layout, bias=True, act="gelu", calls=3)
+
+
+@pytest.mark.parametrize("cfg", SK_CONFIGS[:1], ids=lambda c: c.tag())
+def test_stream_k_fp16_misaligned_rows(cfg):
+    _check(1000, 1000, 1000, FP16, cfg, "nt", pitch=1000 + 8)
+
+
+def test_stream_k_cuda_graph_capture():
+    """The flags made under capture are zeroed by the graph's own memset; three replays, each checked."""
+    _skip_unless_gluon()
+    cfg = SK_CONFIGS[0]
+    a = torch.randn(256, 4096, device="cuda", dtype=BF)
+    w = torch.randn(6144, 4096, device="cuda", dtype=BF)
+    out = poisoned((256, 6144), BF, "cuda")
+    gluon_matmul(a, w.t(), cfg, out=out)  # compile outside the capture
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        gluon_matmul(a, w.t(), cfg, out=out)
+    for _ in range(3):
+        a.copy_(torch.randn_like(a))
+        out.fill_(float("nan"))
+        g.replay()
+        torch.cuda.synchronize()
+        assert_close(out, a.double() @ w.double().t(), atol=16 * 4096 * 2.0**-24, rtol=RTOL[BF], what="sk replay")
 
 
 def test_cuda_graph_capture():

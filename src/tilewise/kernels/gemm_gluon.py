@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tilewise.model.tiles import gemm_gluon_smem_bytes, gemm_gluon_tag
+from tilewise.model.waves import StreamKSplit, stream_k_split
 from tilewise.util import cdiv
 
 if TYPE_CHECKING:
@@ -107,6 +108,7 @@ class GluonGemmConfig:
     stages: int = 3
     schedule: str = "cooperative"
     group_m: int = 8
+    stream_k: bool = False  # deal the last waves' K steps out evenly (`tilewise.model.waves.stream_k_split`)
     reason: str = ""
 
     @property
@@ -121,7 +123,8 @@ class GluonGemmConfig:
     def as_dict(self) -> dict[str, Any]:
         """The advisor's spelling (`tilewise.advise.space.gemm_gluon_space` entries)."""
         return {"schedule": self.schedule, "block_m": self.block_m, "block_n": self.block_n,
-                "block_k": self.block_k, "num_stages": self.stages, "group_m": self.group_m}  # fmt: skip
+                "block_k": self.block_k, "num_stages": self.stages, "group_m": self.group_m,
+                "stream_k": self.stream_k}  # fmt: skip
 
     def tag(self) -> str:
         return gemm_gluon_tag(self.as_dict())
@@ -135,6 +138,7 @@ def config_from_dict(c: dict[str, Any]) -> GluonGemmConfig:
         stages=int(c["num_stages"]),
         schedule=str(c["schedule"]),
         group_m=int(c.get("group_m", 8)),
+        stream_k=bool(c.get("stream_k", False)),
     )
 
 
@@ -160,31 +164,53 @@ if _IMPORT_ERROR is None:
         return pid_m, pid_n
 
     @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
-    def _producer(a_desc, b_desc, a_smem, b_smem, full, empty, tiles_m, tiles_n, k_steps,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
+    def _sk_range(pid, nprog, sk_units):  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
+        """This CTA's dealt-out K steps [u, end) (`tilewise.model.waves.StreamKSplit.start`)."""
+        return (pid * sk_units) // nprog, ((pid + 1) * sk_units) // nprog
+
+    @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
+    def _load_steps(a_desc, b_desc, a_smem, b_smem, full, empty, om, on, k0, k1, count,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
+                    SUB_M: gl.constexpr, BLOCK_K: gl.constexpr, A_PARTS: gl.constexpr, STAGES: gl.constexpr,
+                    B_T: gl.constexpr):  # fmt: skip
+        """The producer's K steps k0..k1 - 1 of one tile into the ring; returns the ring count after them."""
+        nbytes: gl.constexpr = A_PARTS * a_desc.block_type.nbytes + b_desc.block_type.nbytes
+        for kk in range(k0, k1):
+            s = count % STAGES
+            mbarrier.wait(empty.index(s), ((count // STAGES) & 1) ^ 1)  # a fresh barrier passes phase 1
+            bar = full.index(s)
+            mbarrier.expect(bar, nbytes)
+            kc = kk * BLOCK_K
+            for p in gl.static_range(A_PARTS):
+                tma.async_copy_global_to_shared(a_desc, [om + p * SUB_M, kc], bar, a_smem.index(s * A_PARTS + p))
+            if B_T:
+                tma.async_copy_global_to_shared(b_desc, [on, kc], bar, b_smem.index(s))
+            else:
+                tma.async_copy_global_to_shared(b_desc, [kc, on], bar, b_smem.index(s))
+            count += 1
+        return count
+
+    @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
+    def _producer(a_desc, b_desc, a_smem, b_smem, full, empty, tiles_m, tiles_n, k_steps, dp_tiles, sk_units,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
                   SUB_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, A_PARTS: gl.constexpr,
-                  STAGES: gl.constexpr, GROUP_M: gl.constexpr, B_T: gl.constexpr):  # fmt: skip
+                  STAGES: gl.constexpr, GROUP_M: gl.constexpr, B_T: gl.constexpr, STREAM_K: gl.constexpr):  # fmt: skip
         pid = gl.program_id(0)
         nprog = gl.num_programs(0)
-        total = tiles_m * tiles_n
-        nbytes: gl.constexpr = A_PARTS * a_desc.block_type.nbytes + b_desc.block_type.nbytes
         count = 0
-        for t in range(pid, total, nprog):
+        for t in range(pid, dp_tiles, nprog):
             pid_m, pid_n = _tile_mn(t, tiles_m, tiles_n, GROUP_M)
-            om = pid_m * (SUB_M * A_PARTS)
-            on = pid_n * BLOCK_N
-            for kk in range(k_steps):
-                s = count % STAGES
-                mbarrier.wait(empty.index(s), ((count // STAGES) & 1) ^ 1)  # a fresh barrier passes phase 1
-                bar = full.index(s)
-                mbarrier.expect(bar, nbytes)
-                k0 = kk * BLOCK_K
-                for p in gl.static_range(A_PARTS):
-                    tma.async_copy_global_to_shared(a_desc, [om + p * SUB_M, k0], bar, a_smem.index(s * A_PARTS + p))
-                if B_T:
-                    tma.async_copy_global_to_shared(b_desc, [on, k0], bar, b_smem.index(s))
-                else:
-                    tma.async_copy_global_to_shared(b_desc, [k0, on], bar, b_smem.index(s))
-                count += 1
+            count = _load_steps(a_desc, b_desc, a_smem, b_smem, full, empty, pid_m * (SUB_M * A_PARTS),
+                                pid_n * BLOCK_N, 0, k_steps, count, SUB_M, BLOCK_K, A_PARTS, STAGES, B_T)  # fmt: skip
+        if STREAM_K:
+            u, end = _sk_range(pid, nprog, sk_units)
+            while u < end:
+                k0 = u % k_steps
+                k1 = k0 + (end - u)
+                if k1 > k_steps:
+                    k1 = k_steps
+                pid_m, pid_n = _tile_mn(dp_tiles + u // k_steps, tiles_m, tiles_n, GROUP_M)
+                count = _load_steps(a_desc, b_desc, a_smem, b_smem, full, empty, pid_m * (SUB_M * A_PARTS),
+                                    pid_n * BLOCK_N, k0, k1, count, SUB_M, BLOCK_K, A_PARTS, STAGES, B_T)  # fmt: skip
+                u += k1 - k0
 
     @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
     def _epilogue_math(acc, bias_ptr, on, N, ACC_LAYOUT: gl.constexpr, BLOCK_N: gl.constexpr,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
@@ -204,21 +230,96 @@ if _IMPORT_ERROR is None:
         return acc
 
     @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
-    def _consumer(a_smem, b_smem, c_smem, full, empty, turn, c_desc, bias_ptr, N, tiles_m, tiles_n, k_steps,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
-                  C: gl.constexpr, SUB_M: gl.constexpr, BLOCK_N: gl.constexpr, A_PARTS: gl.constexpr,
-                  STAGES: gl.constexpr, GROUP_M: gl.constexpr, PINGPONG: gl.constexpr, B_T: gl.constexpr,
-                  HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr):  # fmt: skip
-        dtype: gl.constexpr = c_desc.dtype
+    def _mma_steps(a_smem, b_smem, full, empty, acc, k0, k1, count, C: gl.constexpr, A_PARTS: gl.constexpr,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
+                   STAGES: gl.constexpr, B_T: gl.constexpr):  # fmt: skip
+        """One consumer's K steps k0..k1 - 1 on `acc`; returns (acc, ring count after them)."""
+        prev = 0
+        for kk in range(k0, k1):
+            s = count % STAGES
+            mbarrier.wait(full.index(s), (count // STAGES) & 1)
+            a = a_smem.index(s * A_PARTS + (C if A_PARTS > 1 else 0))
+            if B_T:
+                b = b_smem.index(s).permute((1, 0))
+            else:
+                b = b_smem.index(s)
+            acc = warpgroup_mma(a, b, acc, is_async=True)
+            # one wgmma group stays in flight: the one of step kk - 1 has retired, its stage is free
+            acc = warpgroup_mma_wait(1, deps=(acc,))
+            if kk > k0:
+                mbarrier.arrive(empty.index(prev))
+            prev = s
+            count += 1
+        acc = warpgroup_mma_wait(0, deps=(acc,))
+        if k1 > k0:
+            mbarrier.arrive(empty.index(prev))
+        return acc, count
+
+    @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
+    def _store_tile(acc, c_buf, c_desc, bias_ptr, om, on, N, ACC_LAYOUT: gl.constexpr, BLOCK_N: gl.constexpr,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
+                    HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr):  # fmt: skip
+        """The epilogue: bias and activation, the tile through the consumer's buffer and out by one TMA store
+        (which runs on while the consumer starts its next tile: it waits only before it writes c_buf again)."""
+        acc = _epilogue_math(acc, bias_ptr, on, N, ACC_LAYOUT, BLOCK_N, HAS_BIAS, ACTIVATION)
+        tma.store_wait(0)  # the previous tile's store has left c_buf
+        c_buf.store(acc.to(c_desc.dtype))
+        fence_async_shared()
+        tma.async_copy_shared_to_global(c_desc, [om, on], c_buf)
+
+    @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
+    def _sk_slot(ws_ptr, flag_ptr, cta, C: gl.constexpr, CONSUMERS: gl.constexpr, SUB_M: gl.constexpr,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
+                 BLOCK_N: gl.constexpr, ACC_LAYOUT: gl.constexpr):  # fmt: skip
+        """Pointers of CTA `cta`'s partial for consumer C (fp32, in the accumulator's layout) and of its 128 flags,
+        one per thread of the warpgroup: thread i of the owner reads exactly the elements thread i of the writer
+        stored (the same layout), so each thread's release/acquire pair orders its own elements, no barrier."""
+        slot = cta * CONSUMERS + C
+        rows = gl.arange(0, SUB_M, layout=gl.SliceLayout(1, ACC_LAYOUT))
+        cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, ACC_LAYOUT))
+        ptrs = ws_ptr + slot * (SUB_M * BLOCK_N) + gl.expand_dims(rows, 1) * BLOCK_N + gl.expand_dims(cols, 0)
+        flag_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+        flags = flag_ptr + slot * 128 + gl.arange(0, 128, layout=flag_layout)
+        return ptrs, flags
+
+    @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
+    def _sk_fixup(acc, ws_ptr, flag_ptr, pid, nprog, sk_units, tile_end, is_owner, C: gl.constexpr,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
+                  CONSUMERS: gl.constexpr, SUB_M: gl.constexpr, BLOCK_N: gl.constexpr, ACC_LAYOUT: gl.constexpr):  # fmt: skip
+        """A stream-K tile's partials. A CTA that ran a later part of the tile (not its first K step) writes its
+        fp32 partial and sets its flags; the owner (which ran the first step) waits for each later CTA whose
+        range starts inside the tile, adds its partial and clears its flags for the next launch. The writers
+        ran that part first in their own range, so the owner never waits on a CTA that waits."""
+        flag_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+        zeros = gl.zeros([128], gl.int32, layout=flag_layout)
+        if is_owner:
+            other = pid + 1
+            while (other * sk_units) // nprog < tile_end:
+                ptrs, flags = _sk_slot(ws_ptr, flag_ptr, other, C, CONSUMERS, SUB_M, BLOCK_N, ACC_LAYOUT)
+                seen = gl.atomic_add(flags, zeros, sem="acquire", scope="gpu")
+                while gl.min(seen, axis=0) == 0:
+                    seen = gl.atomic_add(flags, zeros, sem="acquire", scope="gpu")
+                acc = acc + gl.load(ptrs)
+                gl.atomic_xchg(flags, zeros, sem="relaxed", scope="gpu")
+                other += 1
+        else:
+            ptrs, flags = _sk_slot(ws_ptr, flag_ptr, pid, C, CONSUMERS, SUB_M, BLOCK_N, ACC_LAYOUT)
+            gl.store(ptrs, acc)
+            gl.atomic_xchg(flags, zeros + 1, sem="release", scope="gpu")
+        return acc
+
+    @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
+    def _consumer(a_smem, b_smem, c_smem, full, empty, turn, c_desc, bias_ptr, ws_ptr, flag_ptr, N, tiles_m,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
+                  tiles_n, k_steps, dp_tiles, sk_units, C: gl.constexpr, SUB_M: gl.constexpr,
+                  BLOCK_N: gl.constexpr, A_PARTS: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr,
+                  PINGPONG: gl.constexpr, B_T: gl.constexpr, HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr,
+                  STREAM_K: gl.constexpr, CONSUMERS: gl.constexpr):  # fmt: skip
         acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
             version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_N, 16]
         )
         pid = gl.program_id(0)
         nprog = gl.num_programs(0)
-        total = tiles_m * tiles_n
         c_buf = c_smem.index(C)
+        row0: gl.constexpr = C * SUB_M if A_PARTS > 1 else 0
         count = 0
         local = 0
-        for t in range(pid, total, nprog):
+        for t in range(pid, dp_tiles, nprog):
             mine = True
             if PINGPONG:
                 mine = (local % 2) == C
@@ -230,49 +331,44 @@ if _IMPORT_ERROR is None:
                     # wait two phases ahead would pass on an old phase)
                     mbarrier.wait(turn.index(C), ((local // 2) & 1) ^ (1 - C))
                 pid_m, pid_n = _tile_mn(t, tiles_m, tiles_n, GROUP_M)
-                on = pid_n * BLOCK_N
-                om = pid_m * (SUB_M * A_PARTS) + (C * SUB_M if A_PARTS > 1 else 0)
                 acc = gl.zeros([SUB_M, BLOCK_N], gl.float32, layout=acc_layout)
-                prev = 0
-                for kk in range(k_steps):
-                    s = count % STAGES
-                    mbarrier.wait(full.index(s), (count // STAGES) & 1)
-                    a = a_smem.index(s * A_PARTS + (C if A_PARTS > 1 else 0))
-                    if B_T:
-                        b = b_smem.index(s).permute((1, 0))
-                    else:
-                        b = b_smem.index(s)
-                    acc = warpgroup_mma(a, b, acc, is_async=True)
-                    # one wgmma group stays in flight: the one of step kk - 1 has retired, its stage is free
-                    acc = warpgroup_mma_wait(1, deps=(acc,))
-                    if kk > 0:
-                        mbarrier.arrive(empty.index(prev))
-                    prev = s
-                    count += 1
-                acc = warpgroup_mma_wait(0, deps=(acc,))
-                if k_steps > 0:
-                    mbarrier.arrive(empty.index(prev))
+                acc, count = _mma_steps(a_smem, b_smem, full, empty, acc, 0, k_steps, count, C, A_PARTS, STAGES, B_T)
                 if PINGPONG:
                     mbarrier.arrive(turn.index(1 - C))  # this epilogue now overlaps the other's main loop
-                acc = _epilogue_math(acc, bias_ptr, on, N, acc_layout, BLOCK_N, HAS_BIAS, ACTIVATION)
-                tma.store_wait(0)  # the previous tile's store has left c_buf
-                c_buf.store(acc.to(dtype))
-                fence_async_shared()
-                tma.async_copy_shared_to_global(c_desc, [om, on], c_buf)
+                _store_tile(acc, c_buf, c_desc, bias_ptr, pid_m * (SUB_M * A_PARTS) + row0, pid_n * BLOCK_N, N,
+                            acc_layout, BLOCK_N, HAS_BIAS, ACTIVATION)  # fmt: skip
             else:
                 count += k_steps  # the other consumer's tile: its stages pass by in the ring
             local += 1
+        if STREAM_K:
+            u, end = _sk_range(pid, nprog, sk_units)
+            while u < end:
+                k0 = u % k_steps
+                k1 = k0 + (end - u)
+                if k1 > k_steps:
+                    k1 = k_steps
+                pid_m, pid_n = _tile_mn(dp_tiles + u // k_steps, tiles_m, tiles_n, GROUP_M)
+                acc = gl.zeros([SUB_M, BLOCK_N], gl.float32, layout=acc_layout)
+                acc, count = _mma_steps(a_smem, b_smem, full, empty, acc, k0, k1, count, C, A_PARTS, STAGES, B_T)
+                if k0 > 0 or k1 < k_steps:
+                    acc = _sk_fixup(acc, ws_ptr, flag_ptr, pid, nprog, sk_units, (u // k_steps + 1) * k_steps,
+                                    k0 == 0, C, CONSUMERS, SUB_M, BLOCK_N, acc_layout)  # fmt: skip
+                if k0 == 0:
+                    _store_tile(acc, c_buf, c_desc, bias_ptr, pid_m * (SUB_M * A_PARTS) + row0, pid_n * BLOCK_N,
+                                N, acc_layout, BLOCK_N, HAS_BIAS, ACTIVATION)  # fmt: skip
+                u += k1 - k0
         tma.store_wait(0)
 
-    @gluon.jit(do_not_specialize=["N", "tiles_m", "tiles_n", "k_steps"])  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
-    def _gemm_gluon_kernel(a_desc, b_desc, c_desc, bias_ptr, N, tiles_m, tiles_n, k_steps,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
-                           SUB_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr,
+    @gluon.jit(do_not_specialize=["N", "tiles_m", "tiles_n", "k_steps", "dp_tiles", "sk_units"])  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
+    def _gemm_gluon_kernel(a_desc, b_desc, c_desc, bias_ptr, ws_ptr, flag_ptr, N, tiles_m, tiles_n, k_steps,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
+                           dp_tiles, sk_units, SUB_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr,
                            STAGES: gl.constexpr, GROUP_M: gl.constexpr, CONSUMERS: gl.constexpr,
                            PINGPONG: gl.constexpr, B_T: gl.constexpr, HAS_BIAS: gl.constexpr,
-                           ACTIVATION: gl.constexpr, PRODUCER_REGS: gl.constexpr,
+                           ACTIVATION: gl.constexpr, STREAM_K: gl.constexpr, PRODUCER_REGS: gl.constexpr,
                            CONSUMER_REGS: gl.constexpr):  # fmt: skip
         gl.static_assert(CONSUMERS == 1 or CONSUMERS == 2)
         gl.static_assert(STAGES >= 2)
+        gl.static_assert(not (STREAM_K and PINGPONG))  # stream-K deals steps to CTAs, pingpong tiles to consumers
         dtype: gl.constexpr = a_desc.dtype
         # cooperative: the CTA tile is CONSUMERS x SUB_M rows, loaded as that many SUB_M-row parts
         A_PARTS: gl.constexpr = CONSUMERS if (CONSUMERS == 2 and not PINGPONG) else 1
@@ -297,12 +393,14 @@ if _IMPORT_ERROR is None:
         if CONSUMERS == 2:
             gl.warp_specialize(
                 [
-                    (_consumer, (a_smem, b_smem, c_smem, full, empty, turn, c_desc, bias_ptr, N, tiles_m, tiles_n, k_steps,
-                                 zero, SUB_M, BLOCK_N, A_PARTS, STAGES, GROUP_M, PINGPONG, B_T, HAS_BIAS, ACTIVATION)),
-                    (_consumer, (a_smem, b_smem, c_smem, full, empty, turn, c_desc, bias_ptr, N, tiles_m, tiles_n, k_steps,
-                                 one, SUB_M, BLOCK_N, A_PARTS, STAGES, GROUP_M, PINGPONG, B_T, HAS_BIAS, ACTIVATION)),
-                    (_producer, (a_desc, b_desc, a_smem, b_smem, full, empty, tiles_m, tiles_n, k_steps,
-                                 SUB_M, BLOCK_N, BLOCK_K, A_PARTS, STAGES, GROUP_M, B_T)),
+                    (_consumer, (a_smem, b_smem, c_smem, full, empty, turn, c_desc, bias_ptr, ws_ptr, flag_ptr, N, tiles_m,
+                                 tiles_n, k_steps, dp_tiles, sk_units, zero, SUB_M, BLOCK_N, A_PARTS, STAGES, GROUP_M,
+                                 PINGPONG, B_T, HAS_BIAS, ACTIVATION, STREAM_K, CONSUMERS)),
+                    (_consumer, (a_smem, b_smem, c_smem, full, empty, turn, c_desc, bias_ptr, ws_ptr, flag_ptr, N, tiles_m,
+                                 tiles_n, k_steps, dp_tiles, sk_units, one, SUB_M, BLOCK_N, A_PARTS, STAGES, GROUP_M,
+                                 PINGPONG, B_T, HAS_BIAS, ACTIVATION, STREAM_K, CONSUMERS)),
+                    (_producer, (a_desc, b_desc, a_smem, b_smem, full, empty, tiles_m, tiles_n, k_steps, dp_tiles,
+                                 sk_units, SUB_M, BLOCK_N, BLOCK_K, A_PARTS, STAGES, GROUP_M, B_T, STREAM_K)),
                 ],
                 [4, 1],
                 [CONSUMER_REGS, PRODUCER_REGS],
@@ -310,10 +408,11 @@ if _IMPORT_ERROR is None:
         else:
             gl.warp_specialize(
                 [
-                    (_consumer, (a_smem, b_smem, c_smem, full, empty, turn, c_desc, bias_ptr, N, tiles_m, tiles_n, k_steps,
-                                 zero, SUB_M, BLOCK_N, A_PARTS, STAGES, GROUP_M, PINGPONG, B_T, HAS_BIAS, ACTIVATION)),
-                    (_producer, (a_desc, b_desc, a_smem, b_smem, full, empty, tiles_m, tiles_n, k_steps,
-                                 SUB_M, BLOCK_N, BLOCK_K, A_PARTS, STAGES, GROUP_M, B_T)),
+                    (_consumer, (a_smem, b_smem, c_smem, full, empty, turn, c_desc, bias_ptr, ws_ptr, flag_ptr, N, tiles_m,
+                                 tiles_n, k_steps, dp_tiles, sk_units, zero, SUB_M, BLOCK_N, A_PARTS, STAGES, GROUP_M,
+                                 PINGPONG, B_T, HAS_BIAS, ACTIVATION, STREAM_K, CONSUMERS)),
+                    (_producer, (a_desc, b_desc, a_smem, b_smem, full, empty, tiles_m, tiles_n, k_steps, dp_tiles,
+                                 sk_units, SUB_M, BLOCK_N, BLOCK_K, A_PARTS, STAGES, GROUP_M, B_T, STREAM_K)),
                 ],
                 [1],
                 [PRODUCER_REGS],
@@ -401,6 +500,36 @@ def unsupported(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias: torch.T
 # ---------------------------------------------------------------------------- launcher
 
 
+def launch_split(cfg: GluonGemmConfig, tiles: int, k_steps: int, num_sms: int) -> StreamKSplit:
+    """The launch's grid and its data-parallel / dealt-out parts: without stream-K every tile is whole and the
+    grid is one CTA per SM (or per tile, if fewer)."""
+    if cfg.stream_k:
+        return stream_k_split(tiles, k_steps, num_sms)
+    return StreamKSplit(grid=min(num_sms, tiles), dp_tiles=tiles, units=0, k_steps=k_steps)
+
+
+_FLAGS: dict[tuple[int, int], torch.Tensor] = {}  # (device, stream) -> zeroed stream-K flags
+
+
+def _flags(device: torch.device, count: int) -> torch.Tensor:
+    """The stream-K flags, all zero between launches: each owner clears the flags it waited on, so one zeroed
+    buffer per device and stream serves every launch (two streams at once would share one, so each has its
+    own). Under CUDA-graph capture a fresh zeroed buffer is made and not kept (the capture records its memset)."""
+    import torch  # deferred: the module imports with Triton alone (compile_sm90 needs no torch)
+
+    stream = torch.cuda.current_stream(device)
+    key = (device.index if device.index is not None else torch.cuda.current_device(), stream.cuda_stream)
+    have = _FLAGS.get(key)
+    if have is not None and have.numel() >= count:
+        return have
+    if torch.cuda.is_current_stream_capturing():
+        return torch.zeros(count, dtype=torch.int32, device=device)
+    _FLAGS[key] = torch.zeros(max(count, 132 * 2 * 128), dtype=torch.int32, device=device)
+    return _FLAGS[key]
+
+
+
+
 def _layout(block: list[int], torch_dtype: torch.dtype) -> Any:
     import torch  # deferred: the module imports with Triton alone (compile_sm90 needs no torch)
 
@@ -420,6 +549,7 @@ def kernel_constexprs(cfg: GluonGemmConfig, b_t: bool, has_bias: bool, activatio
         B_T=bool(b_t),
         HAS_BIAS=bool(has_bias),
         ACTIVATION=activation,
+        STREAM_K=bool(cfg.stream_k),
         PRODUCER_REGS=PRODUCER_REGS,
         CONSUMER_REGS=CONSUMER_REGS,
     )
@@ -458,10 +588,17 @@ def gluon_matmul(
     tiles_m, tiles_n = cdiv(m, cfg.block_m), cdiv(n, cfg.block_n)
     if num_sms is None:
         num_sms = _sm_count(a.device.index if a.device.index is not None else torch.cuda.current_device())
-    grid = (min(num_sms, tiles_m * tiles_n),)
-    _gemm_gluon_kernel[grid](
-        a_desc, b_desc, c_desc, bias if bias is not None else c, n, tiles_m, tiles_n, cdiv(k, cfg.block_k),
-        num_warps=CONSUMER_WARPS, **kernel_constexprs(cfg, b_t, bias is not None, activation),
+    k_steps = cdiv(k, cfg.block_k)
+    split = launch_split(cfg, tiles_m * tiles_n, k_steps, num_sms)
+    if cfg.stream_k:
+        ws = torch.empty(split.grid * cfg.block_m * cfg.block_n, dtype=torch.float32, device=a.device)
+        flags = _flags(a.device, split.grid * cfg.consumers * 128)
+    else:
+        ws, flags = c, c  # not read: the kernel's stream-K part is compiled out
+    _gemm_gluon_kernel[(split.grid,)](
+        a_desc, b_desc, c_desc, bias if bias is not None else c, ws, flags, n, tiles_m, tiles_n, k_steps,
+        split.dp_tiles, split.units, num_warps=CONSUMER_WARPS,
+        **kernel_constexprs(cfg, b_t, bias is not None, activation),
     )  # fmt: skip
     return c
 
@@ -481,8 +618,9 @@ def compile_sm90(cfg: GluonGemmConfig, dtype: str = "bf16", b_t: bool = False, h
         return f"tensordesc<{tname}[{','.join(map(str, block))}],{gl.NVMMASharedLayout.get_default_for(block, gdt)!r}>"
 
     ba, bb, bc = blocks(cfg, b_t)
-    sig = {"a_desc": dsig(ba), "b_desc": dsig(bb), "c_desc": dsig(bc), "bias_ptr": f"*{tname}"}
-    for name in ("N", "tiles_m", "tiles_n", "k_steps"):
+    sig = {"a_desc": dsig(ba), "b_desc": dsig(bb), "c_desc": dsig(bc), "bias_ptr": f"*{tname}", "ws_ptr": "*fp32",
+           "flag_ptr": "*i32"}  # fmt: skip
+    for name in ("N", "tiles_m", "tiles_n", "k_steps", "dp_tiles", "sk_units"):
         sig[name] = "i32"
     for name in consts:
         sig[name] = "constexpr"
@@ -500,6 +638,7 @@ __all__ = [
     "gluon_available",
     "gluon_failed",
     "gluon_matmul",
+    "launch_split",
     "smem_bytes",
     "unsupported",
 ]

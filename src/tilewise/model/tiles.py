@@ -59,10 +59,10 @@ _GLUON_PREFIX = {"cooperative": "gco", "pingpong": "gpp", "single": "gsg"}
 
 
 def gemm_gluon_tag(c: dict[str, Any]) -> str:
-    """The Gluon GEMM's own `GluonGemmConfig.tag()` spelling: g{co|pp|sg}BMxBNxBK_gG_stS."""
+    """The Gluon GEMM's own `GluonGemmConfig.tag()` spelling: g{co|pp|sg}BMxBNxBK_gG_stS, `_sk` for stream-K."""
     return (
         f"{_GLUON_PREFIX[c['schedule']]}{c['block_m']}x{c['block_n']}x{c['block_k']}"
-        f"_g{c.get('group_m', 8)}_st{c['num_stages']}"
+        f"_g{c.get('group_m', 8)}_st{c['num_stages']}{'_sk' if c.get('stream_k') else ''}"
     )
 
 

@@ -157,6 +157,88 @@ def persistent_schedule(total_tiles: int, sms: int, blocks_per_sm: int = 1) -> P
     return PersistentSchedule(total_tiles, programs, hi, lo, total_tiles / (programs * hi))
 
 
+# ----------------------------------------------------------------- stream-K
+#
+# A persistent GEMM whose tiles do not fill whole waves leaves SMs idle in the last one: 144 tiles on 132 SMs
+# run in 2 rounds at 55% of the machine. Stream-K (Osama et al., 2023) cuts the last waves' work into K steps
+# and deals the steps out evenly, so a tile may be summed by two or more CTAs: the one that runs the tile's
+# first K step owns it and adds the others' fp32 partials before its epilogue. The first full waves stay
+# data-parallel (whole tiles; no partials): only the last full wave and the partial one are dealt out, so
+# every CTA gets between one and two tiles' worth of steps. tilewise.kernels.gemm_gluon computes the same
+# ranges in the kernel (`start = cta x units // grid`); `stream_k_segments` lists what each CTA does, for
+# the model's fix-up term and for the tests that check the schedule covers every step once.
+
+STREAM_K_MIN_STEPS = 4  # a CTA takes at least 4 K steps: fewer and its pipeline fill outweighs the balance
+
+
+@dataclass(frozen=True)
+class StreamKSplit:
+    grid: int  # CTAs launched
+    dp_tiles: int  # tiles run whole, data-parallel, before the dealt-out part (a multiple of grid)
+    units: int  # K steps dealt out: (tiles - dp_tiles) x k_steps
+    k_steps: int
+
+    def start(self, cta: int) -> int:
+        """The first dealt-out step of `cta` (the kernel's formula)."""
+        return cta * self.units // self.grid
+
+    def to_dict(self) -> dict[str, Any]:
+        return json_safe(asdict(self))
+
+
+@typed
+def stream_k_split(tiles: int, k_steps: int, sms: int) -> StreamKSplit:
+    """How a stream-K launch over `tiles` output tiles of `k_steps` K steps each divides the work on `sms` SMs."""
+    tiles = positive_int("tiles", tiles)
+    k_steps = positive_int("k_steps", k_steps)
+    sms = positive_int("sms", sms)
+    if tiles >= sms:
+        full, tail = divmod(tiles, sms)
+        dp = tiles if tail == 0 else (full - 1) * sms
+        grid = sms
+    else:
+        dp = 0
+        grid = max(1, min(sms, tiles * k_steps // STREAM_K_MIN_STEPS))
+    return StreamKSplit(grid=grid, dp_tiles=dp, units=(tiles - dp) * k_steps, k_steps=k_steps)
+
+
+@dataclass(frozen=True)
+class StreamKSegment:
+    cta: int
+    tile: int  # index in the raster order (data-parallel tiles first)
+    k0: int  # first K step
+    k1: int  # one past the last
+    role: str  # "whole" (epilogue alone), "owner" (adds partials, then the epilogue), "partial" (writes one)
+    partners: tuple[int, ...] = ()  # owner: the CTAs whose partials it adds, in the order it waits for them
+
+
+def stream_k_segments(split: StreamKSplit) -> list[list[StreamKSegment]]:
+    """Every CTA's work, in its order: its data-parallel tiles, then its dealt-out steps cut at tile edges."""
+    out: list[list[StreamKSegment]] = []
+    ks = split.k_steps
+    for cta in range(split.grid):
+        segs = [StreamKSegment(cta, t, 0, ks, "whole") for t in range(cta, split.dp_tiles, split.grid)]
+        u, end = split.start(cta), split.start(cta + 1)
+        while u < end:
+            t, k0 = divmod(u, ks)
+            k1 = min(ks, k0 + end - u)
+            tile = split.dp_tiles + t
+            if k0 > 0:
+                segs.append(StreamKSegment(cta, tile, k0, k1, "partial"))
+            elif k1 == ks:
+                segs.append(StreamKSegment(cta, tile, k0, k1, "whole"))
+            else:
+                partners = []
+                other = cta + 1
+                while split.start(other) < (t + 1) * ks:
+                    partners.append(other)
+                    other += 1
+                segs.append(StreamKSegment(cta, tile, k0, k1, "owner", tuple(partners)))
+            u += k1 - k0
+        out.append(segs)
+    return out
+
+
 # Model figures (order of magnitude): cycles from a TMA load's issue to its data in shared
 # memory, and of setting up a block's pipeline (barrier init, descriptor prefetch).
 LOAD_LATENCY_CYCLES = 600
