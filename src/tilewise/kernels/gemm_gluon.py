@@ -528,8 +528,6 @@ def _flags(device: torch.device, count: int) -> torch.Tensor:
     return _FLAGS[key]
 
 
-
-
 def _layout(block: list[int], torch_dtype: torch.dtype) -> Any:
     import torch  # deferred: the module imports with Triton alone (compile_sm90 needs no torch)
 
