@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tilewise.model.tiles import gemm_gluon_smem_bytes, gemm_gluon_tag
-from tilewise.model.waves import StreamKSplit, stream_k_split
+from tilewise.model.waves import stream_k_split
 from tilewise.util import cdiv
 
 if TYPE_CHECKING:
@@ -164,9 +164,14 @@ if _IMPORT_ERROR is None:
         return pid_m, pid_n
 
     @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
-    def _sk_range(pid, nprog, sk_units):  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
-        """This CTA's dealt-out K steps [u, end) (`tilewise.model.waves.StreamKSplit.start`)."""
-        return (pid * sk_units) // nprog, ((pid + 1) * sk_units) // nprog
+    def _sk_lane(per_lane, tiles_n, k_steps):  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
+        """(lane = row of tiles, i = this CTA's place in it, its steps [u, end) of the lane's tiles_n x k_steps)
+        (`tilewise.model.waves.StreamKSplit.start`)."""
+        pid = gl.program_id(0)
+        lane = pid // per_lane
+        i = pid % per_lane
+        units = tiles_n * k_steps
+        return lane, i, (i * units) // per_lane, ((i + 1) * units) // per_lane
 
     @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
     def _load_steps(a_desc, b_desc, a_smem, b_smem, full, empty, om, on, k0, k1, count,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
@@ -190,7 +195,7 @@ if _IMPORT_ERROR is None:
         return count
 
     @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
-    def _producer(a_desc, b_desc, a_smem, b_smem, full, empty, tiles_m, tiles_n, k_steps, dp_tiles, sk_units,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
+    def _producer(a_desc, b_desc, a_smem, b_smem, full, empty, tiles_m, tiles_n, k_steps, dp_tiles, per_lane,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
                   SUB_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, A_PARTS: gl.constexpr,
                   STAGES: gl.constexpr, GROUP_M: gl.constexpr, B_T: gl.constexpr, STREAM_K: gl.constexpr):  # fmt: skip
         pid = gl.program_id(0)
@@ -201,15 +206,14 @@ if _IMPORT_ERROR is None:
             count = _load_steps(a_desc, b_desc, a_smem, b_smem, full, empty, pid_m * (SUB_M * A_PARTS),
                                 pid_n * BLOCK_N, 0, k_steps, count, SUB_M, BLOCK_K, A_PARTS, STAGES, B_T)  # fmt: skip
         if STREAM_K:
-            u, end = _sk_range(pid, nprog, sk_units)
+            lane, _i, u, end = _sk_lane(per_lane, tiles_n, k_steps)
             while u < end:
                 k0 = u % k_steps
                 k1 = k0 + (end - u)
                 if k1 > k_steps:
                     k1 = k_steps
-                pid_m, pid_n = _tile_mn(dp_tiles + u // k_steps, tiles_m, tiles_n, GROUP_M)
-                count = _load_steps(a_desc, b_desc, a_smem, b_smem, full, empty, pid_m * (SUB_M * A_PARTS),
-                                    pid_n * BLOCK_N, k0, k1, count, SUB_M, BLOCK_K, A_PARTS, STAGES, B_T)  # fmt: skip
+                count = _load_steps(a_desc, b_desc, a_smem, b_smem, full, empty, lane * (SUB_M * A_PARTS),
+                                    (u // k_steps) * BLOCK_N, k0, k1, count, SUB_M, BLOCK_K, A_PARTS, STAGES, B_T)  # fmt: skip
                 u += k1 - k0
 
     @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
@@ -280,18 +284,19 @@ if _IMPORT_ERROR is None:
         return ptrs, flags
 
     @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
-    def _sk_fixup(acc, ws_ptr, flag_ptr, pid, nprog, sk_units, tile_end, is_owner, C: gl.constexpr,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
+    def _sk_fixup(acc, ws_ptr, flag_ptr, lane, i, per_lane, units, tile_end, is_owner, C: gl.constexpr,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
                   CONSUMERS: gl.constexpr, SUB_M: gl.constexpr, BLOCK_N: gl.constexpr, ACC_LAYOUT: gl.constexpr):  # fmt: skip
         """A stream-K tile's partials. A CTA that ran a later part of the tile (not its first K step) writes its
-        fp32 partial and sets its flags; the owner (which ran the first step) waits for each later CTA whose
-        range starts inside the tile, adds its partial and clears its flags for the next launch. The writers
-        ran that part first in their own range, so the owner never waits on a CTA that waits."""
+        fp32 partial and sets its flags; the owner (which ran the first step) waits for each later CTA of the lane
+        whose range starts inside the tile, adds its partial and clears its flags for the next launch. The
+        writers ran that part first in their own range, so the owner never waits on a CTA that waits."""
         flag_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
         zeros = gl.zeros([128], gl.int32, layout=flag_layout)
         if is_owner:
-            other = pid + 1
-            while (other * sk_units) // nprog < tile_end:
-                ptrs, flags = _sk_slot(ws_ptr, flag_ptr, other, C, CONSUMERS, SUB_M, BLOCK_N, ACC_LAYOUT)
+            other = i + 1
+            while (other * units) // per_lane < tile_end:
+                ptrs, flags = _sk_slot(ws_ptr, flag_ptr, lane * per_lane + other, C, CONSUMERS, SUB_M, BLOCK_N,
+                                       ACC_LAYOUT)  # fmt: skip
                 seen = gl.atomic_add(flags, zeros, sem="acquire", scope="gpu")
                 while gl.min(seen, axis=0) == 0:
                     seen = gl.atomic_add(flags, zeros, sem="acquire", scope="gpu")
@@ -299,14 +304,14 @@ if _IMPORT_ERROR is None:
                 gl.atomic_xchg(flags, zeros, sem="relaxed", scope="gpu")
                 other += 1
         else:
-            ptrs, flags = _sk_slot(ws_ptr, flag_ptr, pid, C, CONSUMERS, SUB_M, BLOCK_N, ACC_LAYOUT)
+            ptrs, flags = _sk_slot(ws_ptr, flag_ptr, lane * per_lane + i, C, CONSUMERS, SUB_M, BLOCK_N, ACC_LAYOUT)
             gl.store(ptrs, acc)
             gl.atomic_xchg(flags, zeros + 1, sem="release", scope="gpu")
         return acc
 
     @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
     def _consumer(a_smem, b_smem, c_smem, full, empty, turn, c_desc, bias_ptr, ws_ptr, flag_ptr, N, tiles_m,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
-                  tiles_n, k_steps, dp_tiles, sk_units, C: gl.constexpr, SUB_M: gl.constexpr,
+                  tiles_n, k_steps, dp_tiles, per_lane, C: gl.constexpr, SUB_M: gl.constexpr,
                   BLOCK_N: gl.constexpr, A_PARTS: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr,
                   PINGPONG: gl.constexpr, B_T: gl.constexpr, HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr,
                   STREAM_K: gl.constexpr, CONSUMERS: gl.constexpr):  # fmt: skip
@@ -341,27 +346,27 @@ if _IMPORT_ERROR is None:
                 count += k_steps  # the other consumer's tile: its stages pass by in the ring
             local += 1
         if STREAM_K:
-            u, end = _sk_range(pid, nprog, sk_units)
+            lane, i, u, end = _sk_lane(per_lane, tiles_n, k_steps)
             while u < end:
                 k0 = u % k_steps
                 k1 = k0 + (end - u)
                 if k1 > k_steps:
                     k1 = k_steps
-                pid_m, pid_n = _tile_mn(dp_tiles + u // k_steps, tiles_m, tiles_n, GROUP_M)
+                pid_n = u // k_steps
                 acc = gl.zeros([SUB_M, BLOCK_N], gl.float32, layout=acc_layout)
                 acc, count = _mma_steps(a_smem, b_smem, full, empty, acc, k0, k1, count, C, A_PARTS, STAGES, B_T)
                 if k0 > 0 or k1 < k_steps:
-                    acc = _sk_fixup(acc, ws_ptr, flag_ptr, pid, nprog, sk_units, (u // k_steps + 1) * k_steps,
+                    acc = _sk_fixup(acc, ws_ptr, flag_ptr, lane, i, per_lane, tiles_n * k_steps, (pid_n + 1) * k_steps,
                                     k0 == 0, C, CONSUMERS, SUB_M, BLOCK_N, acc_layout)  # fmt: skip
                 if k0 == 0:
-                    _store_tile(acc, c_buf, c_desc, bias_ptr, pid_m * (SUB_M * A_PARTS) + row0, pid_n * BLOCK_N,
+                    _store_tile(acc, c_buf, c_desc, bias_ptr, lane * (SUB_M * A_PARTS) + row0, pid_n * BLOCK_N,
                                 N, acc_layout, BLOCK_N, HAS_BIAS, ACTIVATION)  # fmt: skip
                 u += k1 - k0
         tma.store_wait(0)
 
-    @gluon.jit(do_not_specialize=["N", "tiles_m", "tiles_n", "k_steps", "dp_tiles", "sk_units"])  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
+    @gluon.jit(do_not_specialize=["N", "tiles_m", "tiles_n", "k_steps", "dp_tiles", "per_lane"])  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
     def _gemm_gluon_kernel(a_desc, b_desc, c_desc, bias_ptr, ws_ptr, flag_ptr, N, tiles_m, tiles_n, k_steps,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
-                           dp_tiles, sk_units, SUB_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr,
+                           dp_tiles, per_lane, SUB_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr,
                            STAGES: gl.constexpr, GROUP_M: gl.constexpr, CONSUMERS: gl.constexpr,
                            PINGPONG: gl.constexpr, B_T: gl.constexpr, HAS_BIAS: gl.constexpr,
                            ACTIVATION: gl.constexpr, STREAM_K: gl.constexpr, PRODUCER_REGS: gl.constexpr,
@@ -394,13 +399,13 @@ if _IMPORT_ERROR is None:
             gl.warp_specialize(
                 [
                     (_consumer, (a_smem, b_smem, c_smem, full, empty, turn, c_desc, bias_ptr, ws_ptr, flag_ptr, N, tiles_m,
-                                 tiles_n, k_steps, dp_tiles, sk_units, zero, SUB_M, BLOCK_N, A_PARTS, STAGES, GROUP_M,
+                                 tiles_n, k_steps, dp_tiles, per_lane, zero, SUB_M, BLOCK_N, A_PARTS, STAGES, GROUP_M,
                                  PINGPONG, B_T, HAS_BIAS, ACTIVATION, STREAM_K, CONSUMERS)),
                     (_consumer, (a_smem, b_smem, c_smem, full, empty, turn, c_desc, bias_ptr, ws_ptr, flag_ptr, N, tiles_m,
-                                 tiles_n, k_steps, dp_tiles, sk_units, one, SUB_M, BLOCK_N, A_PARTS, STAGES, GROUP_M,
+                                 tiles_n, k_steps, dp_tiles, per_lane, one, SUB_M, BLOCK_N, A_PARTS, STAGES, GROUP_M,
                                  PINGPONG, B_T, HAS_BIAS, ACTIVATION, STREAM_K, CONSUMERS)),
                     (_producer, (a_desc, b_desc, a_smem, b_smem, full, empty, tiles_m, tiles_n, k_steps, dp_tiles,
-                                 sk_units, SUB_M, BLOCK_N, BLOCK_K, A_PARTS, STAGES, GROUP_M, B_T, STREAM_K)),
+                                 per_lane, SUB_M, BLOCK_N, BLOCK_K, A_PARTS, STAGES, GROUP_M, B_T, STREAM_K)),
                 ],
                 [4, 1],
                 [CONSUMER_REGS, PRODUCER_REGS],
@@ -409,10 +414,10 @@ if _IMPORT_ERROR is None:
             gl.warp_specialize(
                 [
                     (_consumer, (a_smem, b_smem, c_smem, full, empty, turn, c_desc, bias_ptr, ws_ptr, flag_ptr, N, tiles_m,
-                                 tiles_n, k_steps, dp_tiles, sk_units, zero, SUB_M, BLOCK_N, A_PARTS, STAGES, GROUP_M,
+                                 tiles_n, k_steps, dp_tiles, per_lane, zero, SUB_M, BLOCK_N, A_PARTS, STAGES, GROUP_M,
                                  PINGPONG, B_T, HAS_BIAS, ACTIVATION, STREAM_K, CONSUMERS)),
                     (_producer, (a_desc, b_desc, a_smem, b_smem, full, empty, tiles_m, tiles_n, k_steps, dp_tiles,
-                                 sk_units, SUB_M, BLOCK_N, BLOCK_K, A_PARTS, STAGES, GROUP_M, B_T, STREAM_K)),
+                                 per_lane, SUB_M, BLOCK_N, BLOCK_K, A_PARTS, STAGES, GROUP_M, B_T, STREAM_K)),
                 ],
                 [1],
                 [PRODUCER_REGS],
@@ -500,12 +505,14 @@ def unsupported(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias: torch.T
 # ---------------------------------------------------------------------------- launcher
 
 
-def launch_split(cfg: GluonGemmConfig, tiles: int, k_steps: int, num_sms: int) -> StreamKSplit:
-    """The launch's grid and its data-parallel / dealt-out parts: without stream-K every tile is whole and the
-    grid is one CTA per SM (or per tile, if fewer)."""
+def launch_split(cfg: GluonGemmConfig, tiles_m: int, tiles_n: int, k_steps: int, num_sms: int) -> tuple[int, int, int]:
+    """(grid, dp_tiles, per_lane): data-parallel, every tile whole on one CTA per SM (or per tile, if fewer);
+    stream-K (`tilewise.model.waves.stream_k_split`), every step dealt out, lanes x per_lane CTAs."""
     if cfg.stream_k:
-        return stream_k_split(tiles, k_steps, num_sms)
-    return StreamKSplit(grid=min(num_sms, tiles), dp_tiles=tiles, units=0, k_steps=k_steps)
+        sk = stream_k_split(tiles_m, tiles_n, k_steps, num_sms)
+        return sk.grid, 0, sk.per_lane
+    tiles = tiles_m * tiles_n
+    return min(num_sms, tiles), tiles, 1
 
 
 _FLAGS: dict[tuple[int, int], torch.Tensor] = {}  # (device, stream) -> zeroed stream-K flags
@@ -587,15 +594,15 @@ def gluon_matmul(
     if num_sms is None:
         num_sms = _sm_count(a.device.index if a.device.index is not None else torch.cuda.current_device())
     k_steps = cdiv(k, cfg.block_k)
-    split = launch_split(cfg, tiles_m * tiles_n, k_steps, num_sms)
+    grid, dp_tiles, per_lane = launch_split(cfg, tiles_m, tiles_n, k_steps, num_sms)
     if cfg.stream_k:
-        ws = torch.empty(split.grid * cfg.block_m * cfg.block_n, dtype=torch.float32, device=a.device)
-        flags = _flags(a.device, split.grid * cfg.consumers * 128)
+        ws = torch.empty(grid * cfg.block_m * cfg.block_n, dtype=torch.float32, device=a.device)
+        flags = _flags(a.device, grid * cfg.consumers * 128)
     else:
         ws, flags = c, c  # not read: the kernel's stream-K part is compiled out
-    _gemm_gluon_kernel[(split.grid,)](
+    _gemm_gluon_kernel[(grid,)](
         a_desc, b_desc, c_desc, bias if bias is not None else c, ws, flags, n, tiles_m, tiles_n, k_steps,
-        split.dp_tiles, split.units, num_warps=CONSUMER_WARPS,
+        dp_tiles, per_lane, num_warps=CONSUMER_WARPS,
         **kernel_constexprs(cfg, b_t, bias is not None, activation),
     )  # fmt: skip
     return c
@@ -618,7 +625,7 @@ def compile_sm90(cfg: GluonGemmConfig, dtype: str = "bf16", b_t: bool = False, h
     ba, bb, bc = blocks(cfg, b_t)
     sig = {"a_desc": dsig(ba), "b_desc": dsig(bb), "c_desc": dsig(bc), "bias_ptr": f"*{tname}", "ws_ptr": "*fp32",
            "flag_ptr": "*i32"}  # fmt: skip
-    for name in ("N", "tiles_m", "tiles_n", "k_steps", "dp_tiles", "sk_units"):
+    for name in ("N", "tiles_m", "tiles_n", "k_steps", "dp_tiles", "per_lane"):
         sig[name] = "i32"
     for name in consts:
         sig[name] = "constexpr"

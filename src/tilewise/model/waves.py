@@ -159,53 +159,60 @@ def persistent_schedule(total_tiles: int, sms: int, blocks_per_sm: int = 1) -> P
 
 # ----------------------------------------------------------------- stream-K
 #
-# A persistent GEMM whose tiles do not fill whole waves leaves SMs idle in the last one: 144 tiles on 132 SMs
-# run in 2 rounds at 55% of the machine. Stream-K (Osama et al., 2023) cuts the last waves' work into K steps
-# and deals the steps out evenly, so a tile may be summed by two or more CTAs: the one that runs the tile's
-# first K step owns it and adds the others' fp32 partials before its epilogue. The first full waves stay
-# data-parallel (whole tiles; no partials): only the last full wave and the partial one are dealt out, so
-# every CTA gets between one and two tiles' worth of steps. tilewise.kernels.gemm_gluon computes the same
-# ranges in the kernel (`start = cta x units // grid`); `stream_k_segments` lists what each CTA does, for
-# the model's fix-up term and for the tests that check the schedule covers every step once.
+# A persistent GEMM whose tiles do not fill whole waves leaves SMs idle in the last one: 72 tiles of 128 x 256
+# (384 x 6144) keep 72 of 132 SMs busy. Stream-K (Osama et al., 2023) cuts the tiles' work into K steps and deals
+# the steps out evenly, so a tile may be summed by two or more CTAs: the one that runs the tile's first K step
+# owns it and adds the others' fp32 partials before its epilogue.
+#
+# Here every row of tiles is a lane: the grid is `lanes x per_lane` CTAs, and the CTAs of one lane deal out
+# that row's tiles_n x k_steps steps (column by column, K inside), at the same boundaries in every lane. CTA i
+# of each lane is then at the same B column and K step at the same time, so the rows that share a B tile read
+# it from L2 together, as a data-parallel wave does. Dealt in one line over all tiles instead (the paper's
+# order), the rows of one column ran at different K steps and B went through HBM once per row: 600 x 11008 x
+# 4096 (B 90 MB, more than the 50 MB L2) took 141 us against 95 us data-parallel on the H200
+# (benchmarks/results/h200/gemm_stream_k.json). tilewise.kernels.gemm_gluon computes the same ranges in the
+# kernel; `stream_k_segments` lists what each CTA does, for the model's fix-up term and the schedule's tests.
 
 STREAM_K_MIN_STEPS = 4  # a CTA takes at least 4 K steps: fewer and its pipeline fill outweighs the balance
 
 
 @dataclass(frozen=True)
 class StreamKSplit:
-    grid: int  # CTAs launched
-    dp_tiles: int  # tiles run whole, data-parallel, before the dealt-out part (a multiple of grid)
-    units: int  # K steps dealt out: (tiles - dp_tiles) x k_steps
+    lanes: int  # rows of tiles, one lane each
+    per_lane: int  # CTAs dealing out one lane's steps
+    lane_units: int  # K steps of one lane: tiles_n x k_steps
     k_steps: int
 
-    def start(self, cta: int) -> int:
-        """The first dealt-out step of `cta` (the kernel's formula)."""
-        return cta * self.units // self.grid
+    @property
+    def grid(self) -> int:
+        return self.lanes * self.per_lane
+
+    def start(self, i: int) -> int:
+        """The first step of CTA i of its lane (the kernel's formula)."""
+        return i * self.lane_units // self.per_lane
 
     def to_dict(self) -> dict[str, Any]:
-        return json_safe(asdict(self))
+        return json_safe({**asdict(self), "grid": self.grid})
 
 
 @typed
-def stream_k_split(tiles: int, k_steps: int, sms: int) -> StreamKSplit:
-    """How a stream-K launch over `tiles` output tiles of `k_steps` K steps each divides the work on `sms` SMs."""
-    tiles = positive_int("tiles", tiles)
+def stream_k_split(tiles_m: int, tiles_n: int, k_steps: int, sms: int) -> StreamKSplit:
+    """How a stream-K launch over tiles_m x tiles_n output tiles of `k_steps` K steps divides among `sms` SMs."""
+    tiles_m = positive_int("tiles_m", tiles_m)
+    tiles_n = positive_int("tiles_n", tiles_n)
     k_steps = positive_int("k_steps", k_steps)
     sms = positive_int("sms", sms)
-    if tiles >= sms:
-        full, tail = divmod(tiles, sms)
-        dp = tiles if tail == 0 else (full - 1) * sms
-        grid = sms
-    else:
-        dp = 0
-        grid = max(1, min(sms, tiles * k_steps // STREAM_K_MIN_STEPS))
-    return StreamKSplit(grid=grid, dp_tiles=dp, units=(tiles - dp) * k_steps, k_steps=k_steps)
+    if tiles_m > sms:
+        raise InputError(f"stream-K takes at most one row of tiles per SM ({sms}), got tiles_m={tiles_m}")
+    units = tiles_n * k_steps
+    per_lane = max(1, min(sms // tiles_m, units // STREAM_K_MIN_STEPS))
+    return StreamKSplit(lanes=tiles_m, per_lane=per_lane, lane_units=units, k_steps=k_steps)
 
 
 @dataclass(frozen=True)
 class StreamKSegment:
     cta: int
-    tile: int  # index in the raster order (data-parallel tiles first)
+    tile: tuple[int, int]  # (row, column) of tiles
     k0: int  # first K step
     k1: int  # one past the last
     role: str  # "whole" (epilogue alone), "owner" (adds partials, then the epilogue), "partial" (writes one)
@@ -213,25 +220,26 @@ class StreamKSegment:
 
 
 def stream_k_segments(split: StreamKSplit) -> list[list[StreamKSegment]]:
-    """Every CTA's work, in its order: its data-parallel tiles, then its dealt-out steps cut at tile edges."""
+    """Every CTA's work in its order (CTA = lane x per_lane + i): its steps, cut at the tiles' edges."""
     out: list[list[StreamKSegment]] = []
     ks = split.k_steps
     for cta in range(split.grid):
-        segs = [StreamKSegment(cta, t, 0, ks, "whole") for t in range(cta, split.dp_tiles, split.grid)]
-        u, end = split.start(cta), split.start(cta + 1)
+        lane, i = divmod(cta, split.per_lane)
+        segs = []
+        u, end = split.start(i), split.start(i + 1)
         while u < end:
-            t, k0 = divmod(u, ks)
+            col, k0 = divmod(u, ks)
             k1 = min(ks, k0 + end - u)
-            tile = split.dp_tiles + t
+            tile = (lane, col)
             if k0 > 0:
                 segs.append(StreamKSegment(cta, tile, k0, k1, "partial"))
             elif k1 == ks:
                 segs.append(StreamKSegment(cta, tile, k0, k1, "whole"))
             else:
                 partners = []
-                other = cta + 1
-                while split.start(other) < (t + 1) * ks:
-                    partners.append(other)
+                other = i + 1
+                while split.start(other) < (col + 1) * ks:
+                    partners.append(lane * split.per_lane + other)
                     other += 1
                 segs.append(StreamKSegment(cta, tile, k0, k1, "owner", tuple(partners)))
             u += k1 - k0
