@@ -71,3 +71,46 @@ def test_grouped_gemm_empty_experts():
 def test_bad_input(call, text):
     with pytest.raises(InputError, match=text):
         call()
+
+
+# ----------------------------------------------------------------- stream-K
+
+
+@pytest.mark.parametrize(
+    "tiles_m,tiles_n,k_steps",
+    [(1, 16, 224), (3, 24, 64), (5, 43, 64), (24, 4, 32), (64, 32, 128), (1, 1, 1), (2, 1, 3), (8, 4, 16), (66, 3, 7)],
+)
+def test_stream_k_deal_covers_every_step_once_and_pairs_each_partial_with_its_owner(tiles_m, tiles_n, k_steps):
+    sk = wv.stream_k_split(tiles_m, tiles_n, k_steps, 132)
+    assert sk.grid <= 132 and sk.lanes == tiles_m
+    segs = wv.stream_k_segments(sk)
+    seen: dict = {}
+    for cta, mine in enumerate(segs):
+        for i, s in enumerate(mine):
+            assert s.cta == cta and s.tile[0] == cta // sk.per_lane  # a lane is one row of tiles
+            for k in range(s.k0, s.k1):
+                seen[(s.tile, k)] = seen.get((s.tile, k), 0) + 1
+            if s.role == "partial":
+                assert i == 0, "a partial is the first thing its CTA runs, so no owner waits on a waiting CTA"
+    assert len(seen) == tiles_m * tiles_n * k_steps and set(seen.values()) == {1}
+    owners = {s.tile: s for mine in segs for s in mine if s.role == "owner"}
+    for mine in segs:
+        for s in mine:
+            if s.role == "partial":
+                assert s.cta in owners[s.tile].partners
+    assert sorted(c for o in owners.values() for c in o.partners) == sorted(
+        s.cta for mine in segs for s in mine if s.role == "partial"
+    )
+
+
+def test_stream_k_split_balances_and_refuses_more_rows_than_sms():
+    sk = wv.stream_k_split(3, 24, 64, 132)  # 384 x 6144 in 128 x 256 tiles: 72 tiles on 72 SMs data-parallel
+    assert (sk.lanes, sk.per_lane, sk.grid) == (3, 44, 132)
+    steps = [sk.start(i + 1) - sk.start(i) for i in range(sk.per_lane)]
+    assert max(steps) - min(steps) <= 1 and sum(steps) == 24 * 64
+    tiny = wv.stream_k_split(1, 1, 6, 132)  # 6 steps: at least STREAM_K_MIN_STEPS each
+    assert tiny.grid == 6 // wv.STREAM_K_MIN_STEPS
+    with pytest.raises(InputError, match="tiles_m"):
+        wv.stream_k_split(133, 1, 1, 132)
+    with pytest.raises(InputError, match="k_steps"):
+        wv.stream_k_split(1, 1, 0, 132)

@@ -203,6 +203,13 @@ GEMM_GLUON = (
     ("single", 64, 256, 64, 4, 8),
     ("single", 128, 128, 64, 4, 8),
 )
+# stream-K twins (kernels/gemm_gluon.py, `stream_k=True`): the configs benchmarks/probes/gemm_stream_k.py measured
+GEMM_GLUON_STREAM_K = (
+    ("cooperative", 128, 256, 64, 3, 8),
+    ("cooperative", 128, 128, 64, 4, 8),
+    ("single", 64, 256, 64, 4, 8),
+    ("single", 64, 128, 64, 6, 8),
+)
 
 
 def gemm_gluon_fits(
@@ -221,6 +228,8 @@ def gemm_gluon_fits(
     smem = gemm_gluon_smem_bytes(c, e)
     if smem > limit:
         return f"shared memory {smem} B > {limit} B"
+    if c.get("stream_k") and cdiv(m, c["block_m"]) * 2 > g.sms:
+        return f"stream-K deals each row of tiles over at least 2 CTAs: at most {g.sms // 2} rows of tiles"
     return ""
 
 
@@ -229,10 +238,13 @@ def gemm_gluon_space(
 ) -> list[dict[str, Any]]:
     """The Gluon GEMM configurations that fit `gpu` for an M x N x K problem (each a fresh dict)."""
     out = []
-    for sched, bm, bn, bk, st, g in GEMM_GLUON:
-        c = {"schedule": sched, "block_m": bm, "block_n": bn, "block_k": bk, "num_stages": st, "group_m": g}
-        if not gemm_gluon_fits(c, m, n, k, dtype, gpu, layout):
-            out.append(c)
+    for sk, table in ((False, GEMM_GLUON), (True, GEMM_GLUON_STREAM_K)):
+        for sched, bm, bn, bk, st, g in table:
+            c = {"schedule": sched, "block_m": bm, "block_n": bn, "block_k": bk, "num_stages": st, "group_m": g}
+            if sk:
+                c["stream_k"] = True
+            if not gemm_gluon_fits(c, m, n, k, dtype, gpu, layout):
+                out.append(c)
     return out
 
 

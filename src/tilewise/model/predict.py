@@ -48,6 +48,7 @@ from tilewise.model import compose, traffic, waves
 from tilewise.model import tiles as _tiles
 from tilewise.model.occupancy import occupancy
 from tilewise.model.prediction import Prediction
+from tilewise.model.waves import StreamKSplit
 from tilewise.util import cdiv
 
 # terms reported as the part of a main term they account for (never added on top)
@@ -329,9 +330,10 @@ class _GemmLaunch:
     tiles: int
     blocks_per_sm: int
     programs: int
-    busiest: int  # persistent: tiles of the busiest program; else programs of the busiest SM
+    busiest: float  # persistent: tiles of the busiest program (stream-K: a fraction); else programs per SM
     active: int  # programs resident at once
     waves: float
+    stream_k: StreamKSplit | None = None  # the stream-K deal, when the config has one
 
 
 def _gemm_launch(p: dict[str, Any], c: dict[str, Any], mach: _Machine) -> _GemmLaunch:
@@ -349,7 +351,16 @@ def _gemm_launch(p: dict[str, Any], c: dict[str, Any], mach: _Machine) -> _GemmL
     k_per = cdiv(cdiv(k, bk), split) * bk
     split = cdiv(k, k_per)  # the launcher drops empty splits
     sms = mach.sms
-    if persistent:
+    stream_k = None
+    if persistent and c.get("stream_k"):
+        # the steps dealt out by lanes (waves.stream_k_split): the busiest CTA runs ceil(lane steps / per_lane)
+        stream_k = waves.stream_k_split(tiles_m, tiles_n, cdiv(k, bk), sms)
+        b = 1
+        programs = stream_k.grid
+        busiest = cdiv(stream_k.lane_units, stream_k.per_lane) / stream_k.k_steps  # in tiles (a fraction)
+        active = programs
+        wave_count = busiest
+    elif persistent:
         b = 1
         programs = min(sms, tiles)
         busiest = cdiv(tiles, programs)
@@ -365,7 +376,7 @@ def _gemm_launch(p: dict[str, Any], c: dict[str, Any], mach: _Machine) -> _GemmL
         m=m, n=n, k=k, e=e, nt=layout == "nt", bm=bm, bn=bn, bk=bk, stages=cfg["num_stages"],
         persistent=persistent, group_m=int(c.get("group_m", 8)), split=split, k_per=k_per, tiles_m=tiles_m,
         tiles_n=tiles_n, tiles=tiles, blocks_per_sm=b, programs=programs, busiest=busiest, active=active,
-        waves=wave_count,
+        waves=wave_count, stream_k=stream_k,
     )  # fmt: skip
 
 
@@ -422,7 +433,7 @@ def _gemm_latency(g: _GemmLaunch, mach: _Machine) -> float:
     It binds where few programs share an SM: 256 x 6144 x 4096 with 128 x 128 x 64 tiles (96 tiles, one per
     SM, 64 steps) took 35.6 us at 3 stages and 28.0 us at 4: 64 x 1.1 us / 2 = 35 us and 64 x 1.1 / 3 = 23 us
     (then the Tensor Cores bind)."""
-    gens = g.busiest if g.persistent else cdiv(g.busiest, g.blocks_per_sm)
+    gens = g.busiest if g.persistent else cdiv(int(g.busiest), g.blocks_per_sm)
     return gens * cdiv(g.k_per, g.bk) * mach.step_latency_s / max(1, g.stages - 1)
 
 
@@ -435,16 +446,32 @@ def _gemm_fill_epilogue(g: _GemmLaunch, mach: _Machine) -> float:
     epi = g.bm * g.bn * g.e / sm_bw
     if g.persistent:
         return fill + g.busiest * epi * 0.5
-    return cdiv(g.busiest, g.blocks_per_sm) * (fill + epi)
+    return cdiv(int(g.busiest), g.blocks_per_sm) * (fill + epi)
 
 
 def _gemm_split_fixup(g: _GemmLaunch, mach: _Machine) -> float:
     """split_k_fixup: fp32 partials written and read back through L2, and per program generation one round
     trip of the counter before the last split sums (serial, deterministic). A persistent launch never splits."""
+    if g.stream_k is not None:
+        return _gemm_stream_k_fixup(g, mach)
     if g.split == 1:
         return 0.0
     part = g.bm * g.bn * 4
-    return (3 * g.tiles * g.split * part) / mach.l2_bps + cdiv(g.busiest, g.blocks_per_sm) * mach.latency_s
+    return (3 * g.tiles * g.split * part) / mach.l2_bps + cdiv(int(g.busiest), g.blocks_per_sm) * mach.latency_s
+
+
+def _gemm_stream_k_fixup(g: _GemmLaunch, mach: _Machine) -> float:
+    """split_k_fixup of stream-K: a CTA that ran a later part of a tile writes its fp32 partial once; the owner
+    reads its partners' partials one after another (each a flag round trip, then the tile's fp32 bytes at an
+    SM's share of the L2 bandwidth), so the busiest owner's chain is the cost."""
+    sk = g.stream_k
+    assert sk is not None  # the caller checked
+    segs = waves.stream_k_segments(waves.StreamKSplit(1, sk.per_lane, sk.lane_units, sk.k_steps))  # one lane
+    owners = [len(s.partners) for cta in segs for s in cta if s.role == "owner"]
+    if not owners:
+        return 0.0
+    part_s = g.bm * g.bn * 4 / (mach.l2_bps / mach.sms)
+    return part_s + max(owners) * (mach.latency_s + part_s)
 
 
 def _gemm_operand_copy(g: _GemmLaunch, mach: _Machine, useful: float) -> float:
@@ -591,7 +618,10 @@ def gemm_gluon(
     key = _gpus.get(gpu).key
     cal = gluon_calibration(key) or gluon_calibration("h200")  # dimensionless rates carry over, like machine()'s
     tag = _tiles.gemm_gluon_tag(c)
-    rates = cal.get("configs", {}).get(tag, {})
+    # a stream-K config runs the same main loop as its data-parallel twin: the twin's rates
+    rates = cal.get("configs", {}).get(tag) or cal.get("configs", {}).get(
+        _tiles.gemm_gluon_tag({**c, "stream_k": False}), {}
+    )
     med = cal.get("medians", {})
     eff = dict(efficiency or {})
     for kind in ("mma", "stream", "fixed", "misaligned"):  # the config's own rate, else the median: none guessed
@@ -602,11 +632,19 @@ def gemm_gluon(
                     "(benchmarks/sweeps/calibrate_gluon.py writes it), got none"
                 )
             eff[kind] = rates.get(kind, med.get(kind))
+    if c.get("stream_k") and "stream_k_slowdown" not in eff:
+        # the dealt-out main loop ran slower per step than its data-parallel twin's rates say (all SMs at once on
+        # shapes the twin leaves half idle): its own measured slowdown (benchmarks/sweeps/calibrate_stream_k.py)
+        eff["stream_k_slowdown"] = cal.get("stream_k", {}).get(tag, 1.0)
+    if c.get("stream_k"):
+        eff["mma"] = float(eff["mma"]) / float(eff["stream_k_slowdown"])
+        eff["stream"] = float(eff["stream"]) / float(eff["stream_k_slowdown"])
     # TMA reads rows that are 16- but not 128-byte aligned at each config's own cost, not the pointer kernel's
     mach = machine(key, (("misaligned_cost", float(eff["misaligned"])),))
     warps = 8 if c["schedule"] == "cooperative" else 4
     tc = {"block_m": c["block_m"], "block_n": c["block_n"], "block_k": c["block_k"], "group_m": c.get("group_m", 8),
-          "num_warps": warps, "num_stages": c["num_stages"], "persistent": True}  # fmt: skip
+          "num_warps": warps, "num_stages": c["num_stages"], "persistent": True,
+          "stream_k": bool(c.get("stream_k"))}  # fmt: skip
     pred = _gemm(p, tc, mach, eff)
     return Prediction("gemm_gluon", pred.ms, pred.terms, pred.binding, pred.gpu, pred.calibrated,
                       {**pred.detail, "tag": tag})  # fmt: skip
