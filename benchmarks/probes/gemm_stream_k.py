@@ -25,19 +25,13 @@ EXTRA = [
     {"m": 4096, "n": 4096, "k": 4096, "dtype": "bf16", "layout": "nn"},
     {"m": 64, "n": 24576, "k": 8192, "dtype": "bf16", "layout": "nn"},
 ]
-VARIANTS = [  # (schedule, block_m, block_n, block_k, stages, stream_k, direct_c)
-    ("cooperative", 128, 256, 64, 3, False, False),
-    ("cooperative", 128, 256, 64, 3, True, False),
-    ("cooperative", 128, 128, 64, 4, False, False),
-    ("cooperative", 128, 128, 64, 4, True, False),
-    ("single", 64, 256, 64, 4, True, False),
-    ("single", 64, 128, 64, 6, True, False),
-    ("cooperative", 128, 128, 64, 6, False, False),
-    ("cooperative", 128, 256, 64, 4, False, True),
-    ("cooperative", 128, 256, 64, 4, True, True),
-    ("cooperative", 128, 128, 64, 7, False, True),
-    ("cooperative", 128, 128, 64, 7, True, True),
-    ("single", 64, 256, 64, 5, True, True),
+VARIANTS = [  # (schedule, block_m, block_n, block_k, stages, stream_k)
+    ("cooperative", 128, 256, 64, 3, False),
+    ("cooperative", 128, 256, 64, 3, True),
+    ("cooperative", 128, 128, 64, 4, False),
+    ("cooperative", 128, 128, 64, 4, True),
+    ("single", 64, 256, 64, 4, True),
+    ("single", 64, 128, 64, 6, True),
 ]
 
 
@@ -57,7 +51,7 @@ def problems(limit: float) -> list[dict]:
 def _cfgs():
     from tilewise.kernels.gemm_gluon import GluonGemmConfig
 
-    return [GluonGemmConfig(bm, bn, bk, st, s, 8, sk, dc) for s, bm, bn, bk, st, sk, dc in VARIANTS]
+    return [GluonGemmConfig(bm, bn, bk, st, s, 8, sk) for s, bm, bn, bk, st, sk in VARIANTS]
 
 
 def operands(p: dict, copies: int = 1):

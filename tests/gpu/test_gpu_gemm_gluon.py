@@ -28,14 +28,12 @@ CONFIGS = [
     GluonGemmConfig(128, 256, 64, 3, "cooperative"),
     GluonGemmConfig(128, 128, 64, 4, "pingpong"),
     GluonGemmConfig(64, 128, 64, 6, "single"),
-    GluonGemmConfig(128, 128, 64, 7, "cooperative", direct_c=True),  # the epilogue stores from registers
 ]
 # stream-K: the last waves' K steps dealt out, tiles summed by several CTAs through fp32 partials
 SK_CONFIGS = [
     GluonGemmConfig(128, 256, 64, 3, "cooperative", stream_k=True),
     GluonGemmConfig(128, 128, 64, 4, "cooperative", stream_k=True),
     GluonGemmConfig(64, 256, 64, 4, "single", stream_k=True),
-    GluonGemmConfig(128, 256, 64, 4, "cooperative", stream_k=True, direct_c=True),
 ]
 
 

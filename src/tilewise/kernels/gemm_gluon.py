@@ -108,8 +108,7 @@ class GluonGemmConfig:
     stages: int = 3
     schedule: str = "cooperative"
     group_m: int = 8
-    stream_k: bool = False  # deal each row of tiles' K steps out evenly (`tilewise.model.waves.stream_k_split`)
-    direct_c: bool = False  # the epilogue stores from registers: no C buffer in shared memory, room for a stage
+    stream_k: bool = False  # deal the last waves' K steps out evenly (`tilewise.model.waves.stream_k_split`)
     reason: str = ""
 
     @property
@@ -125,7 +124,7 @@ class GluonGemmConfig:
         """The advisor's spelling (`tilewise.advise.space.gemm_gluon_space` entries)."""
         return {"schedule": self.schedule, "block_m": self.block_m, "block_n": self.block_n,
                 "block_k": self.block_k, "num_stages": self.stages, "group_m": self.group_m,
-                "stream_k": self.stream_k, "direct_c": self.direct_c}  # fmt: skip
+                "stream_k": self.stream_k}  # fmt: skip
 
     def tag(self) -> str:
         return gemm_gluon_tag(self.as_dict())
@@ -140,7 +139,6 @@ def config_from_dict(c: dict[str, Any]) -> GluonGemmConfig:
         schedule=str(c["schedule"]),
         group_m=int(c.get("group_m", 8)),
         stream_k=bool(c.get("stream_k", False)),
-        direct_c=bool(c.get("direct_c", False)),
     )
 
 
@@ -261,25 +259,15 @@ if _IMPORT_ERROR is None:
         return acc, count
 
     @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
-    def _store_tile(acc, c_buf, c_desc, c_ptr, bias_ptr, om, on, M, N, ldc, ACC_LAYOUT: gl.constexpr,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
-                    SUB_M: gl.constexpr, BLOCK_N: gl.constexpr, HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr,
-                    DIRECT_C: gl.constexpr):  # fmt: skip
-        """The epilogue: bias and activation, then the tile through the consumer's buffer and out by one TMA
-        store (which runs on while the consumer starts its next tile: it waits only before it writes c_buf
-        again), or with DIRECT_C stored from the registers (masked), which frees the buffer's shared memory
-        for one more ring stage."""
+    def _store_tile(acc, c_buf, c_desc, bias_ptr, om, on, N, ACC_LAYOUT: gl.constexpr, BLOCK_N: gl.constexpr,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
+                    HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr):  # fmt: skip
+        """The epilogue: bias and activation, the tile through the consumer's buffer and out by one TMA store
+        (which runs on while the consumer starts its next tile: it waits only before it writes c_buf again)."""
         acc = _epilogue_math(acc, bias_ptr, on, N, ACC_LAYOUT, BLOCK_N, HAS_BIAS, ACTIVATION)
-        if DIRECT_C:
-            rows = om + gl.arange(0, SUB_M, layout=gl.SliceLayout(1, ACC_LAYOUT))
-            cols = on + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, ACC_LAYOUT))
-            ptrs = c_ptr + (gl.expand_dims(rows * ldc, 1) + gl.expand_dims(cols, 0))  # int32: M x ldc < 2^31 (checked)
-            mask = gl.expand_dims(rows < M, 1) & gl.expand_dims(cols < N, 0)
-            gl.store(ptrs, acc.to(c_desc.dtype), mask=mask)
-        else:
-            tma.store_wait(0)  # the previous tile's store has left c_buf
-            c_buf.store(acc.to(c_desc.dtype))
-            fence_async_shared()
-            tma.async_copy_shared_to_global(c_desc, [om, on], c_buf)
+        tma.store_wait(0)  # the previous tile's store has left c_buf
+        c_buf.store(acc.to(c_desc.dtype))
+        fence_async_shared()
+        tma.async_copy_shared_to_global(c_desc, [om, on], c_buf)
 
     @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
     def _sk_slot(ws_ptr, flag_ptr, cta, C: gl.constexpr, CONSUMERS: gl.constexpr, SUB_M: gl.constexpr,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
@@ -322,17 +310,17 @@ if _IMPORT_ERROR is None:
         return acc
 
     @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
-    def _consumer(a_smem, b_smem, c_smem, full, empty, turn, c_desc, c_ptr, bias_ptr, ws_ptr, flag_ptr, M, N,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
-                  ldc, tiles_m, tiles_n, k_steps, dp_tiles, per_lane, C: gl.constexpr, SUB_M: gl.constexpr,
+    def _consumer(a_smem, b_smem, c_smem, full, empty, turn, c_desc, bias_ptr, ws_ptr, flag_ptr, N, tiles_m,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
+                  tiles_n, k_steps, dp_tiles, per_lane, C: gl.constexpr, SUB_M: gl.constexpr,
                   BLOCK_N: gl.constexpr, A_PARTS: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr,
                   PINGPONG: gl.constexpr, B_T: gl.constexpr, HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr,
-                  STREAM_K: gl.constexpr, CONSUMERS: gl.constexpr, DIRECT_C: gl.constexpr):  # fmt: skip
+                  STREAM_K: gl.constexpr, CONSUMERS: gl.constexpr):  # fmt: skip
         acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
             version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_N, 16]
         )
         pid = gl.program_id(0)
         nprog = gl.num_programs(0)
-        c_buf = c_smem.index(C if not DIRECT_C else 0)  # DIRECT_C: a stand-in, never written
+        c_buf = c_smem.index(C)
         row0: gl.constexpr = C * SUB_M if A_PARTS > 1 else 0
         count = 0
         local = 0
@@ -352,8 +340,8 @@ if _IMPORT_ERROR is None:
                 acc, count = _mma_steps(a_smem, b_smem, full, empty, acc, 0, k_steps, count, C, A_PARTS, STAGES, B_T)
                 if PINGPONG:
                     mbarrier.arrive(turn.index(1 - C))  # this epilogue now overlaps the other's main loop
-                _store_tile(acc, c_buf, c_desc, c_ptr, bias_ptr, pid_m * (SUB_M * A_PARTS) + row0, pid_n * BLOCK_N, M, N, ldc,
-                            acc_layout, SUB_M, BLOCK_N, HAS_BIAS, ACTIVATION, DIRECT_C)  # fmt: skip
+                _store_tile(acc, c_buf, c_desc, bias_ptr, pid_m * (SUB_M * A_PARTS) + row0, pid_n * BLOCK_N, N,
+                            acc_layout, BLOCK_N, HAS_BIAS, ACTIVATION)  # fmt: skip
             else:
                 count += k_steps  # the other consumer's tile: its stages pass by in the ring
             local += 1
@@ -371,18 +359,18 @@ if _IMPORT_ERROR is None:
                     acc = _sk_fixup(acc, ws_ptr, flag_ptr, lane, i, per_lane, tiles_n * k_steps, (pid_n + 1) * k_steps,
                                     k0 == 0, C, CONSUMERS, SUB_M, BLOCK_N, acc_layout)  # fmt: skip
                 if k0 == 0:
-                    _store_tile(acc, c_buf, c_desc, c_ptr, bias_ptr, lane * (SUB_M * A_PARTS) + row0, pid_n * BLOCK_N, M, N,
-                                ldc, acc_layout, SUB_M, BLOCK_N, HAS_BIAS, ACTIVATION, DIRECT_C)  # fmt: skip
+                    _store_tile(acc, c_buf, c_desc, bias_ptr, lane * (SUB_M * A_PARTS) + row0, pid_n * BLOCK_N,
+                                N, acc_layout, BLOCK_N, HAS_BIAS, ACTIVATION)  # fmt: skip
                 u += k1 - k0
         tma.store_wait(0)
 
-    @gluon.jit(do_not_specialize=["M", "N", "ldc", "tiles_m", "tiles_n", "k_steps", "dp_tiles", "per_lane"])  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
-    def _gemm_gluon_kernel(a_desc, b_desc, c_desc, c_ptr, bias_ptr, ws_ptr, flag_ptr, M, N, ldc, tiles_m, tiles_n, k_steps,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
+    @gluon.jit(do_not_specialize=["N", "tiles_m", "tiles_n", "k_steps", "dp_tiles", "per_lane"])  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
+    def _gemm_gluon_kernel(a_desc, b_desc, c_desc, bias_ptr, ws_ptr, flag_ptr, N, tiles_m, tiles_n, k_steps,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
                            dp_tiles, per_lane, SUB_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr,
                            STAGES: gl.constexpr, GROUP_M: gl.constexpr, CONSUMERS: gl.constexpr,
                            PINGPONG: gl.constexpr, B_T: gl.constexpr, HAS_BIAS: gl.constexpr,
-                           ACTIVATION: gl.constexpr, STREAM_K: gl.constexpr, DIRECT_C: gl.constexpr,
-                           PRODUCER_REGS: gl.constexpr, CONSUMER_REGS: gl.constexpr):  # fmt: skip
+                           ACTIVATION: gl.constexpr, STREAM_K: gl.constexpr, PRODUCER_REGS: gl.constexpr,
+                           CONSUMER_REGS: gl.constexpr):  # fmt: skip
         gl.static_assert(CONSUMERS == 1 or CONSUMERS == 2)
         gl.static_assert(STAGES >= 2)
         gl.static_assert(not (STREAM_K and PINGPONG))  # stream-K deals steps to CTAs, pingpong tiles to consumers
@@ -391,10 +379,7 @@ if _IMPORT_ERROR is None:
         A_PARTS: gl.constexpr = CONSUMERS if (CONSUMERS == 2 and not PINGPONG) else 1
         a_smem = gl.allocate_shared_memory(dtype, [STAGES * A_PARTS] + a_desc.block_type.shape, a_desc.layout)  # noqa: RUF005
         b_smem = gl.allocate_shared_memory(dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)  # noqa: RUF005
-        if DIRECT_C:
-            c_smem = b_smem  # the epilogue stores from registers: no buffer (a stand-in the consumers never write)
-        else:
-            c_smem = gl.allocate_shared_memory(dtype, [CONSUMERS] + c_desc.block_type.shape, c_desc.layout)  # noqa: RUF005
+        c_smem = gl.allocate_shared_memory(dtype, [CONSUMERS] + c_desc.block_type.shape, c_desc.layout)  # noqa: RUF005
         bar_layout: gl.constexpr = mbarrier.MBarrierLayout()
         full = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
         empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
@@ -413,14 +398,12 @@ if _IMPORT_ERROR is None:
         if CONSUMERS == 2:
             gl.warp_specialize(
                 [
-                    (_consumer, (a_smem, b_smem, c_smem, full, empty, turn, c_desc, c_ptr, bias_ptr, ws_ptr, flag_ptr, M, N,
-                                 ldc, tiles_m, tiles_n, k_steps, dp_tiles, per_lane, zero, SUB_M, BLOCK_N, A_PARTS,
-                                 STAGES, GROUP_M, PINGPONG, B_T, HAS_BIAS, ACTIVATION, STREAM_K, CONSUMERS,
-                                 DIRECT_C)),
-                    (_consumer, (a_smem, b_smem, c_smem, full, empty, turn, c_desc, c_ptr, bias_ptr, ws_ptr, flag_ptr, M, N,
-                                 ldc, tiles_m, tiles_n, k_steps, dp_tiles, per_lane, one, SUB_M, BLOCK_N, A_PARTS,
-                                 STAGES, GROUP_M, PINGPONG, B_T, HAS_BIAS, ACTIVATION, STREAM_K, CONSUMERS,
-                                 DIRECT_C)),
+                    (_consumer, (a_smem, b_smem, c_smem, full, empty, turn, c_desc, bias_ptr, ws_ptr, flag_ptr, N, tiles_m,
+                                 tiles_n, k_steps, dp_tiles, per_lane, zero, SUB_M, BLOCK_N, A_PARTS, STAGES, GROUP_M,
+                                 PINGPONG, B_T, HAS_BIAS, ACTIVATION, STREAM_K, CONSUMERS)),
+                    (_consumer, (a_smem, b_smem, c_smem, full, empty, turn, c_desc, bias_ptr, ws_ptr, flag_ptr, N, tiles_m,
+                                 tiles_n, k_steps, dp_tiles, per_lane, one, SUB_M, BLOCK_N, A_PARTS, STAGES, GROUP_M,
+                                 PINGPONG, B_T, HAS_BIAS, ACTIVATION, STREAM_K, CONSUMERS)),
                     (_producer, (a_desc, b_desc, a_smem, b_smem, full, empty, tiles_m, tiles_n, k_steps, dp_tiles,
                                  per_lane, SUB_M, BLOCK_N, BLOCK_K, A_PARTS, STAGES, GROUP_M, B_T, STREAM_K)),
                 ],
@@ -430,10 +413,9 @@ if _IMPORT_ERROR is None:
         else:
             gl.warp_specialize(
                 [
-                    (_consumer, (a_smem, b_smem, c_smem, full, empty, turn, c_desc, c_ptr, bias_ptr, ws_ptr, flag_ptr, M, N,
-                                 ldc, tiles_m, tiles_n, k_steps, dp_tiles, per_lane, zero, SUB_M, BLOCK_N, A_PARTS,
-                                 STAGES, GROUP_M, PINGPONG, B_T, HAS_BIAS, ACTIVATION, STREAM_K, CONSUMERS,
-                                 DIRECT_C)),
+                    (_consumer, (a_smem, b_smem, c_smem, full, empty, turn, c_desc, bias_ptr, ws_ptr, flag_ptr, N, tiles_m,
+                                 tiles_n, k_steps, dp_tiles, per_lane, zero, SUB_M, BLOCK_N, A_PARTS, STAGES, GROUP_M,
+                                 PINGPONG, B_T, HAS_BIAS, ACTIVATION, STREAM_K, CONSUMERS)),
                     (_producer, (a_desc, b_desc, a_smem, b_smem, full, empty, tiles_m, tiles_n, k_steps, dp_tiles,
                                  per_lane, SUB_M, BLOCK_N, BLOCK_K, A_PARTS, STAGES, GROUP_M, B_T, STREAM_K)),
                 ],
@@ -573,7 +555,6 @@ def kernel_constexprs(cfg: GluonGemmConfig, b_t: bool, has_bias: bool, activatio
         HAS_BIAS=bool(has_bias),
         ACTIVATION=activation,
         STREAM_K=bool(cfg.stream_k),
-        DIRECT_C=bool(cfg.direct_c),
         PRODUCER_REGS=PRODUCER_REGS,
         CONSUMER_REGS=CONSUMER_REGS,
     )
@@ -613,8 +594,6 @@ def gluon_matmul(
     if num_sms is None:
         num_sms = _sm_count(a.device.index if a.device.index is not None else torch.cuda.current_device())
     k_steps = cdiv(k, cfg.block_k)
-    if cfg.direct_c and m * c.stride(0) >= 2**31:
-        raise ValueError(f"direct_c addresses C in int32: M x row stride = {m * c.stride(0)} >= 2^31")
     grid, dp_tiles, per_lane = launch_split(cfg, tiles_m, tiles_n, k_steps, num_sms)
     if cfg.stream_k:
         ws = torch.empty(grid * cfg.block_m * cfg.block_n, dtype=torch.float32, device=a.device)
@@ -622,8 +601,8 @@ def gluon_matmul(
     else:
         ws, flags = c, c  # not read: the kernel's stream-K part is compiled out
     _gemm_gluon_kernel[(grid,)](
-        a_desc, b_desc, c_desc, c, bias if bias is not None else c, ws, flags, m, n, c.stride(0), tiles_m, tiles_n,
-        k_steps, dp_tiles, per_lane, num_warps=CONSUMER_WARPS,
+        a_desc, b_desc, c_desc, bias if bias is not None else c, ws, flags, n, tiles_m, tiles_n, k_steps,
+        dp_tiles, per_lane, num_warps=CONSUMER_WARPS,
         **kernel_constexprs(cfg, b_t, bias is not None, activation),
     )  # fmt: skip
     return c
@@ -644,9 +623,9 @@ def compile_sm90(cfg: GluonGemmConfig, dtype: str = "bf16", b_t: bool = False, h
         return f"tensordesc<{tname}[{','.join(map(str, block))}],{gl.NVMMASharedLayout.get_default_for(block, gdt)!r}>"
 
     ba, bb, bc = blocks(cfg, b_t)
-    sig = {"a_desc": dsig(ba), "b_desc": dsig(bb), "c_desc": dsig(bc), "c_ptr": f"*{tname}", "bias_ptr": f"*{tname}",
-           "ws_ptr": "*fp32", "flag_ptr": "*i32"}  # fmt: skip
-    for name in ("M", "N", "ldc", "tiles_m", "tiles_n", "k_steps", "dp_tiles", "per_lane"):
+    sig = {"a_desc": dsig(ba), "b_desc": dsig(bb), "c_desc": dsig(bc), "bias_ptr": f"*{tname}", "ws_ptr": "*fp32",
+           "flag_ptr": "*i32"}  # fmt: skip
+    for name in ("N", "tiles_m", "tiles_n", "k_steps", "dp_tiles", "per_lane"):
         sig[name] = "i32"
     for name in consts:
         sig[name] = "constexpr"

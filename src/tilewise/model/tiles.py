@@ -59,12 +59,10 @@ _GLUON_PREFIX = {"cooperative": "gco", "pingpong": "gpp", "single": "gsg"}
 
 
 def gemm_gluon_tag(c: dict[str, Any]) -> str:
-    """The Gluon GEMM's own `GluonGemmConfig.tag()` spelling: g{co|pp|sg}BMxBNxBK_gG_stS, then `_sk` for
-    stream-K and `_dc` for the epilogue that stores from registers."""
+    """The Gluon GEMM's own `GluonGemmConfig.tag()` spelling: g{co|pp|sg}BMxBNxBK_gG_stS, `_sk` for stream-K."""
     return (
         f"{_GLUON_PREFIX[c['schedule']]}{c['block_m']}x{c['block_n']}x{c['block_k']}"
         f"_g{c.get('group_m', 8)}_st{c['num_stages']}{'_sk' if c.get('stream_k') else ''}"
-        f"{'_dc' if c.get('direct_c') else ''}"
     )
 
 
@@ -77,8 +75,7 @@ def gemm_gluon_smem_bytes(c: dict[str, Any], e: int = 2) -> int:
     sub_m = c["block_m"] // 2 if c["schedule"] == "cooperative" else c["block_m"]
     a_rows = c["block_m"] if c["schedule"] == "cooperative" else sub_m
     ring = c["num_stages"] * (a_rows + c["block_n"]) * c["block_k"]
-    c_tiles = 0 if c.get("direct_c") else consumers * sub_m * c["block_n"]  # direct_c: no epilogue buffer
-    return int((ring + c_tiles) * e + 16 * c["num_stages"])
+    return int((ring + consumers * sub_m * c["block_n"]) * e + 16 * c["num_stages"])
 
 
 # ---------------------------------------------------------------------------------------------- attention
