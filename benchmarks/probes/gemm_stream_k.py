@@ -30,6 +30,8 @@ VARIANTS = [  # (schedule, block_m, block_n, block_k, stages, stream_k)
     ("cooperative", 128, 256, 64, 3, True),
     ("cooperative", 128, 128, 64, 4, False),
     ("cooperative", 128, 128, 64, 4, True),
+    ("cooperative", 128, 128, 64, 6, False),
+    ("cooperative", 128, 128, 64, 6, True),
     ("single", 64, 256, 64, 4, True),
     ("single", 64, 128, 64, 6, True),
 ]

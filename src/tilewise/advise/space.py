@@ -207,6 +207,7 @@ GEMM_GLUON = (
 GEMM_GLUON_STREAM_K = (
     ("cooperative", 128, 256, 64, 3, 8),
     ("cooperative", 128, 128, 64, 4, 8),
+    ("cooperative", 128, 128, 64, 6, 8),
     ("single", 64, 256, 64, 4, 8),
     ("single", 64, 128, 64, 6, 8),
 )
