@@ -156,3 +156,13 @@ def test_narrow_rows_cost_what_the_uncopied_ab_row_measured():
     assert [M.row_load_bytes(x) for x in (4098, 200, 6, 8192, 7)] == [2, 8, 2, 16, 1]
     for other in ({**prob, "k": 2048}, {**prob, "k": 2052}, {**prob, "m": 1, "n": 1}):
         assert "narrow_loads" not in M.predict("gemm", other, cfg).detail["main_terms"], other
+
+
+def test_grouped_config_without_num_warps_is_refused_in_one_line():
+    """The grouped model prices a config by its num_warps (its calibration tag names it): a config without it is
+    an InputError naming the key, not a KeyError from inside the tag; the schedule defaults to the kernel's map."""
+    p = {"experts": 8, "rows_per_expert": 8, "n": 1024, "k": 1024}
+    with pytest.raises(InputError, match="needs num_warps"):
+        M.predict("grouped", p, {"block_m": 16, "block_n": 128, "block_k": 64, "num_stages": 3}, "h200")
+    c = {"block_m": 16, "block_n": 128, "block_k": 64, "num_stages": 3, "num_warps": 4}
+    assert M.predict("grouped", p, c, "h200").ms == M.predict("grouped", p, {**c, "schedule": "map"}).ms

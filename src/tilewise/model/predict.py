@@ -951,7 +951,7 @@ CONFIG_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {  # (required
     "decode": (("block_n", "num_warps", "num_stages", "num_splits"), ("merge",)),
     # swap_ab and programs_per_sm are the kernel's own knobs (kernels.grouped_gemm.GroupedConfig): accepted so a
     # kernel's config prices as it is, and priced as the unswapped one-program-per-SM schedule (no term for them)
-    "grouped": (("block_m", "block_n", "block_k", "num_stages"), ("num_warps", "schedule", "flatten", "tma",
+    "grouped": (("block_m", "block_n", "block_k", "num_stages", "num_warps"), ("schedule", "flatten", "tma",
                                                                   "swap_ab", "programs_per_sm")),
 }  # fmt: skip
 _SCHEDULES = ("map", "search", "inline")

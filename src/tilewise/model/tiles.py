@@ -172,7 +172,9 @@ def grouped_space(
 
 
 def grouped_tag(c: dict[str, Any]) -> str:
-    return f"m{c['block_m']}n{c['block_n']}k{c['block_k']}w{c['num_warps']}s{c['num_stages']}-{c['schedule']}"
+    return (
+        f"m{c['block_m']}n{c['block_n']}k{c['block_k']}w{c['num_warps']}s{c['num_stages']}-{c.get('schedule', 'map')}"
+    )
 
 
 TAGS = {
