@@ -231,11 +231,14 @@ def _eff(mach: _Machine, kernel: str, kind: str, tag: str, forced: dict[str, Any
 # ------------------------------------------------------------------------------------------ helpers
 
 
-def _stream_bw(mach: _Machine, inflight_bytes: float, stream: float) -> float:
+def _stream_bw(
+    mach: _Machine, inflight_bytes: float, stream: float, read_bps: float | None = None, latency_s: float | None = None
+) -> float:
     """Bandwidth a config sustains: Little's law (bytes in flight / latency) times its calibrated stream
     rate, never above the measured read bandwidth (a rate > 1 only says Little's law undercounts its bytes
-    in flight, not that it beats the HBM)."""
-    return max(1e9, min(mach.read_bps * min(1.0, stream), stream * inflight_bytes / mach.latency_s))
+    in flight, not that it beats the HBM). `read_bps` / `latency_s`: a family's own figures (decode's)."""
+    cap = (mach.read_bps if read_bps is None else read_bps) * min(1.0, stream)
+    return max(1e9, min(cap, stream * inflight_bytes / (mach.latency_s if latency_s is None else latency_s)))
 
 
 def overlap(values: Iterable[float], p: float) -> float:
@@ -705,8 +708,7 @@ def _attention(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[s
 def _decode_bw(mach: _Machine, inflight_bytes: float, stream: float) -> float:
     """`_stream_bw` at decode's own figures: Little's law over its latency, capped by the bandwidth decode's K/V
     stream sustains (DEFAULTS' decode_read_tbps, decode_latency_us)."""
-    cap = mach.decode_read_bps * min(1.0, stream)
-    return max(1e9, min(cap, stream * inflight_bytes / mach.decode_latency_s))
+    return _stream_bw(mach, inflight_bytes, stream, mach.decode_read_bps, mach.decode_latency_s)
 
 
 def _decode(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str, Any] | None = None) -> Prediction:
