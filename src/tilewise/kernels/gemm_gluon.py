@@ -174,15 +174,6 @@ if _IMPORT_ERROR is None:
         return lane, i, (i * units) // per_lane, ((i + 1) * units) // per_lane
 
     @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
-    def _sk_cut(u, end, k_steps):  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
-        """The K steps [k0, k1) of the tile that step u of the lane falls in, up to the range's end or the tile's."""
-        k0 = u % k_steps
-        k1 = k0 + (end - u)
-        if k1 > k_steps:
-            k1 = k_steps
-        return k0, k1
-
-    @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
     def _load_steps(a_desc, b_desc, a_smem, b_smem, full, empty, om, on, k0, k1, count,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
                     SUB_M: gl.constexpr, BLOCK_K: gl.constexpr, A_PARTS: gl.constexpr, STAGES: gl.constexpr,
                     B_T: gl.constexpr):  # fmt: skip
@@ -217,7 +208,10 @@ if _IMPORT_ERROR is None:
         if STREAM_K:
             lane, _i, u, end = _sk_lane(per_lane, tiles_n, k_steps)
             while u < end:
-                k0, k1 = _sk_cut(u, end, k_steps)
+                k0 = u % k_steps
+                k1 = k0 + (end - u)
+                if k1 > k_steps:
+                    k1 = k_steps
                 count = _load_steps(a_desc, b_desc, a_smem, b_smem, full, empty, lane * (SUB_M * A_PARTS),
                                     (u // k_steps) * BLOCK_N, k0, k1, count, SUB_M, BLOCK_K, A_PARTS, STAGES, B_T)  # fmt: skip
                 u += k1 - k0
@@ -354,7 +348,10 @@ if _IMPORT_ERROR is None:
         if STREAM_K:
             lane, i, u, end = _sk_lane(per_lane, tiles_n, k_steps)
             while u < end:
-                k0, k1 = _sk_cut(u, end, k_steps)
+                k0 = u % k_steps
+                k1 = k0 + (end - u)
+                if k1 > k_steps:
+                    k1 = k_steps
                 pid_n = u // k_steps
                 acc = gl.zeros([SUB_M, BLOCK_N], gl.float32, layout=acc_layout)
                 acc, count = _mma_steps(a_smem, b_smem, full, empty, acc, k0, k1, count, C, A_PARTS, STAGES, B_T)
