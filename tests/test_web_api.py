@@ -119,6 +119,13 @@ def test_hierarchy_the_articles_grid(client):
     assert d["busy_sms_per_wave"] == [132, 60]
     assert d["warps_per_block"] == 8 and d["a_tile_bytes"] == 2048 and d["b_tile_bytes"] == 4096
     assert d["k_steps"] == 512
+    # the stream-K view: the one row of 192 tiles x 512 steps dealt over 132 CTAs, at most 745 steps each
+    sk = d["stream_k"]
+    assert (sk["lanes"], sk["per_lane"], sk["grid"]) == (1, 132, 132)
+    assert sk["busiest_steps"] == -(-192 * 512 // 132) == 745
+    assert sk["efficiency"] == pytest.approx(192 * 512 / (132 * 745)) and sk["efficiency"] > d["waves"]["efficiency"]
+    segs = waves.stream_k_segments(waves.stream_k_split(1, 192, 512, 132))
+    assert sk["partials"] == sum(1 for cta in segs for s in cta if s.role == "partial") > 0
     # Every block runs exactly once, on the SM and in the wave the schedule says.
     seen = sorted(b for bs in d["schedule"] for b in bs)
     assert seen == list(range(192))

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tilewise.gpus import DEFAULT_GPU
-from tilewise.model import decode, tensorcore
+from tilewise.model import decode, tensorcore, waves
 from tilewise.model.occupancy import occupancy
 from tilewise.sim import analyze_access
 from tilewise.web import api
@@ -178,6 +178,11 @@ def test_batch_slider_and_waves(page):
     page.locator("#panel-hierarchy button", has_text="next wave").click()
     assert text(page, "hier-wave-label") == "Wave 2 of 2: 60 of 132 SMs busy, 72 idle"
     assert text(page, "hier-waves") == "1.45"
+    # stream-K deals the same 192 x 512 K steps over 132 CTAs of the one row of tiles: 745 steps the busiest
+    sk = waves.stream_k_split(1, 192, 512, 132)
+    busiest = -(-sk.lane_units // sk.per_lane)
+    assert text(page, "hier-sk") == f"{192 * 512 / (132 * busiest) * 100:.1f}%"
+    assert f"the busiest runs {busiest} steps" in text(page, "hier-sk-label")
 
 
 def test_tiling_animation_steps(page):

@@ -32,6 +32,7 @@ TW.register({
       waves: TW.stat("hier-waves", "waves over the SMs"),
       tail: TW.stat("hier-tail", "blocks in the last wave"),
       eff: TW.stat("hier-eff", "SM-rounds doing work", "hot"),
+      sk: TW.stat("hier-sk", "SM time doing work, stream-K"),
       warps: TW.stat("hier-warps", "warps per block"),
       ksteps: TW.stat("hier-ksteps", "K steps per block"),
     };
@@ -40,6 +41,7 @@ TW.register({
     const blockFig = el("div", { class: "figure" });
     const waveLabel = el("div", { class: "caption", dataset: { k: "hier-wave-label" } });
     const smLegend = el("div", { class: "caption" }, "Each box is an SM; #n is the block it runs in this wave. Blocks are handed out in order to whichever SM has room.");
+    const skLabel = el("div", { class: "caption", dataset: { k: "hier-sk-label" } });
     const proseBox = el("div");
     const mmaBox = el("div");
     const memBox = el("div");
@@ -48,7 +50,7 @@ TW.register({
       el("div", { class: "stats" }, Object.values(st).map((x) => x.node)),
       meas,
       el("h3", { class: "muted" }, "① The grid: one block per output tile"), gridFig,
-      el("h3", { class: "muted" }, "② Blocks on SMs, wave by wave"), waveLabel, smFig, smLegend,
+      el("h3", { class: "muted" }, "② Blocks on SMs, wave by wave"), waveLabel, smFig, smLegend, skLabel,
       el("h3", { class: "muted" }, "③ Inside one block: warps of 32 threads"), blockFig,
       el("h3", { class: "muted" }, "④ Warps → registers → Tensor Cores, and the memory they draw from"),
       el("div", { class: "cols even" }, mmaBox, memBox),
@@ -194,6 +196,13 @@ TW.register({
         st.waves.set(fmt.fixed(d.waves.waves, 2));
         st.tail.set(fmt.int(d.busy_sms_per_wave[d.busy_sms_per_wave.length - 1]));
         st.eff.set(fmt.pct(d.waves.efficiency), d.waves.efficiency < 0.9 ? "hot" : "ok");
+        const sk = d.stream_k;
+        st.sk.set(sk ? fmt.pct(sk.efficiency) : "—", sk && sk.efficiency < 0.9 ? "hot" : "ok");
+        skLabel.textContent = sk
+          ? `Stream-K instead deals the ${fmt.int(d.blocks * d.k_steps)} K steps over ${fmt.int(sk.grid)} CTAs ` +
+            `(${fmt.int(sk.lanes)} rows of tiles × ${fmt.int(sk.per_lane)}): the busiest runs ${fmt.int(sk.busiest_steps)} steps, ` +
+            `${fmt.int(sk.partials)} tile parts end as fp32 partials and an owner adds at most ${fmt.int(sk.max_partners)} of them.`
+          : `Stream-K takes one row of tiles per lane: ${fmt.int(d.grid[0])} rows exceed the ${fmt.int(d.gpu.sms)} SMs.`;
         st.warps.set(fmt.int(d.warps_per_block));
         st.ksteps.set(fmt.int(d.k_steps));
         show(0);
