@@ -8,6 +8,7 @@ from tilewise import validate
 from tilewise.cli import main
 from tilewise.errors import InputError
 from tilewise.explain.gemm import explain
+from tilewise.model import waves
 
 
 def test_seed_numbers():
@@ -105,3 +106,17 @@ def test_python_api_raises_value_error():
         explain(m=-1)
     with pytest.raises(InputError):
         explain(tile=(64, 300))
+
+
+def test_waves_step_prices_stream_k_where_the_waves_leave_sms_idle():
+    """The seeds' 64 x 24576 x 8192 in 64 x 128 tiles is 192 blocks: 1.45 waves, 72.7% of the SM-rounds. The
+    step then says what stream-K's deal would do (model.waves.stream_k_summary); a grid of whole waves gets no
+    such line."""
+    r = explain(m=64, n=24576, k=8192, gpu="h200", tile=(64, 128))
+    sk = r["waves"]["stream_k"]
+    assert sk == waves.stream_k_summary(1, 192, r["block"]["k_steps"], 132)
+    assert sk["busiest_steps"] == -(-192 * r["block"]["k_steps"] // 132) and sk["efficiency"] > 0.99
+    step = next(s for s in r.steps if s.key == "waves")
+    assert any(f"the busiest runs {sk['busiest_steps']} steps" in line for line in step.lines)
+    full = explain(m=128 * 12, n=128 * 11, k=4096, gpu="h200", tile=(128, 128))  # 132 tiles: one whole wave
+    assert "stream_k" not in full["waves"]

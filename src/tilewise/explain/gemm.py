@@ -242,6 +242,15 @@ def _waves(r: Report, p: _Gemm) -> tuple[Occupancy, waves.Waves]:
             f"{blocks} blocks on {g.sms} SMs = {w1.waves:.2f} waves: {w1.full_waves} full wave(s) and a tail of "
             f"{w1.tail_blocks} blocks. One block per SM at a time, the grid uses {pct(w1.efficiency)} of the SM-rounds."
         )
+    sk = waves.stream_k_summary(*p.grid, p.trips, g.sms) if w1.efficiency < 0.9 else None
+    if sk is not None:
+        s.values["stream_k"] = sk
+        s.say(
+            f"Stream-K (the Gluon GEMM's stream_k=True) would deal the {blocks} tiles' {blocks * p.trips} K steps "
+            f"over {sk['grid']} CTAs, {sk['per_lane']} per row of tiles: the busiest runs {sk['busiest_steps']} "
+            f"steps, {pct(sk['efficiency'])} of the SM time doing work, and {sk['partials']} tile parts become "
+            f"fp32 partials that an owner adds (at most {sk['max_partners']} each) before its epilogue."
+        )
     if occ.blocks_per_sm > 1:
         most, least = cdiv(blocks, g.sms), blocks // g.sms  # blocks per SM when spread as evenly as possible
         if blocks <= wk.slots:

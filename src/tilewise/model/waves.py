@@ -247,6 +247,26 @@ def stream_k_segments(split: StreamKSplit) -> list[list[StreamKSegment]]:
     return out
 
 
+def stream_k_summary(tiles_m: int, tiles_n: int, k_steps: int, sms: int) -> dict[str, Any] | None:
+    """What the deal does to a grid, for reports: its split, the busiest CTA's steps, the SM time doing work
+    (all steps over SMs x the busiest CTA's steps, as `Waves.efficiency` counts SM-rounds), how many tile parts
+    end as partials and the longest chain of partials an owner adds. None when there are more rows of tiles
+    than SMs (a lane per row)."""
+    if tiles_m > sms:
+        return None
+    sk = stream_k_split(tiles_m, tiles_n, k_steps, sms)
+    segs = stream_k_segments(sk)
+    busiest = max(sum(s.k1 - s.k0 for s in cta) for cta in segs)
+    owners = [len(s.partners) for cta in segs for s in cta if s.role == "owner"]
+    return {
+        **sk.to_dict(),
+        "busiest_steps": busiest,
+        "efficiency": tiles_m * tiles_n * k_steps / (sms * busiest),
+        "partials": sum(1 for cta in segs for s in cta if s.role == "partial"),
+        "max_partners": max(owners, default=0),
+    }
+
+
 # Model figures (order of magnitude): cycles from a TMA load's issue to its data in shared
 # memory, and of setting up a block's pipeline (barrier init, descriptor prefetch).
 LOAD_LATENCY_CYCLES = 600

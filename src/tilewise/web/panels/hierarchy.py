@@ -16,27 +16,6 @@ from tilewise.web.registry import gpu_summary, panel
 MAX_DRAWN_BLOCKS = 4096
 
 
-def _stream_k(grid: list[int], k_steps: int, sms: int) -> dict[str, Any] | None:
-    """The grid's K steps dealt out evenly over each row of tiles' own CTAs (kernels.gemm_gluon's stream-K):
-    the busiest CTA's steps against the even share, how many tiles end as partials and the longest chain an
-    owner waits on. None when there are more rows of tiles than SMs (stream-K takes one lane per row)."""
-    grid_m, grid_n = grid
-    if grid_m > sms:
-        return None
-    sk = waves.stream_k_split(grid_m, grid_n, k_steps, sms)
-    segs = waves.stream_k_segments(sk)
-    busiest = max(sum(s.k1 - s.k0 for s in cta) for cta in segs)
-    owners = [len(s.partners) for cta in segs for s in cta if s.role == "owner"]
-    return {
-        **sk.to_dict(),
-        "busiest_steps": busiest,
-        # SM time doing work: all steps over (SMs x the busiest CTA's steps), as waves.Waves.efficiency counts it
-        "efficiency": grid_m * grid_n * k_steps / (sms * busiest),
-        "partials": sum(1 for cta in segs for s in cta if s.role == "partial"),
-        "max_partners": max(owners, default=0),
-    }
-
-
 @panel(
     "hierarchy",
     "Grid → blocks → SMs → warps",
@@ -79,7 +58,7 @@ def hierarchy(p: Params) -> dict[str, Any]:
     busy_per_wave = [sum(1 for bs in schedule if len(bs) > r) for r in range(wv.rounds)]
     return {
         # The same tiles' K steps dealt out by stream-K (model.waves.stream_k_split), beside the waves above.
-        "stream_k": _stream_k(tiling["grid"], block["k_steps"], g.sms),
+        "stream_k": waves.stream_k_summary(tiling["grid"][0], tiling["grid"][1], block["k_steps"], g.sms),
         "gpu": gpu_summary(g),
         "problem": {"m": m, "n": n, "k": k, "tile": [tile_m, tile_n], "threads": threads},
         "grid": tiling["grid"],
