@@ -109,7 +109,7 @@ def test_python_api_raises_value_error():
 
 
 def test_waves_step_prices_stream_k_where_the_waves_leave_sms_idle():
-    """The seeds' 64 x 24576 x 8192 in 64 x 128 tiles is 192 blocks: 1.45 waves, 72.7% of the SM-rounds. The
+    """The decode GEMM 64 x 24576 x 8192 in 64 x 128 tiles is 192 blocks: 1.45 waves, 72.7% of the SM-rounds. The
     step then says what stream-K's deal would do (model.waves.stream_k_summary); a grid of whole waves gets no
     such line."""
     r = explain(m=64, n=24576, k=8192, gpu="h200", tile=(64, 128))
