@@ -126,6 +126,7 @@ def test_hierarchy_the_articles_grid(client):
     assert sk["efficiency"] == pytest.approx(192 * 512 / (132 * 745)) and sk["efficiency"] > d["waves"]["efficiency"]
     segs = waves.stream_k_segments(waves.stream_k_split(1, 192, 512, 132))
     assert sk["partials"] == sum(1 for cta in segs for s in cta if s.role == "partial") > 0
+    assert len(sk["cta_steps"]) == 132 and sum(sk["cta_steps"]) == 192 * 512 and max(sk["cta_steps"]) == 745
     # Every block runs exactly once, on the SM and in the wave the schedule says.
     seen = sorted(b for bs in d["schedule"] for b in bs)
     assert seen == list(range(192))

@@ -183,6 +183,9 @@ def test_batch_slider_and_waves(page):
     busiest = -(-sk.lane_units // sk.per_lane)
     assert text(page, "hier-sk") == f"{192 * 512 / (132 * busiest) * 100:.1f}%"
     assert f"the busiest runs {busiest} steps" in text(page, "hier-sk-label")
+    # the load strips: one bar per SM for the waves and one for the deal
+    bars = page.locator("[data-k='hier-sk-fig'] svg[aria-label='SM load'] rect")
+    assert bars.count() == 2 * 132
 
 
 def test_tiling_animation_steps(page):

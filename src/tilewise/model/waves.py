@@ -256,10 +256,12 @@ def stream_k_summary(tiles_m: int, tiles_n: int, k_steps: int, sms: int) -> dict
         return None
     sk = stream_k_split(tiles_m, tiles_n, k_steps, sms)
     segs = stream_k_segments(sk)
-    busiest = max(sum(s.k1 - s.k0 for s in cta) for cta in segs)
+    steps = [sum(s.k1 - s.k0 for s in cta) for cta in segs]
+    busiest = max(steps)
     owners = [len(s.partners) for cta in segs for s in cta if s.role == "owner"]
     return {
         **sk.to_dict(),
+        "cta_steps": steps,  # each CTA's K steps, in CTA order
         "busiest_steps": busiest,
         "efficiency": tiles_m * tiles_n * k_steps / (sms * busiest),
         "partials": sum(1 for cta in segs for s in cta if s.role == "partial"),

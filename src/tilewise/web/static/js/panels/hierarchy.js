@@ -42,6 +42,7 @@ TW.register({
     const waveLabel = el("div", { class: "caption", dataset: { k: "hier-wave-label" } });
     const smLegend = el("div", { class: "caption" }, "Each box is an SM; #n is the block it runs in this wave. Blocks are handed out in order to whichever SM has room.");
     const skLabel = el("div", { class: "caption", dataset: { k: "hier-sk-label" } });
+    const skFig = el("div", { class: "figure", dataset: { k: "hier-sk-fig" } });
     const proseBox = el("div");
     const mmaBox = el("div");
     const memBox = el("div");
@@ -50,7 +51,7 @@ TW.register({
       el("div", { class: "stats" }, Object.values(st).map((x) => x.node)),
       meas,
       el("h3", { class: "muted" }, "① The grid: one block per output tile"), gridFig,
-      el("h3", { class: "muted" }, "② Blocks on SMs, wave by wave"), waveLabel, smFig, smLegend, skLabel,
+      el("h3", { class: "muted" }, "② Blocks on SMs, wave by wave"), waveLabel, smFig, smLegend, skLabel, skFig,
       el("h3", { class: "muted" }, "③ Inside one block: warps of 32 threads"), blockFig,
       el("h3", { class: "muted" }, "④ Warps → registers → Tensor Cores, and the memory they draw from"),
       el("div", { class: "cols even" }, mmaBox, memBox),
@@ -99,6 +100,29 @@ TW.register({
       const busyNow = data.busy_sms_per_wave[round];
       waveLabel.textContent = `Wave ${round + 1} of ${data.waves.rounds}: ${busyNow} of ${n} SMs busy` +
         (busyNow < n ? `, ${n - busyNow} idle` : "");
+    }
+
+    function drawSmLoad() {
+      // every SM's K steps: the waves (its blocks x the K loop) against stream-K's deal (model.waves.stream_k_summary)
+      const sk = data.stream_k;
+      if (!sk) { TW.mount(skFig, el("div")); return; }
+      const dp = data.schedule.map((bs) => bs.length * data.k_steps);
+      const n = dp.length, top = Math.max(...dp, ...sk.cta_steps, 1);
+      const dealt = [...sk.cta_steps, ...Array(Math.max(0, n - sk.cta_steps.length)).fill(0)]; // SMs past the grid idle
+      const W = 940, left = 110, rowH = 46, H = 2 * rowH + 20, bw = (W - left - 4) / n;
+      const g = s("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img", "aria-label": "SM load" });
+      [["data-parallel", dp], ["stream-K", dealt]].forEach(([name, load], row) => {
+        const y0 = row * rowH;
+        g.append(s("text", { x: left - 8, y: y0 + rowH / 2 + 4, "text-anchor": "end", class: "small" }, name));
+        load.forEach((v, i) => {
+          const h = (rowH - 8) * v / top;
+          g.append(s("rect", { x: left + i * bw, y: y0 + rowH - 4 - h, width: Math.max(1, bw - 1), height: h,
+            fill: TW.color(row), opacity: 0.85 }, s("title", {}, `${name}: SM ${i}, ${v} K steps`)));
+        });
+      });
+      g.append(s("text", { x: left, y: H - 4, class: "small" },
+        `K steps per SM (the bar's height; ${fmt.int(top)} the highest): the busiest SM sets the kernel's time`));
+      TW.mount(skFig, g);
     }
 
     function drawBlock() {
@@ -200,12 +224,13 @@ TW.register({
         st.sk.set(sk ? fmt.pct(sk.efficiency) : "—", sk && sk.efficiency < 0.9 ? "hot" : "ok");
         skLabel.textContent = sk
           ? `Stream-K instead deals the ${fmt.int(d.blocks * d.k_steps)} K steps over ${fmt.int(sk.grid)} CTAs ` +
-            `(${fmt.int(sk.lanes)} rows of tiles × ${fmt.int(sk.per_lane)}): the busiest runs ${fmt.int(sk.busiest_steps)} steps, ` +
+            `(${fmt.int(sk.lanes)} ${sk.lanes === 1 ? "row" : "rows"} of tiles × ${fmt.int(sk.per_lane)}): the busiest runs ${fmt.int(sk.busiest_steps)} steps, ` +
             `${fmt.int(sk.partials)} tile parts end as fp32 partials and an owner adds at most ${fmt.int(sk.max_partners)} of them.`
           : `Stream-K takes one row of tiles per lane: ${fmt.int(d.grid[0])} rows exceed the ${fmt.int(d.gpu.sms)} SMs.`;
         st.warps.set(fmt.int(d.warps_per_block));
         st.ksteps.set(fmt.int(d.k_steps));
         show(0);
+        drawSmLoad();
         drawBlock();
         drawMma();
         TW.mount(meas, TW.gemmMeasured("hier-measured", d.measured, d.gpu, `${d.problem.m} × ${d.problem.n} × ${d.problem.k}`));
