@@ -24,6 +24,15 @@ pieces: mainloop, epilogue, tile scheduler), one `gl.warp_specialize` partition 
 * epilogue: bias and activation in fp32 registers, the tile cast and written to the consumer's own
   shared-memory buffer, then one TMA store; the store runs while the consumer starts its next tile
   (it waits for the store only before it writes the buffer again).
+* stream-K (`stream_k=True`, cooperative and single only): instead of whole tiles, each row of tiles deals
+  its tiles_n x k_steps K steps over its own `per_lane` CTAs (`tilewise.model.waves.stream_k_split`; CTA
+  lane x per_lane + i takes steps [i x units / per_lane, (i + 1) x units / per_lane) of its row). A tile cut
+  between CTAs is finished by the CTA that ran its first step: the others store their fp32 partial into a
+  workspace slot and set 128 flags (one per thread, release); the owner waits on each partner's flags
+  (acquire), adds the partial, clears the flags for the next launch, then runs the epilogue. The rows of
+  one B column stay at the same K step in every lane, so they share B in L2 as a data-parallel wave does.
+  Measured on the H200 it helps where the data-parallel grid leaves SMs idle and loses where it is nearly
+  full (docs/kernels.md: it does not add bytes in flight, and those bind the mid-size shapes).
 
 The operand layouts: B row-major [K, N] (tiles [BLOCK_K, BLOCK_N]) or a row-major weight w [N, K]
 (`a @ w.T`: tiles [BLOCK_N, BLOCK_K], handed to wgmma as a transposed view, no data movement).
