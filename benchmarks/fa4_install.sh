@@ -10,7 +10,11 @@
 #     flash-attn-4==4.0.0b36 nvidia-cutlass-dsl nvidia-cutlass-dsl-libs-base nvidia-cutlass-dsl-libs-core \
 #     nvidia-cutlass-dsl-libs-cu13 apache-tvm-ffi torch-c-dlpack-ext quack-kernels einops
 # (libs-core holds the `cutlass` Python package: without it `import cutlass.cute` fails; libs-base also lists
-# cuda-bindings and protobuf, which the device may lack: add them if the smoke test names them.)
+# cuda-bindings and protobuf, which the H200 device already has.)
+# Done this way on 2026-12-02 (H200, then `benchmarks/probes/attention_fa4_peer.py`): three calls back to back on
+# a warm machine, each carrying one folder and copying it to /tmp/w (the tree itself is ~18 MiB of the 64):
+#   .dev/fa4a: cu13.part.aa (45 MiB)   .dev/fa4b: cu13.part.ab   .dev/fa4c: the other eight wheels (~10 MiB)
+# and in the third call `bash benchmarks/fa4_install.sh /tmp/w` before the run: "fa4 ok" in about 30 s.
 set -u
 if [ $# -ne 1 ] || [ ! -d "$1" ]; then
   echo "fa4_install.sh: expected one argument, the folder of the carried wheels; got: ${*:-nothing}" >&2
