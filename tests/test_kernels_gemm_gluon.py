@@ -17,6 +17,7 @@ import pytest
 from helpers import assert_close
 
 from tilewise.advise import space
+from tilewise.errors import InputError
 from tilewise.model import predict
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
@@ -308,3 +309,11 @@ def test_stream_k_model_error_on_the_probe():
         c = next(_sk_cfg(*x) for x in space.GEMM_GLUON_STREAM_K if space.gemm_gluon_tag(_sk_cfg(*x)) == tag)
         errs = [abs(math.log(predict.gemm_gluon(r["problem"], c).ms / r["ours_graph_ms"])) for r in rs]
         assert len(errs) >= 30 and statistics.median(errs) <= 0.3, (tag, statistics.median(errs))
+
+
+def test_stream_k_prediction_refuses_more_rows_of_tiles_than_sms():
+    """A stream-K config priced on a problem the fit rule excludes (133 rows of 128-row tiles on 132 SMs) is one
+    InputError naming the limit, not a wrong time."""
+    c = _sk_cfg(*space.GEMM_GLUON_STREAM_K[0])
+    with pytest.raises(InputError, match="at most one row of tiles per SM"):
+        predict.gemm_gluon({"m": 133 * 128, "n": 4096, "k": 4096, "dtype": "bf16", "layout": "nn"}, c)

@@ -114,3 +114,11 @@ def test_stream_k_split_balances_and_refuses_more_rows_than_sms():
         wv.stream_k_split(133, 1, 1, 132)
     with pytest.raises(InputError, match="k_steps"):
         wv.stream_k_split(1, 1, 0, 132)
+
+
+def test_stream_k_summary_refuses_bad_sizes_and_declines_more_rows_than_sms():
+    assert wv.stream_k_summary(133, 4, 8, 132) is None  # a lane per row: 133 rows do not fit 132 SMs
+    for args, name in [((0, 4, 8, 132), "tiles_m"), ((1, 4, 8, 0), "sms"), ((1, 0, 8, 132), "tiles_n"),
+                       ((1, 4, 0, 132), "k_steps"), (("2", 4, 8, 132), "tiles_m")]:  # fmt: skip
+        with pytest.raises(InputError, match=name):
+            wv.stream_k_summary(*args)

@@ -40,11 +40,17 @@ def problem(shape: str) -> dict:
 
 
 def parse_tag(tag: str) -> dict:
+    """`model.tiles.gemm_gluon_tag` read back: gco128x256x64_g8_st3[_sk] -> the advisor's config dict."""
     sched = {"gco": "cooperative", "gpp": "pingpong", "gsg": "single"}[tag[:3]]
-    tile, g, st = tag[3:].split("_")
+    tile, g, st, *rest = tag[3:].split("_")
     bm, bn, bk = (int(x) for x in tile.split("x"))
-    return {"schedule": sched, "block_m": bm, "block_n": bn, "block_k": bk, "group_m": int(g[1:]),
-            "num_stages": int(st[2:])}  # fmt: skip
+    c = {"schedule": sched, "block_m": bm, "block_n": bn, "block_k": bk, "group_m": int(g[1:]),
+         "num_stages": int(st[2:])}  # fmt: skip
+    if rest == ["sk"]:
+        c["stream_k"] = True
+    elif rest:
+        raise ValueError(f"a Gluon GEMM tag ends in _stS or _stS_sk, got {tag!r}")
+    return c
 
 
 def solve(fn, target: float, lo: float = 0.05, hi: float = 3.0) -> float:

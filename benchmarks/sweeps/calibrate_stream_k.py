@@ -20,18 +20,10 @@ import statistics
 import sys
 from collections import defaultdict
 
+from calibrate_gluon import parse_tag  # the same folder: the Gluon tag read back
+
 from tilewise.model.predict import gemm_gluon
 from tilewise.model.tiles import gemm_gluon_tag
-
-SCHEDULES = {"gco": "cooperative", "gsg": "single", "gpp": "pingpong"}
-
-
-def parse_tag(tag: str) -> dict:
-    """gco128x256x64_g8_st3_sk -> the advisor's config dict."""
-    dims = tag[3:].split("_")[0].split("x")
-    return {"schedule": SCHEDULES[tag[:3]], "block_m": int(dims[0]), "block_n": int(dims[1]),
-            "block_k": int(dims[2]), "num_stages": int(tag.split("_st")[1].split("_")[0]),
-            "group_m": int(tag.split("_g")[1].split("_")[0]), "stream_k": tag.endswith("_sk")}  # fmt: skip
 
 
 def main(argv: list[str]) -> int:

@@ -124,40 +124,29 @@ def test_stream_k_fp16_misaligned_rows(cfg):
     _check(1000, 1000, 1000, FP16, cfg, "nt", pitch=1000 + 8)
 
 
-def test_stream_k_cuda_graph_capture():
-    """The flags made under capture are zeroed by the graph's own memset; three replays, each checked."""
+@pytest.mark.parametrize(
+    "cfg,m,n,k,replays",
+    [(CONFIGS[0], 1000, 3000, 2048, 1), (SK_CONFIGS[0], 256, 6144, 4096, 3)],
+    ids=lambda x: x.tag() if isinstance(x, GluonGemmConfig) else None,
+)
+def test_cuda_graph_capture(cfg, m, n, k, replays):
+    """Replays read the new values; stream-K's flags made under capture are zeroed by the graph's own memset,
+    so every one of several replays is checked."""
     _skip_unless_gluon()
-    cfg = SK_CONFIGS[0]
-    a = torch.randn(256, 4096, device="cuda", dtype=BF)
-    w = torch.randn(6144, 4096, device="cuda", dtype=BF)
-    out = poisoned((256, 6144), BF, "cuda")
+    a = torch.randn(m, k, device="cuda", dtype=BF)
+    w = torch.randn(n, k, device="cuda", dtype=BF)
+    out = poisoned((m, n), BF, "cuda")
     gluon_matmul(a, w.t(), cfg, out=out)  # compile outside the capture
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
         gluon_matmul(a, w.t(), cfg, out=out)
-    for _ in range(3):
+    for _ in range(replays):
         a.copy_(torch.randn_like(a))
         out.fill_(float("nan"))
         g.replay()
         torch.cuda.synchronize()
-        assert_close(out, a.double() @ w.double().t(), atol=16 * 4096 * 2.0**-24, rtol=RTOL[BF], what="sk replay")
-
-
-def test_cuda_graph_capture():
-    _skip_unless_gluon()
-    cfg = CONFIGS[0]
-    a = torch.randn(1000, 2048, device="cuda", dtype=BF)
-    w = torch.randn(3000, 2048, device="cuda", dtype=BF)
-    out = poisoned((1000, 3000), BF, "cuda")
-    gluon_matmul(a, w.t(), cfg, out=out)  # compile outside the capture
-    out.fill_(float("nan"))
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        gluon_matmul(a, w.t(), cfg, out=out)
-    a.copy_(torch.randn_like(a))  # the replay reads the new values
-    g.replay()
-    torch.cuda.synchronize()
-    assert_close(out, a.double() @ w.double().t(), atol=16 * 2048 * 2.0**-24, rtol=RTOL[BF], what="graph replay")
+        assert_close(out, a.double() @ w.double().t(), atol=16 * k * 2.0**-24, rtol=RTOL[BF],
+                     what=f"{cfg.tag()} graph replay")  # fmt: skip
 
 
 def test_matmul_dispatches_to_gluon_where_the_model_says():

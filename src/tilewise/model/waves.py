@@ -247,12 +247,14 @@ def stream_k_segments(split: StreamKSplit) -> list[list[StreamKSegment]]:
     return out
 
 
+@typed
 def stream_k_summary(tiles_m: int, tiles_n: int, k_steps: int, sms: int) -> dict[str, Any] | None:
     """What the deal does to a grid, for reports: its split, the busiest CTA's steps, the SM time doing work
     (all steps over SMs x the busiest CTA's steps, as `Waves.efficiency` counts SM-rounds), how many tile parts
     end as partials and the longest chain of partials an owner adds. None when there are more rows of tiles
     than SMs (a lane per row)."""
-    if tiles_m > sms:
+    tiles_m = positive_int("tiles_m", tiles_m)
+    if tiles_m > positive_int("sms", sms):
         return None
     sk = stream_k_split(tiles_m, tiles_n, k_steps, sms)
     segs = stream_k_segments(sk)
