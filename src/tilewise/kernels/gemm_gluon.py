@@ -117,7 +117,7 @@ class GluonGemmConfig:
     stages: int = 3
     schedule: str = "cooperative"
     group_m: int = 8
-    stream_k: bool = False  # deal the last waves' K steps out evenly (`tilewise.model.waves.stream_k_split`)
+    stream_k: bool = False  # deal each row of tiles' K steps over its own CTAs (`tilewise.model.waves.stream_k_split`)
     reason: str = ""
 
     @property
