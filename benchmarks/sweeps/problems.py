@@ -145,6 +145,7 @@ def grouped_problems() -> list[dict]:
 
 FAMILIES = {
     "gemm": (gemm_problems, gemm_key),
+    "gemm_gluon": (gemm_problems, gemm_key),  # the same problems, the Gluon kernel's space
     "attention": (attention_problems, attention_key),
     "decode": (decode_problems, decode_key),
     "grouped": (grouped_problems, grouped_key),

@@ -89,6 +89,11 @@ def configs_for(family: str, p: dict, nmh: dict, small: bool) -> list[tuple[str,
         n = nmh.get(P.gemm_key(p))
         if n is not None:
             extra.append(("nmh", n["config"]))
+    elif family == "gemm_gluon":
+        # the Gluon kernel's space, timed the way the Triton kernel's was (its model is fitted in the same frame);
+        # cuBLAS beside it ties this run to gemm.jsonl's, "default" is matmul's dispatch at the time
+        cfgs = [("space", c) for c in S.gemm_gluon_space(p["m"], p["n"], p["k"], p["dtype"], layout=p["layout"])]
+        extra = [("default", None), ("cublas", None)]
     elif family == "attention":
         cfgs = [("space", c) for c in S.attention_space(p["head_dim"], p["dtype"])]
         extra = [("hand", None), ("sdpa", None)]
@@ -112,7 +117,7 @@ def _dt(torch, name):
 
 def footprint(family: str, p: dict) -> int:
     e = 4 if p["dtype"] == "fp32" else 2
-    if family == "gemm":
+    if family in ("gemm", "gemm_gluon"):
         return (p["m"] * p["k"] + p["k"] * p["n"] + p["m"] * p["n"]) * e
     if family == "attention":
         return (
@@ -126,7 +131,7 @@ def footprint(family: str, p: dict) -> int:
 
 def estimate_s(family: str, p: dict) -> float:
     """A rough lower bound on one call (bytes at 4 TB/s, FLOPs at 700 TFLOP/s): sizes the graph."""
-    if family == "gemm":
+    if family in ("gemm", "gemm_gluon"):
         flops = 2 * p["m"] * p["n"] * p["k"]
     elif family == "attention":
         flops = 4 * p["batch"] * p["heads"] * p["seq_q"] * p["seq_k"] * p["head_dim"] // (2 if p["causal"] else 1)
@@ -146,7 +151,7 @@ def make_inputs(torch, family: str, p: dict, device, copies: int, seed: int = 0)
 
     sets = []
     for _ in range(copies):
-        if family == "gemm":
+        if family in ("gemm", "gemm_gluon"):
             a = rnd(p["m"], p["k"])
             b = rnd(p["n"], p["k"]).t() if p["layout"] == "nt" else rnd(p["k"], p["n"])
             c = torch.empty((p["m"], p["n"]), dtype=dt, device=device)
@@ -180,6 +185,14 @@ def make_call(torch, family: str, p: dict, source: str, cfg: dict | None):
         if source == "cublas":
             return lambda s: torch.matmul(s[0], s[1], out=s[2])
         conf = None if cfg is None else Config(**cfg)
+        return lambda s: matmul(s[0], s[1], out=s[2], config=conf)
+    if family == "gemm_gluon":
+        from tilewise.kernels.gemm import matmul
+        from tilewise.kernels.gemm_gluon import config_from_dict
+
+        if source == "cublas":
+            return lambda s: torch.matmul(s[0], s[1], out=s[2])
+        conf = None if cfg is None else config_from_dict(cfg)
         return lambda s: matmul(s[0], s[1], out=s[2], config=conf)
     if family == "attention":
         from tilewise.kernels.flash_attention import ForwardConfig, attention
@@ -221,7 +234,7 @@ def advisor_tag(family: str, p: dict) -> str | None:
 
 
 def reference(torch, family: str, p: dict, s):
-    if family == "gemm":
+    if family in ("gemm", "gemm_gluon"):
         return (s[0].float() @ s[1].float()).to(s[0].dtype)
     if family == "attention":
         gqa = p["kv_heads"] != p["heads"]
@@ -282,7 +295,7 @@ def make_inputs_empty(torch, family: str, p: dict):
     """Inputs of the right shapes, strides and alignment, uninitialised (no kernel launch)."""
     dt = _dt(torch, p["dtype"])
     d = "cuda"
-    if family == "gemm":
+    if family in ("gemm", "gemm_gluon"):
         a = torch.empty(p["m"], p["k"], dtype=dt, device=d)
         b = (
             torch.empty(p["n"], p["k"], dtype=dt, device=d).t()
