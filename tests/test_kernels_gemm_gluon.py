@@ -60,17 +60,6 @@ def test_tags_round_trip_with_the_kernel_config():
 # ------------------------------------------------------------------------------------------ model
 
 
-def _probe():
-    with open(os.path.join(ROOT, "benchmarks", "results", "h200", "gemm_gluon_probe.json")) as f:
-        return json.load(f)
-
-
-def _problem(shape):
-    dims, layout = shape.split("_")
-    m, n, k = (int(x) for x in dims.split("x"))
-    return {"m": m, "n": n, "k": k, "dtype": "bf16", "layout": layout.rstrip("p")}
-
-
 def _cfg(tag):
     for sched, bm, bn, bk, st, g in space.GEMM_GLUON:
         c = {"schedule": sched, "block_m": bm, "block_n": bn, "block_k": bk, "num_stages": st, "group_m": g}
@@ -90,25 +79,33 @@ def test_model_terms_and_calibration():
     assert predict.gemm_gluon(small, _cfg("gsg64x128x64_g8_st6")).ms < predict.gemm_gluon(small, big).ms
 
 
-def test_model_error_on_the_probe_rows_of_the_best_configs():
-    """The model against the probe's side-by-side times (in the sweep's frame, see calibrate_gluon.py), for the
-    config the dispatch would take on each held-out 16-byte-row shape: median error within 15%."""
-    data = _probe()
-    frame = predict.gluon_calibration("h200")["frame"]
-    errs = []
-    for r in data["rows"]:
-        if r["shape"].split("_")[0] in ("8192x8192x8192", "1x28672x4096", "5000x5000x5000") and r["shape"] != (
-            "8192x8192x8192_nt"
-        ):
-            continue
-        p = _problem(r["shape"])
-        ranked = sorted((predict.gemm_gluon(p, c).ms, space.gemm_gluon_tag(c)) for c in space.gemm_gluon_space(**p))
-        ms, tag = ranked[0]
-        got = r["gluon"].get(tag, {}).get("graph_ms")
-        if got:
-            errs.append(abs(ms / (got * frame) - 1))
-    assert len(errs) >= 6
-    assert statistics.median(errs) <= 0.15
+def _sweep_rows():
+    """The timed space rows of the Gluon sweep (tests/data/sweeps/h200/gemm_gluon.jsonl), by tag."""
+    by: dict = {}
+    with open(os.path.join(ROOT, "tests", "data", "sweeps", "h200", "gemm_gluon.jsonl")) as f:
+        for line in f:
+            r = json.loads(line)
+            if r.get("source") == "space" and "ms" in r:
+                by.setdefault(r["tag"], []).append(r)
+    return by
+
+
+def test_model_error_on_the_held_out_sweep_rows():
+    """The rates are fitted on the sweep's calibration split; on the held-out split (every config, 1,504 rows)
+    the median error is within 10% (measured 6.4%) and each data-parallel config's within 12% (3.6-9.5%)."""
+    by = _sweep_rows()
+    tables = ((False, space.GEMM_GLUON), (True, space.GEMM_GLUON_STREAM_K))
+    assert set(by) == {space.gemm_gluon_tag({"schedule": s, "block_m": bm, "block_n": bn, "block_k": bk,
+                                             "num_stages": st, "group_m": g, "stream_k": sk})
+                       for sk, table in tables for s, bm, bn, bk, st, g in table}  # fmt: skip
+    every = []
+    for tag, rows in by.items():
+        errs = [abs(predict.gemm_gluon(r["problem"], r["config"]).ms / r["ms"] - 1) for r in rows if r["split"] == "val"]
+        assert len(errs) >= 90, tag
+        every += errs
+        if not tag.endswith("_sk"):
+            assert statistics.median(errs) <= 0.12, (tag, statistics.median(errs))
+    assert statistics.median(every) <= 0.10
 
 
 def test_model_error_on_the_fixture_rows_the_gluon_kernel_ran():
@@ -158,6 +155,21 @@ def test_choose_kernel_takes_gluon_where_the_model_prefers_it(gemm_mod, monkeypa
         assert g is not None and g.tag() == space.gemm_gluon_tag(best) and why.startswith("gluon")
     else:
         assert g is None and "predicted" in why
+
+
+def test_stream_k_is_taken_only_past_its_margin(gemm_mod):
+    """384 x 6144 x 4096 nt: stream-K predicted 22% ahead of the best data-parallel config, taken (it ran 0.72x
+    cuBLAS in the sweep, the data-parallel configs 0.63x at best); 2000 x 3000 x 4000 nn: 11% ahead, inside
+    STREAM_K_MARGIN, so the data-parallel config runs (the sweep: 0.53x stream-K, 0.71x data-parallel)."""
+    gemm, _ = gemm_mod
+    for (m, n, k, layout), want_sk in (((384, 6144, 4096, "nt"), True), ((2000, 3000, 4000, "nn"), False)):
+        p = {"m": m, "n": n, "k": k, "dtype": "bf16", "layout": layout}
+        cs = space.gemm_gluon_space(**p)
+        sk = min(predict.gemm_gluon(p, c).ms for c in cs if c.get("stream_k"))
+        dp = min(predict.gemm_gluon(p, c).ms for c in cs if not c.get("stream_k"))
+        assert (sk < gemm.STREAM_K_MARGIN * dp) == want_sk and sk < dp  # both: stream-K predicted first
+        cfg, ms = gemm._gluon_cached(m, n, k, "bf16", "h200", layout)
+        assert cfg.stream_k == want_sk and ms == pytest.approx(sk if want_sk else dp)
 
 
 def test_choose_kernel_says_why_gluon_did_not_run(gemm_mod):
@@ -285,30 +297,25 @@ def test_stream_k_model_uses_the_deal_and_its_fixup():
     row = space.GEMM_GLUON_STREAM_K[0]
     twin = {k: v for k, v in _sk_cfg(*row).items() if k != "stream_k"}
     dp = predict.gemm_gluon(p, twin)
-    raw = predict.gemm_gluon(p, _sk_cfg(*row), efficiency={"stream_k_slowdown": 1.0})
-    assert raw.detail["programs"] == 132 and raw.detail["waves"] == pytest.approx(35 / 64)
-    assert raw.terms["split_k_fixup"] > 0 and dp.terms.get("split_k_fixup", 0) == 0
-    assert raw.ms < dp.ms  # at the twin's rates the deal wins
-    cal = predict.gluon_calibration("h200")["stream_k"]
-    slowed = predict.gemm_gluon(p, _sk_cfg(*row))
-    assert cal["gco128x256x64_g8_st3_sk"] > 1 and slowed.ms > raw.ms
+    cal = predict.gluon_calibration("h200")["configs"]
+    at_twin_rates = predict.gemm_gluon(p, _sk_cfg(*row), efficiency=cal[space.gemm_gluon_tag(twin)])
+    assert at_twin_rates.detail["programs"] == 132 and at_twin_rates.detail["waves"] == pytest.approx(35 / 64)
+    assert at_twin_rates.terms["split_k_fixup"] > 0 and dp.terms.get("split_k_fixup", 0) == 0
+    assert at_twin_rates.ms < dp.ms  # at the twin's rates the deal wins
+    own = predict.gemm_gluon(p, _sk_cfg(*row))
+    assert own.detail["mma_eff"] == cal["gco128x256x64_g8_st3_sk"]["mma"]  # its own rates, fitted on the sweep
 
 
-def test_stream_k_model_error_on_the_probe():
-    """The fitted slowdown leaves the stream-K configs' median error on the probe's 40 problems within 30%
-    (measured 13-24% per config: the dealt-out loop's slowdown varies with the shape; the model has one number
-    per config, so the dispatch takes stream-K only where it predicts a large win)."""
-    with open(os.path.join(ROOT, "benchmarks", "results", "h200", "gemm_stream_k.json")) as f:
-        rows = json.load(f)["data"]
-    by: dict = {}
-    for r in rows:
-        if r["variant"].endswith("_sk") and "ours_graph_ms" in r:
-            by.setdefault(r["variant"], []).append(r)
-    assert len(by) == len(space.GEMM_GLUON_STREAM_K)
-    for tag, rs in by.items():
-        c = next(_sk_cfg(*x) for x in space.GEMM_GLUON_STREAM_K if space.gemm_gluon_tag(_sk_cfg(*x)) == tag)
-        errs = [abs(math.log(predict.gemm_gluon(r["problem"], c).ms / r["ours_graph_ms"])) for r in rs]
-        assert len(errs) >= 30 and statistics.median(errs) <= 0.3, (tag, statistics.median(errs))
+def test_stream_k_model_error_on_the_held_out_sweep_rows():
+    """Each stream-K config's own rates leave its held-out median error within 16% (measured 5.4-14.2%: the
+    dealt-out loop's speed varies with the shape more than the model's terms say; the dispatch's margin,
+    kernels.gemm.STREAM_K_MARGIN, is sized by it)."""
+    by = _sweep_rows()
+    sk = [t for t in by if t.endswith("_sk")]
+    assert len(sk) == len(space.GEMM_GLUON_STREAM_K)
+    for tag in sk:
+        errs = [abs(predict.gemm_gluon(r["problem"], r["config"]).ms / r["ms"] - 1) for r in by[tag] if r["split"] == "val"]
+        assert len(errs) >= 90 and statistics.median(errs) <= 0.16, (tag, statistics.median(errs))
 
 
 def test_stream_k_prediction_refuses_more_rows_of_tiles_than_sms():

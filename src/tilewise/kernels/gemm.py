@@ -153,14 +153,28 @@ def choose_config(m: int, n: int, k: int, dtype: str, device: torch.device | Non
     return _choose_cached(int(m), int(n), int(k), dt, key, layout)
 
 
+# The model prices a stream-K config less surely than a data-parallel one (held-out median error 5-14% per
+# stream-K config against 4-10%, benchmarks/sweeps/calibrate_gluon.py on tests/data/sweeps/h200/gemm_gluon.jsonl):
+# the dispatch takes stream-K only where it predicts this much less time than the best data-parallel config.
+# Replaying that sweep's rows through the dispatch: without the margin 2000 x 3000 x 4000 took a stream-K config
+# predicted 4% ahead that ran 0.53x cuBLAS (data-parallel 0.71x); with it the 152 problems' geometric-mean
+# speedup is -0.054 in log against -0.062, no problem lower than 0.59x.
+STREAM_K_MARGIN = 0.85
+
+
 @functools.lru_cache(maxsize=4096)
 def _gluon_cached(
     m: int, n: int, k: int, dtype: str, key: str, layout: str
 ) -> tuple[gemm_gluon.GluonGemmConfig, float] | None:
-    """(best Gluon config, its predicted ms) of `advise.space.gemm_gluon_space`, or None when none fits."""
+    """(best Gluon config, its predicted ms) of `advise.space.gemm_gluon_space`, or None when none fits; a
+    stream-K config only where it beats the best data-parallel one by STREAM_K_MARGIN."""
     p = {"m": m, "n": n, "k": k, "dtype": dtype, "layout": layout}
     ranked = sorted((predict.gemm_gluon(p, c, key).ms, gemm_gluon.config_from_dict(c).tag(), c)
                     for c in gemm_gluon_space(m, n, k, dtype, key, layout))  # fmt: skip
+    dp = [r for r in ranked if not r[2].get("stream_k")]
+    sk = [r for r in ranked if r[2].get("stream_k")]
+    if dp and (not sk or sk[0][0] >= STREAM_K_MARGIN * dp[0][0]):
+        ranked = dp
     if not ranked:
         return None
     ms, _tag, c = ranked[0]

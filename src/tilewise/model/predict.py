@@ -609,19 +609,21 @@ def gemm_gluon(
     p: dict[str, Any], c: dict[str, Any], gpu: str = _gpus.DEFAULT_GPU, efficiency: dict[str, Any] | None = None
 ) -> Prediction:
     """Predicted time of the Gluon GEMM (kernels/gemm_gluon.py) with config `c` (an advise.space.gemm_gluon_space
-    entry: schedule, block_m, block_n, block_k, num_stages, group_m).
+    entry: schedule, block_m, block_n, block_k, num_stages, group_m, stream_k).
 
     The same terms as the persistent Triton kernel (`_gemm` with persistent=True: one CTA per SM walking
-    its tiles, the fill paid once, the epilogue's store half hidden behind the next tile), at the Gluon
-    config's own rates: its MMA efficiency measured on 8192^3 nn, its stream efficiency on 1 x 28672 x 4096
-    nt, its cost of rows that are not 128-byte aligned on 5000^3 nn (benchmarks/sweeps/calibrate_gluon.py
-    from benchmarks/results/h200/gemm_gluon_probe.json). A
-    cooperative CTA tile is 2 consumer warpgroups (8 warps), pingpong and single 1 at a time.
+    its tiles, the fill paid once, the epilogue's store half hidden behind the next tile; a stream-K config
+    the deal of `waves.stream_k_split` and its fix-up), at the Gluon config's own rates: its MMA and stream
+    efficiencies, fixed-cost scale and cost of rows that are not 128-byte aligned, fitted on the calibration
+    split of the sweep of the Gluon space (benchmarks/sweeps/calibrate_gluon.py from
+    tests/data/sweeps/h200/gemm_gluon.jsonl). A cooperative CTA tile is 2 consumer warpgroups (8 warps),
+    pingpong and single 1 at a time.
     """
     key = _gpus.get(gpu).key
     cal = gluon_calibration(key) or gluon_calibration("h200")  # dimensionless rates carry over, like machine()'s
     tag = _tiles.gemm_gluon_tag(c)
-    # a stream-K config runs the same main loop as its data-parallel twin: the twin's rates
+    # a config the calibration has not seen takes its data-parallel twin's rates (same tiles and ring), then the
+    # family's medians
     rates = cal.get("configs", {}).get(tag) or cal.get("configs", {}).get(
         _tiles.gemm_gluon_tag({**c, "stream_k": False}), {}
     )
@@ -635,13 +637,6 @@ def gemm_gluon(
                     "(benchmarks/sweeps/calibrate_gluon.py writes it), got none"
                 )
             eff[kind] = rates.get(kind, med.get(kind))
-    if c.get("stream_k") and "stream_k_slowdown" not in eff:
-        # the dealt-out main loop ran slower per step than its data-parallel twin's rates say (all SMs at once on
-        # shapes the twin leaves half idle): its own measured slowdown (benchmarks/sweeps/calibrate_stream_k.py)
-        eff["stream_k_slowdown"] = cal.get("stream_k", {}).get(tag, 1.0)
-    if c.get("stream_k"):
-        eff["mma"] = float(eff["mma"]) / float(eff["stream_k_slowdown"])
-        eff["stream"] = float(eff["stream"]) / float(eff["stream_k_slowdown"])
     # TMA reads rows that are 16- but not 128-byte aligned at each config's own cost, not the pointer kernel's
     mach = machine(key, (("misaligned_cost", float(eff["misaligned"])),))
     warps = 8 if c["schedule"] == "cooperative" else 4
