@@ -47,16 +47,18 @@ MISALIGNED = (0.0, 0.15, 0.3, 0.5, 0.8, 1.2, 1.6)
 
 
 def parse_tag(tag: str) -> dict:
-    """`model.tiles.gemm_gluon_tag` read back: gco128x256x64_g8_st3[_sk] -> the advisor's config dict."""
+    """`model.tiles.gemm_gluon_tag` read back: gco128x256x64_g8_st3[_e2][_sk] -> the advisor's config dict."""
     sched = {"gco": "cooperative", "gpp": "pingpong", "gsg": "single"}[tag[:3]]
     tile, g, st, *rest = tag[3:].split("_")
     bm, bn, bk = (int(x) for x in tile.split("x"))
     c = {"schedule": sched, "block_m": bm, "block_n": bn, "block_k": bk, "group_m": int(g[1:]),
          "num_stages": int(st[2:])}  # fmt: skip
+    if rest and rest[0].startswith("e") and rest[0][1:].isdigit():
+        c["epilogue_parts"] = int(rest.pop(0)[1:])
     if rest == ["sk"]:
         c["stream_k"] = True
     elif rest:
-        raise ValueError(f"a Gluon GEMM tag ends in _stS or _stS_sk, got {tag!r}")
+        raise ValueError(f"a Gluon GEMM tag ends in _stS, then _eP and _sk if any, got {tag!r}")
     return c
 
 

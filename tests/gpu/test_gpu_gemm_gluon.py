@@ -28,6 +28,7 @@ CONFIGS = [
     GluonGemmConfig(128, 256, 64, 3, "cooperative"),
     GluonGemmConfig(128, 128, 64, 4, "pingpong"),
     GluonGemmConfig(64, 128, 64, 6, "single"),
+    GluonGemmConfig(128, 256, 64, 4, "cooperative", epilogue_parts=2),  # C stored in two halves
 ]
 # stream-K: the last waves' K steps dealt out, tiles summed by several CTAs through fp32 partials
 SK_CONFIGS = [

@@ -203,6 +203,10 @@ GEMM_GLUON = (
     ("single", 64, 256, 64, 4, 8),
     ("single", 128, 128, 64, 4, 8),
 )
+# configs whose epilogue stores the C tile in 2 column halves through a half-tile buffer (`epilogue_parts=2`): the
+# 32 KB it frees holds a 4th 48 KB stage of the 128 x 256 ring (229,592 B compiled for sm_90a, no spills), more
+# bytes in flight where 3 stages bind (docs/kernels.md: 384 x 6144 x 4096)
+GEMM_GLUON_SPLIT_EPILOGUE = (("cooperative", 128, 256, 64, 4, 8),)
 # stream-K twins (kernels/gemm_gluon.py, `stream_k=True`): the configs benchmarks/probes/gemm_stream_k.py measured
 GEMM_GLUON_STREAM_K = (
     ("cooperative", 128, 256, 64, 3, 8),
@@ -239,11 +243,14 @@ def gemm_gluon_space(
 ) -> list[dict[str, Any]]:
     """The Gluon GEMM configurations that fit `gpu` for an M x N x K problem (each a fresh dict)."""
     out = []
-    for sk, table in ((False, GEMM_GLUON), (True, GEMM_GLUON_STREAM_K)):
+    for sk, parts, table in ((False, 1, GEMM_GLUON), (False, 2, GEMM_GLUON_SPLIT_EPILOGUE),
+                             (True, 1, GEMM_GLUON_STREAM_K)):  # fmt: skip
         for sched, bm, bn, bk, st, g in table:
             c = {"schedule": sched, "block_m": bm, "block_n": bn, "block_k": bk, "num_stages": st, "group_m": g}
             if sk:
                 c["stream_k"] = True
+            if parts > 1:
+                c["epilogue_parts"] = parts
             if not gemm_gluon_fits(c, m, n, k, dtype, gpu, layout):
                 out.append(c)
     return out
@@ -368,6 +375,7 @@ __all__ = [
     "DECODE_SPLITS",
     "DECODE_TILES",
     "GEMM_GLUON",
+    "GEMM_GLUON_SPLIT_EPILOGUE",
     "GEMM_GROUP1_TILES",
     "GEMM_PERSISTENT",
     "GEMM_SPLITS",

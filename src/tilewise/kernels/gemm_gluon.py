@@ -118,6 +118,9 @@ class GluonGemmConfig:
     schedule: str = "cooperative"
     group_m: int = 8
     stream_k: bool = False  # deal each row of tiles' K steps over its own CTAs (`tilewise.model.waves.stream_k_split`)
+    # the epilogue stores the C tile in this many column parts through one part-sized buffer per consumer: the
+    # shared memory it frees buys a ring stage (128 x 256 x 64 at 4 stages: 192 KB of ring + 2 x 16 KB of C)
+    epilogue_parts: int = 1
     reason: str = ""
 
     @property
@@ -133,7 +136,7 @@ class GluonGemmConfig:
         """The advisor's spelling (`tilewise.advise.space.gemm_gluon_space` entries)."""
         return {"schedule": self.schedule, "block_m": self.block_m, "block_n": self.block_n,
                 "block_k": self.block_k, "num_stages": self.stages, "group_m": self.group_m,
-                "stream_k": self.stream_k}  # fmt: skip
+                "stream_k": self.stream_k, "epilogue_parts": self.epilogue_parts}  # fmt: skip
 
     def tag(self) -> str:
         return gemm_gluon_tag(self.as_dict())
@@ -148,6 +151,7 @@ def config_from_dict(c: dict[str, Any]) -> GluonGemmConfig:
         schedule=str(c["schedule"]),
         group_m=int(c.get("group_m", 8)),
         stream_k=bool(c.get("stream_k", False)),
+        epilogue_parts=int(c.get("epilogue_parts", 1)),
     )
 
 
@@ -269,14 +273,29 @@ if _IMPORT_ERROR is None:
 
     @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
     def _store_tile(acc, c_buf, c_desc, bias_ptr, om, on, N, ACC_LAYOUT: gl.constexpr, BLOCK_N: gl.constexpr,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
-                    HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr):  # fmt: skip
-        """The epilogue: bias and activation, the tile through the consumer's buffer and out by one TMA store
-        (which runs on while the consumer starts its next tile: it waits only before it writes c_buf again)."""
+                    HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr, EPI_PARTS: gl.constexpr):  # fmt: skip
+        """The epilogue: bias and activation, the tile through the consumer's buffer and out by TMA stores
+        (the last runs on while the consumer starts its next tile: it waits only before it writes c_buf again).
+        EPI_PARTS = 2: the left and right halves one after the other through a half-tile buffer (the columns'
+        high bit is a register index of the wgmma layout, so the split moves no data)."""
         acc = _epilogue_math(acc, bias_ptr, on, N, ACC_LAYOUT, BLOCK_N, HAS_BIAS, ACTIVATION)
-        tma.store_wait(0)  # the previous tile's store has left c_buf
-        c_buf.store(acc.to(c_desc.dtype))
-        fence_async_shared()
-        tma.async_copy_shared_to_global(c_desc, [om, on], c_buf)
+        if EPI_PARTS == 1:
+            tma.store_wait(0)  # the previous tile's store has left c_buf
+            c_buf.store(acc.to(c_desc.dtype))
+            fence_async_shared()
+            tma.async_copy_shared_to_global(c_desc, [om, on], c_buf)
+        else:
+            gl.static_assert(EPI_PARTS == 2)
+            half: gl.constexpr = BLOCK_N // 2
+            left, right = acc.reshape([acc.shape[0], 2, half]).permute(0, 2, 1).split()
+            tma.store_wait(0)
+            c_buf.store(left.to(c_desc.dtype))
+            fence_async_shared()
+            tma.async_copy_shared_to_global(c_desc, [om, on], c_buf)
+            tma.store_wait(0)  # the TMA engine has read the left half out of c_buf
+            c_buf.store(right.to(c_desc.dtype))
+            fence_async_shared()
+            tma.async_copy_shared_to_global(c_desc, [om, on + half], c_buf)
 
     @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
     def _sk_slot(ws_ptr, flag_ptr, cta, C: gl.constexpr, CONSUMERS: gl.constexpr, SUB_M: gl.constexpr,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
@@ -323,7 +342,7 @@ if _IMPORT_ERROR is None:
                   tiles_n, k_steps, dp_tiles, per_lane, C: gl.constexpr, SUB_M: gl.constexpr,
                   BLOCK_N: gl.constexpr, A_PARTS: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr,
                   PINGPONG: gl.constexpr, B_T: gl.constexpr, HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr,
-                  STREAM_K: gl.constexpr, CONSUMERS: gl.constexpr):  # fmt: skip
+                  STREAM_K: gl.constexpr, CONSUMERS: gl.constexpr, EPI_PARTS: gl.constexpr):  # fmt: skip
         acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
             version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_N, 16]
         )
@@ -350,7 +369,7 @@ if _IMPORT_ERROR is None:
                 if PINGPONG:
                     mbarrier.arrive(turn.index(1 - C))  # this epilogue now overlaps the other's main loop
                 _store_tile(acc, c_buf, c_desc, bias_ptr, pid_m * (SUB_M * A_PARTS) + row0, pid_n * BLOCK_N, N,
-                            acc_layout, BLOCK_N, HAS_BIAS, ACTIVATION)  # fmt: skip
+                            acc_layout, BLOCK_N, HAS_BIAS, ACTIVATION, EPI_PARTS)  # fmt: skip
             else:
                 count += k_steps  # the other consumer's tile: its stages pass by in the ring
             local += 1
@@ -369,7 +388,7 @@ if _IMPORT_ERROR is None:
                                     k0 == 0, C, CONSUMERS, SUB_M, BLOCK_N, acc_layout)  # fmt: skip
                 if k0 == 0:
                     _store_tile(acc, c_buf, c_desc, bias_ptr, lane * (SUB_M * A_PARTS) + row0, pid_n * BLOCK_N,
-                                N, acc_layout, BLOCK_N, HAS_BIAS, ACTIVATION)  # fmt: skip
+                                N, acc_layout, BLOCK_N, HAS_BIAS, ACTIVATION, EPI_PARTS)  # fmt: skip
                 u += k1 - k0
         tma.store_wait(0)
 
@@ -378,8 +397,8 @@ if _IMPORT_ERROR is None:
                            dp_tiles, per_lane, SUB_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr,
                            STAGES: gl.constexpr, GROUP_M: gl.constexpr, CONSUMERS: gl.constexpr,
                            PINGPONG: gl.constexpr, B_T: gl.constexpr, HAS_BIAS: gl.constexpr,
-                           ACTIVATION: gl.constexpr, STREAM_K: gl.constexpr, PRODUCER_REGS: gl.constexpr,
-                           CONSUMER_REGS: gl.constexpr):  # fmt: skip
+                           ACTIVATION: gl.constexpr, STREAM_K: gl.constexpr, EPI_PARTS: gl.constexpr,
+                           PRODUCER_REGS: gl.constexpr, CONSUMER_REGS: gl.constexpr):  # fmt: skip
         gl.static_assert(CONSUMERS == 1 or CONSUMERS == 2)
         gl.static_assert(STAGES >= 2)
         gl.static_assert(not (STREAM_K and PINGPONG))  # stream-K deals steps to CTAs, pingpong tiles to consumers
@@ -409,10 +428,10 @@ if _IMPORT_ERROR is None:
                 [
                     (_consumer, (a_smem, b_smem, c_smem, full, empty, turn, c_desc, bias_ptr, ws_ptr, flag_ptr, N, tiles_m,
                                  tiles_n, k_steps, dp_tiles, per_lane, zero, SUB_M, BLOCK_N, A_PARTS, STAGES, GROUP_M,
-                                 PINGPONG, B_T, HAS_BIAS, ACTIVATION, STREAM_K, CONSUMERS)),
+                                 PINGPONG, B_T, HAS_BIAS, ACTIVATION, STREAM_K, CONSUMERS, EPI_PARTS)),
                     (_consumer, (a_smem, b_smem, c_smem, full, empty, turn, c_desc, bias_ptr, ws_ptr, flag_ptr, N, tiles_m,
                                  tiles_n, k_steps, dp_tiles, per_lane, one, SUB_M, BLOCK_N, A_PARTS, STAGES, GROUP_M,
-                                 PINGPONG, B_T, HAS_BIAS, ACTIVATION, STREAM_K, CONSUMERS)),
+                                 PINGPONG, B_T, HAS_BIAS, ACTIVATION, STREAM_K, CONSUMERS, EPI_PARTS)),
                     (_producer, (a_desc, b_desc, a_smem, b_smem, full, empty, tiles_m, tiles_n, k_steps, dp_tiles,
                                  per_lane, SUB_M, BLOCK_N, BLOCK_K, A_PARTS, STAGES, GROUP_M, B_T, STREAM_K)),
                 ],
@@ -424,7 +443,7 @@ if _IMPORT_ERROR is None:
                 [
                     (_consumer, (a_smem, b_smem, c_smem, full, empty, turn, c_desc, bias_ptr, ws_ptr, flag_ptr, N, tiles_m,
                                  tiles_n, k_steps, dp_tiles, per_lane, zero, SUB_M, BLOCK_N, A_PARTS, STAGES, GROUP_M,
-                                 PINGPONG, B_T, HAS_BIAS, ACTIVATION, STREAM_K, CONSUMERS)),
+                                 PINGPONG, B_T, HAS_BIAS, ACTIVATION, STREAM_K, CONSUMERS, EPI_PARTS)),
                     (_producer, (a_desc, b_desc, a_smem, b_smem, full, empty, tiles_m, tiles_n, k_steps, dp_tiles,
                                  per_lane, SUB_M, BLOCK_N, BLOCK_K, A_PARTS, STAGES, GROUP_M, B_T, STREAM_K)),
                 ],
@@ -564,6 +583,7 @@ def kernel_constexprs(cfg: GluonGemmConfig, b_t: bool, has_bias: bool, activatio
         HAS_BIAS=bool(has_bias),
         ACTIVATION=activation,
         STREAM_K=bool(cfg.stream_k),
+        EPI_PARTS=int(cfg.epilogue_parts),
         PRODUCER_REGS=PRODUCER_REGS,
         CONSUMER_REGS=CONSUMER_REGS,
     )
@@ -572,7 +592,7 @@ def kernel_constexprs(cfg: GluonGemmConfig, b_t: bool, has_bias: bool, activatio
 def blocks(cfg: GluonGemmConfig, b_t: bool) -> tuple[list[int], list[int], list[int]]:
     """TMA boxes of A, B (or w) and C."""
     bb = [cfg.block_n, cfg.block_k] if b_t else [cfg.block_k, cfg.block_n]
-    return [cfg.sub_m, cfg.block_k], bb, [cfg.sub_m, cfg.block_n]
+    return [cfg.sub_m, cfg.block_k], bb, [cfg.sub_m, cfg.block_n // cfg.epilogue_parts]
 
 
 def gluon_matmul(

@@ -59,23 +59,28 @@ _GLUON_PREFIX = {"cooperative": "gco", "pingpong": "gpp", "single": "gsg"}
 
 
 def gemm_gluon_tag(c: dict[str, Any]) -> str:
-    """The Gluon GEMM's own `GluonGemmConfig.tag()` spelling: g{co|pp|sg}BMxBNxBK_gG_stS, `_sk` for stream-K."""
+    """The Gluon GEMM's own `GluonGemmConfig.tag()` spelling: g{co|pp|sg}BMxBNxBK_gG_stS, `_eP` for an epilogue
+    through 1/P of the C tile at a time, `_sk` for stream-K."""
+    parts = int(c.get("epilogue_parts", 1))
     return (
         f"{_GLUON_PREFIX[c['schedule']]}{c['block_m']}x{c['block_n']}x{c['block_k']}"
-        f"_g{c.get('group_m', 8)}_st{c['num_stages']}{'_sk' if c.get('stream_k') else ''}"
+        f"_g{c.get('group_m', 8)}_st{c['num_stages']}{f'_e{parts}' if parts > 1 else ''}"
+        f"{'_sk' if c.get('stream_k') else ''}"
     )
 
 
 def gemm_gluon_smem_bytes(c: dict[str, Any], e: int = 2) -> int:
     """Shared memory of one CTA of the Gluon GEMM: the ring (A and B tiles per stage), one C tile per consumer
-    (the epilogue's TMA-store buffer), 16 bytes of barriers per stage. sm_90a builds (triton 3.6) of
+    (the epilogue's TMA-store buffer; 1/epilogue_parts of it where the epilogue stores the tile in parts),
+    16 bytes of barriers per stage. sm_90a builds (triton 3.6) of
     cooperative 128x256 st3, pingpong 128x128 st4 and single 64x128 st4 reserved 160, 184 and 116 B more
     (the compiler's scratch; the fit rule keeps 1 KB)."""
     consumers = 1 if c["schedule"] == "single" else 2
     sub_m = c["block_m"] // 2 if c["schedule"] == "cooperative" else c["block_m"]
     a_rows = c["block_m"] if c["schedule"] == "cooperative" else sub_m
     ring = c["num_stages"] * (a_rows + c["block_n"]) * c["block_k"]
-    return int((ring + consumers * sub_m * c["block_n"]) * e + 16 * c["num_stages"])
+    c_tile = sub_m * c["block_n"] // int(c.get("epilogue_parts", 1))
+    return int((ring + consumers * c_tile) * e + 16 * c["num_stages"])
 
 
 # ---------------------------------------------------------------------------------------------- attention
