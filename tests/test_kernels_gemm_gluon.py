@@ -280,6 +280,16 @@ def test_stream_k_configs_round_trip_and_fit_only_rows_of_tiles_each_lane_can_sp
     assert "gco128x256x64_g8_st3_sk" in tags and "gco128x256x64_g8_st3" in tags
 
 
+def test_config_refuses_what_the_kernel_does_not_build():
+    gg = pytest.importorskip("tilewise.kernels.gemm_gluon")
+    for kwargs, needle in (({"schedule": "pingpong", "stream_k": True}, "stream_k=True with schedule='pingpong'"),
+                           ({"schedule": "warped"}, "schedule must be one of"),
+                           ({"epilogue_parts": 3}, "epilogue_parts must be 1 or 2"),
+                           ({"stages": 1}, "stages >= 2")):  # fmt: skip
+        with pytest.raises(InputError, match=needle.replace("(", r"\(").replace(")", r"\)")):
+            gg.GluonGemmConfig(128, 128, 64, **{"stages": 4, **kwargs})
+
+
 def test_launch_split_matches_the_model_deal():
     gg = pytest.importorskip("tilewise.kernels.gemm_gluon")
     from tilewise.model import waves

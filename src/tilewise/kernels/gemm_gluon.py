@@ -50,6 +50,7 @@ import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from tilewise.errors import InputError
 from tilewise.model.tiles import gemm_gluon_smem_bytes, gemm_gluon_tag
 from tilewise.model.waves import stream_k_split
 from tilewise.util import cdiv
@@ -122,6 +123,21 @@ class GluonGemmConfig:
     # shared memory it frees buys a ring stage (128 x 256 x 64 at 4 stages: 192 KB of ring + 2 x 16 KB of C)
     epilogue_parts: int = 1
     reason: str = ""
+
+    def __post_init__(self) -> None:
+        """A combination the kernel does not build is one InputError naming it (the kernel's own static asserts
+        would otherwise fail inside the compiler with a traceback)."""
+        if self.schedule not in SCHEDULES:
+            raise InputError(f"GluonGemmConfig.schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
+        if self.stream_k and self.schedule == "pingpong":
+            raise InputError("GluonGemmConfig: stream-K deals K steps to CTAs, pingpong tiles to consumers; "
+                             "got stream_k=True with schedule='pingpong'")  # fmt: skip
+        if self.epilogue_parts not in (1, 2) or self.block_n % (8 * self.epilogue_parts):
+            raise InputError(f"GluonGemmConfig.epilogue_parts must be 1 or 2 (dividing block_n into multiples of 8), "
+                             f"got {self.epilogue_parts} with block_n {self.block_n}")  # fmt: skip
+        if self.stages < 2 or (self.schedule == "cooperative" and self.block_m % 2):
+            raise InputError(f"GluonGemmConfig needs stages >= 2 and an even cooperative block_m, got stages "
+                             f"{self.stages}, block_m {self.block_m} ({self.schedule})")  # fmt: skip
 
     @property
     def consumers(self) -> int:
@@ -559,7 +575,8 @@ def _flags(device: torch.device, count: int) -> torch.Tensor:
         return have
     if torch.cuda.is_current_stream_capturing():
         return torch.zeros(count, dtype=torch.int32, device=device)
-    _FLAGS[key] = torch.zeros(max(count, 132 * 2 * 128), dtype=torch.int32, device=device)
+    # room for a full grid of two-consumer CTAs, so a later launch with more CTAs does not reallocate
+    _FLAGS[key] = torch.zeros(max(count, _sm_count(key[0]) * 2 * 128), dtype=torch.int32, device=device)
     return _FLAGS[key]
 
 
