@@ -94,13 +94,27 @@ def forward(write: bool) -> list[str]:
         "model_error_gluon_d64": _err_summary([r for r in rows if r["head_dim"] == 64 and _gluon(r)]),
         "model_error_triton_d64": _err_summary([r for r in rows if r["head_dim"] == 64 and not _gluon(r)]),
     }
-    out = ["| problem | dtype | ours TFLOP/s | cuDNN | SDPA flash | ours / cuDNN (graphs) | FA3 H100 (paper) | model error |",
-           "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    # FlashAttention-4 (flash-attn-4's CuTe kernel), where the run had it installed (benchmarks/fa4_install.sh)
+    fa4 = [r for r in rows if r.get("fa4_graph_ms")]
+    if fa4:
+        vs = [r["fa4_graph_ms"] / r["committed_graph_ms"] for r in fa4]
+        summary["fa4"] = {
+            "problems": len(fa4),
+            "ours_vs_fa4_graph_median": statistics.median(vs),
+            "problems_at_or_above_fa4": sum(x >= 1.0 for x in vs),
+            "fa4_vs_cudnn_graph_median": statistics.median(r["cudnn_graph_ms"] / r["fa4_graph_ms"] for r in fa4),
+        }
+    out = ["| problem | dtype | ours TFLOP/s | cuDNN | SDPA flash | FA4 | ours / cuDNN (graphs) | ours / FA4 | "
+           "FA3 H100 (paper) | model error |",
+           "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for r in rows:
         fa3 = r.get("fa3_h100_fp16_tflops_published")
+        f4 = r.get("fa4_graph_ms")
+        fa4_tf = f"{r['fa4_tflops']:.0f}" if f4 else ""
+        vs_fa4 = f"{f4 / r['committed_graph_ms']:.2f}" if f4 else ""
         out.append(f"| {r['shape']} | {r['dtype']} | {r['committed_tflops']:.0f} | {r['cudnn_tflops']:.0f} | "
-                   f"{r['flash_tflops']:.0f} | {r['committed_speedup_graph']:.2f} | {fa3 if fa3 else ''} | "
-                   f"{100 * r['model_error']:+.0f}% |")  # fmt: skip
+                   f"{r['flash_tflops']:.0f} | {fa4_tf} | {r['committed_speedup_graph']:.2f} | {vs_fa4} | "
+                   f"{fa3 if fa3 else ''} | {100 * r['model_error']:+.0f}% |")  # fmt: skip
     out.append(json.dumps(summary))
     if write:
         data["meta"]["summary"] = summary
