@@ -4,17 +4,18 @@
 #   bash benchmarks/fa4_install.sh WHEEL_DIR      # prints "fa4 ok" or "fa4 failed: ..." (then export TILEWISE_NO_FA4=1)
 #
 # The device has no network: download the py3.12 wheels here first (about 100 MB; the cu13 libraries alone are
-# 92 MB, over one call's 64 MiB carry, so split them with `split -b 45M` and carry the halves over two calls on a
-# warm machine; this script joins cu13.part.* back):
+# 92 MB, over one call's 64 MiB carry, which the tree itself takes ~21 MiB of: split them with `split -b 40M` and
+# carry the parts over consecutive calls on a warm machine; this script joins cu13.part.* back):
 #   pip download --pre --no-deps --python-version 3.12 --only-binary=:all: --platform manylinux_2_28_x86_64 \
 #     flash-attn-4==4.0.0b36 nvidia-cutlass-dsl nvidia-cutlass-dsl-libs-base nvidia-cutlass-dsl-libs-core \
 #     nvidia-cutlass-dsl-libs-cu13 apache-tvm-ffi torch-c-dlpack-ext quack-kernels einops
 # (libs-core holds the `cutlass` Python package: without it `import cutlass.cute` fails; libs-base also lists
 # cuda-bindings and protobuf, which the H200 device already has.)
-# Done this way on 2026-12-02 (H200, then `benchmarks/probes/attention_fa4_peer.py`): three calls back to back on
-# a warm machine, each carrying one folder and copying it to /tmp/w (the tree itself is ~18 MiB of the 64):
-#   .dev/fa4a: cu13.part.aa (45 MiB)   .dev/fa4b: cu13.part.ab   .dev/fa4c: the other eight wheels (~10 MiB)
-# and in the third call `bash benchmarks/fa4_install.sh /tmp/w` before the run: "fa4 ok" in about 30 s.
+# Done this way on 2026-12-02 (H200, then `benchmarks/attention_sweep_device.sh` and
+# `benchmarks/probes/attention_fa4_peer.py`): three calls back to back on a warm machine, each carrying one folder
+# and copying it to /tmp/w:
+#   .dev/fa4a: cu13.part.aa (40 MiB)   .dev/fa4b: cu13.part.ab   .dev/fa4c: cu13.part.ac and the other eight wheels
+# and in the third call `bash benchmarks/fa4_install.sh /tmp/w` before the run: "fa4 ok" in about 25 s.
 set -u
 if [ $# -ne 1 ] || [ ! -d "$1" ]; then
   echo "fa4_install.sh: expected one argument, the folder of the carried wheels; got: ${*:-nothing}" >&2
