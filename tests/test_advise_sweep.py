@@ -35,6 +35,34 @@ def test_calibration_file_is_reproduced_from_the_fixtures(tmp_path):
             assert new["configs"][fam][kind] == pytest.approx(rates), (fam, kind)
 
 
+def test_gluon_calibration_file_is_reproduced_from_the_gluon_sweep(tmp_path):
+    """calibrate_gluon.py on the committed Gluon sweep writes the committed rates (every config of the space)."""
+    pytest.importorskip("numpy")
+    cg = _module("calibrate_gluon")
+    out = tmp_path / "h200_gemm_gluon.json"
+    assert cg.main(["--out", str(out)]) == 0
+    new, old = json.loads(out.read_text()), M.gluon_calibration("h200")
+    assert new["configs"] == old["configs"] and new["medians"] == pytest.approx(old["medians"])
+    assert new["held_out"]["median_abs_error"] <= 0.10
+
+
+def test_gluon_sweep_family_lists_the_space_and_its_peers():
+    sw = _module("sweep")
+    from tilewise.advise import space
+
+    p = {"m": 384, "n": 6144, "k": 4096, "dtype": "bf16", "layout": "nt"}
+    items = sw.configs_for("gemm_gluon", p, {}, small=False)
+    cfgs = [c for src, c in items if src == "space"]
+    assert cfgs == space.gemm_gluon_space(384, 6144, 4096, "bf16", layout="nt")
+    assert [src for src, c in items if src != "space"] == ["default", "cublas"]
+    tags = [sw._tag("gemm_gluon", "space", c) for c in cfgs]
+    assert "gco128x256x64_g8_st4_e2" in tags and any(t.endswith("_sk") for t in tags)
+    cg = _module("calibrate_gluon")
+    assert [space.gemm_gluon_tag(cg.parse_tag(t)) for t in tags] == tags  # the tag read back
+    with pytest.raises(ValueError, match="_eP and _sk"):
+        cg.parse_tag("gco128x256x64_g8_st4_x2")
+
+
 def test_split_rule_as_written():
     """Every sweep problem's split against the rule spelled out (tests/test_advise_verdict.held_out): anchors and
     one key in four by SHA-1 calibrate, the rest is held out; about a quarter calibrates."""

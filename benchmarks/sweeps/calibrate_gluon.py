@@ -1,7 +1,7 @@
 """Per-config rates of the Gluon GEMM for the time model, from the sweep of its space, and the model's error.
 
     python benchmarks/sweeps/calibrate_gluon.py [--sweep tests/data/sweeps/h200] [--gpu h200] [--check]
-        # -> src/tilewise/model/calibration/<gpu>_gemm_gluon.json (--check: print the errors, write nothing)
+        # -> src/tilewise/model/calibration/<gpu>_gemm_gluon.json (--out FILE elsewhere; --check: print, write nothing)
 
 The rows are `sweep.py --family gemm_gluon`: every config of `advise.space.gemm_gluon_space` on the 152 GEMM
 problems, timed as the Triton kernel's rows in gemm.jsonl were (CUDA graphs of rotated operand copies,
@@ -120,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sweep", default=os.path.join(ROOT, "tests", "data", "sweeps", "h200"))
     ap.add_argument("--gpu", default="h200")
     ap.add_argument("--check", action="store_true", help="print the fit and its errors, write nothing")
+    ap.add_argument("--out", default="", help="write here (default src/tilewise/model/calibration/<gpu>_gemm_gluon.json)")
     a = ap.parse_args(argv)
     by, cublas, cublas_triton = load(a.sweep)
     shared = sorted(set(cublas) & set(cublas_triton))
@@ -157,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
         "held_out": {"rows": len(pct), "median_abs_error": round(statistics.median(pct), 4),
                      "p90_abs_error": round(pct[int(0.9 * len(pct))], 4)},  # fmt: skip
     }
-    dst = os.path.join(ROOT, "src", "tilewise", "model", "calibration", f"{a.gpu}_gemm_gluon.json")
+    dst = a.out or os.path.join(ROOT, "src", "tilewise", "model", "calibration", f"{a.gpu}_gemm_gluon.json")
     with open(dst, "w") as f:
         json.dump(out, f, indent=1, sort_keys=True)
         f.write("\n")
