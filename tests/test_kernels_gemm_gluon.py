@@ -8,7 +8,6 @@ float64.
 from __future__ import annotations
 
 import json
-import math
 import os
 import statistics
 import warnings
@@ -101,7 +100,9 @@ def test_model_error_on_the_held_out_sweep_rows():
                        for sk, e, table in tables for s, bm, bn, bk, st, g in table}  # fmt: skip
     every = []
     for tag, rows in by.items():
-        errs = [abs(predict.gemm_gluon(r["problem"], r["config"]).ms / r["ms"] - 1) for r in rows if r["split"] == "val"]
+        errs = [
+            abs(predict.gemm_gluon(r["problem"], r["config"]).ms / r["ms"] - 1) for r in rows if r["split"] == "val"
+        ]
         assert len(errs) >= 90, tag
         every += errs
         if not tag.endswith("_sk"):
@@ -325,7 +326,9 @@ def test_stream_k_model_error_on_the_held_out_sweep_rows():
     sk = [t for t in by if t.endswith("_sk")]
     assert len(sk) == len(space.GEMM_GLUON_STREAM_K)
     for tag in sk:
-        errs = [abs(predict.gemm_gluon(r["problem"], r["config"]).ms / r["ms"] - 1) for r in by[tag] if r["split"] == "val"]
+        errs = [
+            abs(predict.gemm_gluon(r["problem"], r["config"]).ms / r["ms"] - 1) for r in by[tag] if r["split"] == "val"
+        ]
         assert len(errs) >= 90 and statistics.median(errs) <= 0.16, (tag, statistics.median(errs))
 
 

@@ -120,7 +120,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sweep", default=os.path.join(ROOT, "tests", "data", "sweeps", "h200"))
     ap.add_argument("--gpu", default="h200")
     ap.add_argument("--check", action="store_true", help="print the fit and its errors, write nothing")
-    ap.add_argument("--out", default="", help="write here (default src/tilewise/model/calibration/<gpu>_gemm_gluon.json)")
+    ap.add_argument(
+        "--out", default="", help="write here (default src/tilewise/model/calibration/<gpu>_gemm_gluon.json)"
+    )
     a = ap.parse_args(argv)
     by, cublas, cublas_triton = load(a.sweep)
     shared = sorted(set(cublas) & set(cublas_triton))
@@ -155,8 +157,11 @@ def main(argv: list[str] | None = None) -> int:
         "measured": {k: meta.get(k) for k in ("date", "torch", "triton", "host_cpu", "commit")},
         "configs": configs,
         "medians": med,
-        "held_out": {"rows": len(pct), "median_abs_error": round(statistics.median(pct), 4),
-                     "p90_abs_error": round(pct[int(0.9 * len(pct))], 4)},  # fmt: skip
+        "held_out": {
+            "rows": len(pct),
+            "median_abs_error": round(statistics.median(pct), 4),
+            "p90_abs_error": round(pct[int(0.9 * len(pct))], 4),
+        },
     }
     dst = a.out or os.path.join(ROOT, "src", "tilewise", "model", "calibration", f"{a.gpu}_gemm_gluon.json")
     with open(dst, "w") as f:

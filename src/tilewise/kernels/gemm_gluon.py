@@ -75,8 +75,9 @@ except Exception as exc:  # pragma: no cover - depends on the installed triton
     _IMPORT_ERROR = exc
 
 # Triton versions on which tests/gpu/test_gpu_gemm_gluon.py passed on an H200: the dispatch takes the
-# Gluon kernel only for these (a version it never ran on keeps the Triton kernel).
-GLUON_VERIFIED: tuple[str, ...] = ("3.6.0",)  # H200: 62 of 62 GPU tests at 7f830cd; 156 of 156 at e078dd8 (stream-K); 137 of 138 at b725470 (split epilogue; one skipped)
+# Gluon kernel only for these (a version it never ran on keeps the Triton kernel). H200: 62 of 62 GPU tests at
+# 7f830cd; 156 of 156 at e078dd8 (stream-K); 137 of 138 at b725470 (the split epilogue; one skipped).
+GLUON_VERIFIED: tuple[str, ...] = ("3.6.0",)
 
 SCHEDULES = ("cooperative", "pingpong", "single")
 ACTIVATIONS = ("none", "relu", "gelu", "silu")
