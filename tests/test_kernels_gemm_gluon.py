@@ -111,8 +111,12 @@ def test_model_error_on_the_held_out_sweep_rows():
 
 
 def test_model_error_on_the_fixture_rows_the_gluon_kernel_ran():
-    """None of these rows fitted the model: each row's CUDA-graph time read in the sweep's frame through cuBLAS
-    (x the sweep's cuBLAS time / the row's) against the prediction for the config it ran: median within 10%."""
+    """The fixture run (benchmarks/gemm_vs_cublas.py, another run than the sweep's), its rows on the Gluon kernel
+    whose problems the rates were not fitted on (the sweep's held-out split): each row's CUDA-graph time read in
+    the sweep's frame through cuBLAS (x the sweep's cuBLAS time / the row's) against the prediction for the config
+    it ran. Median within 10% (measured at b1b10b3: 7.0% on 26 rows; 6.4% on all 40)."""
+    from tilewise.advise.validate import split_of
+
     cublas = {}
     with open(os.path.join(ROOT, "tests", "data", "sweeps", "h200", "gemm.jsonl")) as f:
         for line in f:
@@ -123,10 +127,11 @@ def test_model_error_on_the_fixture_rows_the_gluon_kernel_ran():
         rows = json.load(f)["rows"]
     errs = []
     for r in rows:
-        if r["plan"]["kernel"] == "gluon" and r["shape"] in cublas:
+        if r["plan"]["kernel"] == "gluon" and r["shape"] in cublas and split_of(r["shape"]) == "val":
+            ran = {space.gemm_gluon_tag(c): c for c in space.gemm_gluon_space(**r["problem"])}[r["plan"]["config"]]
             ms = r["ours_graph_ms"] * cublas[r["shape"]] / r["peer_graph_ms"]
-            errs.append(abs(predict.gemm_gluon(r["problem"], _cfg(r["plan"]["config"])).ms / ms - 1))
-    assert len(errs) >= 50
+            errs.append(abs(predict.gemm_gluon(r["problem"], ran).ms / ms - 1))
+    assert len(errs) >= 20
     assert statistics.median(errs) <= 0.10
 
 
