@@ -75,6 +75,36 @@ def test_advice_is_the_advisors_and_measured_is_the_sweep(kernel, query, problem
     assert any(a["measured_ms"] is not None for a in d["advice"])  # the advice's configs are the space's
 
 
+def test_gemm_on_hopper_lists_the_gluon_configs_beside_the_gluon_sweep():
+    """The Gluon kernel's configs in the model's order (`predict.gemm_gluon` over `gemm_gluon_space`), each beside its
+    own line of the committed Gluon sweep (read here from the file), and the sweep's cuBLAS and dispatch times."""
+    from tilewise.advise.space import gemm_gluon_space, gemm_gluon_tag
+    from tilewise.model.predict import gemm_gluon
+
+    problem = {"m": 384, "n": 6144, "k": 4096, "dtype": "bf16", "layout": "nt"}
+    d = api.call("advisor", {"gpu": "h200", "kernel": "gemm", "m": "384", "n": "6144", "k": "4096", "layout": "nt"})
+    want = sorted((gemm_gluon(problem, c).ms, gemm_gluon_tag(c)) for c in gemm_gluon_space(**problem))[:5]
+    assert [(g["predicted_ms"], g["tag"]) for g in d["gluon"]] == want
+    times, others = {}, {}
+    with open(SWEEPS / "gemm_gluon.jsonl") as f:
+        for r in map(json.loads, f):
+            if r["key"] == "384x6144x4096_bf16_nt" and r.get("ms") is not None:
+                if r["source"] == "space":
+                    times[r["tag"]] = r["ms"]
+                else:
+                    others[r["source"]] = r["ms"]
+    for g in d["gluon"]:
+        assert g["measured_ms"] == times[g["tag"]]
+        assert g["measured_rank"] == 1 + sum(t < times[g["tag"]] for t in times.values())
+    m = d["gluon_measured"]
+    assert m["configs"] == len(times) and m["ms"] == min(times.values()) and m["file"].endswith("gemm_gluon.jsonl")
+    assert {k: v["ms"] for k, v in m["others"].items()} == others
+    # off Hopper, and for rows TMA cannot read, there is no Gluon config; other kernels carry none
+    assert api.call("advisor", {"gpu": "a100", "kernel": "gemm"})["gluon"] == []
+    assert api.call("advisor", {"gpu": "h200", "kernel": "gemm", "n": "1001"})["gluon"] == []
+    assert api.call("advisor", {"gpu": "h200", "kernel": "decode"})["gluon"] is None
+
+
 def test_other_gpus_and_unswept_problems_have_no_measurement():
     assert api.call("advisor", {"gpu": "h100-sxm"})["measured"] is None
     d = api.call("advisor", {"gpu": "h200", "m": "777", "n": "333", "k": "999"})

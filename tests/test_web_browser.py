@@ -604,6 +604,13 @@ def test_advisor_panel_ranks_and_measures(page):
         pg.locator("[data-k='adv-measured-link']").inner_text()
         == f"tests/data/sweeps/h200/gemm.jsonl · row {best_line}"
     )
+    # the Gluon kernel's configs in the model's order, each beside its line of the Gluon sweep
+    from tilewise.advise.space import gemm_gluon_space, gemm_gluon_tag
+    from tilewise.model.predict import gemm_gluon
+
+    ranked = sorted((gemm_gluon(problem, c).ms, gemm_gluon_tag(c)) for c in gemm_gluon_space(**problem))[:5]
+    assert [text(pg, f"adv-gluon-tag-{i}") for i in range(len(ranked))] == [t for _, t in ranked]
+    assert text(pg, "adv-gluon-measured-0").endswith("of 16)")
     # another problem through the controls, then back: the URL carries it
     before = pg.locator("#panel-advisor").get_attribute("data-updates")
     pg.locator("select[data-k='adv-kernel']").select_option("decode")

@@ -147,6 +147,8 @@ def test_designs_file_is_packaged_row_by_row_when_committed(tmp_path):
         measured_build.L2_PROBE_FILE,
         f"{measured_build.SWEEP_DIR}/meta.json",
         *(f"{measured_build.SWEEP_DIR}/{f}.jsonl" for f in measured_build.SWEEP_FAMILIES),
+        f"{measured_build.SWEEP_DIR}/{measured_build.GLUON_SWEEP[0]}.jsonl",
+        f"{measured_build.SWEEP_DIR}/{measured_build.GLUON_SWEEP[2]}",
     ]:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).symlink_to(ROOT / rel)

@@ -141,6 +141,15 @@ def sweep_best(kernel: str, problem: dict[str, Any], gpu_key: str) -> dict[str, 
     return None if hit is None else {**hit, "times": dict(hit["times"])}
 
 
+def gluon_sweep(problem: dict[str, Any], gpu_key: str) -> dict[str, Any] | None:
+    """The committed Gluon GEMM sweep's timings of this GEMM problem (tests/data/sweeps/h200/gemm_gluon.jsonl): every
+    Gluon config's time, the fastest, cuBLAS and matmul's dispatch of that run; None off the H200 or unswept."""
+    if gpu_key != MEASURED_GPU:
+        return None
+    hit = load()["sweeps"]["table"].get(sweep_key("gemm_gluon", normalize("gemm", problem)))
+    return None if hit is None else {**hit, "times": dict(hit["times"])}
+
+
 def design_rows() -> list[dict[str, Any]]:
     """The FA3 designs' measured rows (benchmarks/results/h200/attention_fa3_designs.json), once committed."""
     rows: list[dict[str, Any]] = load().get("designs", {}).get("rows", [])

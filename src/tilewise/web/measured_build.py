@@ -32,6 +32,8 @@ NCU_ROUNDS = [f"tests/data/ncu/ncu_access_round{i}.json" for i in range(1, 6)]
 GEMM_FILES = ["benchmarks/results/h200/gemm.json", "benchmarks/results/h200/gemm_fp16.json"]
 SWEEP_DIR = "tests/data/sweeps/h200"
 SWEEP_FAMILIES = ("gemm", "attention", "decode", "grouped")
+# the Gluon GEMM's sweep (its space on the GEMM problems): keyed "gemm_gluon|...", with its own meta file
+GLUON_SWEEP = ("gemm_gluon", "gemm", "gemm_gluon_meta.json")
 L2_PROBE_FILE = "benchmarks/results/h200/l2_probe.json"
 DESIGNS_FILE = "benchmarks/results/h200/attention_fa3_designs.json"  # written by the FA3 work, when it lands
 
@@ -189,11 +191,19 @@ def _l2_probe(root: Path) -> dict[str, Any]:
 
 def _sweeps(root: Path) -> dict[str, Any]:
     """Per swept problem: every config of the space that was timed (tag -> ms), the fastest with its line,
-    and the fastest of each peer (cuBLAS, SDPA, the hand rules, nvidia-matmul-heuristics)."""
+    and the fastest of each peer (cuBLAS, SDPA, the hand rules, nvidia-matmul-heuristics). The Gluon GEMM's
+    sweep goes in under its own key family ("gemm_gluon"), tagged with its own run's GPU, date and tools."""
     meta = json.loads(_read(root, f"{SWEEP_DIR}/meta.json"))
+    tag_keys = ("gpu", "date", "torch", "triton", "command")
+    tags = {k: meta[k] for k in tag_keys}
+    runs = [(family, family, tags) for family in SWEEP_FAMILIES]
+    gluon_family, gluon_problem, gluon_meta = GLUON_SWEEP
+    gmeta = json.loads(_read(root, f"{SWEEP_DIR}/{gluon_meta}"))
+    runs.append((gluon_family, gluon_problem, {k: gmeta[k] for k in tag_keys}))
     table: dict[str, dict[str, Any]] = {}
-    for family in SWEEP_FAMILIES:
+    for family, problem_kind, run_tags in runs:
         rel = f"{SWEEP_DIR}/{family}.jsonl"
+        part: dict[str, dict[str, Any]] = {}
         for line_no, line in enumerate(_read(root, rel).decode().splitlines(), start=1):
             if not line.strip():
                 continue
@@ -201,8 +211,8 @@ def _sweeps(root: Path) -> dict[str, Any]:
             ms = r.get("ms")
             if ms is None:
                 continue  # a config that failed to run: the fixture keeps its error, the explorer shows times
-            key = sweep_key(family, normalize(family, r["problem"]))
-            e = table.setdefault(key, {"file": rel, "times": {}, "others": {}, "configs": 0})
+            key = sweep_key(family, normalize(problem_kind, r["problem"]))
+            e = part.setdefault(key, {"file": rel, "times": {}, "others": {}, "configs": 0})
             if r.get("source", "space") == "space":
                 e["configs"] += 1
                 e["times"][r["tag"]] = min(ms, e["times"].get(r["tag"], ms))
@@ -212,8 +222,7 @@ def _sweeps(root: Path) -> dict[str, Any]:
                 o = e["others"].get(r["source"])
                 if o is None or ms < o["ms"]:
                     e["others"][r["source"]] = {"ms": ms, "tag": r.get("tag", r["source"]), "row": line_no}
-    tags = {k: meta[k] for k in ("gpu", "date", "torch", "triton", "command")}
-    table = {k: {**v, **tags} for k, v in table.items() if "ms" in v}
+        table.update({k: {**v, **run_tags} for k, v in part.items() if "ms" in v})
     return {"source": {"dir": SWEEP_DIR, **tags}, "table": table}
 
 

@@ -1,7 +1,9 @@
 """The advisor: a problem in, ranked configs out (`tilewise.advise.advise`, the same function as `tilewise advise`).
 
 Where the committed sweeps (tests/data/sweeps/, packaged by `measured_build`) timed the same problem
-on the H200, the measured best config and time stand beside the advice.
+on the H200, the measured best config and time stand beside the advice. A GEMM on a Hopper GPU also gets the
+Gluon kernel's configs (`advise.space.gemm_gluon_space`) ranked by `model.predict.gemm_gluon`, each beside its
+time in the Gluon sweep; `tilewise.kernels.matmul` runs whichever kernel's top-1 the model predicts faster.
 """
 
 from __future__ import annotations
@@ -9,6 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from tilewise.advise import advise
+from tilewise.advise.space import gemm_gluon_space, gemm_gluon_tag
+from tilewise.model.predict import gemm_gluon
 from tilewise.web import measured
 from tilewise.web.params import Params
 from tilewise.web.registry import gpu_summary, panel
@@ -104,4 +108,22 @@ def advisor_panel(p: Params) -> dict[str, Any]:
         "problem": prob,
         "advice": advice,
         "measured": {k: v for k, v in sweep.items() if k != "times"} if sweep else None,
+        **(_gluon(prob, g.key, top_k) if kernel == "gemm" else {"gluon": None, "gluon_measured": None}),
     }
+
+
+def _gluon(prob: dict[str, Any], gpu_key: str, top_k: int) -> dict[str, Any]:
+    """The Gluon GEMM's configs that fit (none off Hopper or for rows TMA cannot read), ranked by the model, each
+    with its time and rank in the committed Gluon sweep where that timed the problem."""
+    space = gemm_gluon_space(prob["m"], prob["n"], prob["k"], prob["dtype"], gpu_key, prob["layout"])
+    if not space:
+        return {"gluon": [], "gluon_measured": None}
+    ranked = sorted(((gemm_gluon(prob, c, gpu_key), gemm_gluon_tag(c), c) for c in space), key=lambda x: x[0].ms)
+    sweep = measured.gluon_sweep(prob, gpu_key)
+    rows = []
+    for pred, tag, c in ranked[:top_k]:
+        ms = sweep["times"].get(tag) if sweep else None
+        rows.append({"tag": tag, "config": c, "predicted_ms": pred.ms, "binding": pred.binding, "measured_ms": ms,
+                     "measured_rank": 1 + sum(t < ms for t in sweep["times"].values())
+                     if sweep and ms is not None else None})  # fmt: skip
+    return {"gluon": rows, "gluon_measured": {k: v for k, v in sweep.items() if k != "times"} if sweep else None}

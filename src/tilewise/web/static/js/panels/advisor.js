@@ -10,6 +10,8 @@ TW.register({
     "Describe a GEMM, an attention forward, a decode step or a grouped GEMM. The advisor ranks the configurations the " +
       "kernel can run by the model's predicted time, names the term that binds each one and says why it was chosen.",
     "Where the committed sweeps timed the same problem on the H200, the measured best configuration stands beside the advice.",
+    "On a Hopper GPU a GEMM also lists the Gluon kernel's configs, ranked by the same model; matmul runs whichever kernel's " +
+      "first config is predicted faster.",
   ],
   build(body, ctx) {
     const { el, fmt } = TW;
@@ -52,7 +54,8 @@ TW.register({
     layout();
     const meas = el("div");
     const table = el("div", { class: "figure" });
-    body.append(table, meas);
+    const gluon = el("div", { class: "figure" });
+    body.append(table, meas, gluon);
 
     const update = TW.live(ctx.card, ctx.errBox, async () => {
       const kern = kernelSel.value;
@@ -76,6 +79,21 @@ TW.register({
             el("td", {}, fmt.fixed(a.tbps, 2)),
             el("td", { dataset: { k: `adv-binding-${i}` } }, a.binding),
             el("td", { class: "why" }, a.reason)))));
+        const gm = d.gluon_measured;
+        TW.mount(gluon, d.gluon && d.gluon.length
+          ? [el("p", { class: "caption" }, "The Gluon GEMM (Hopper: TMA producer, wgmma consumers), its configs ranked by the model" +
+              (gm ? `; measured in the Gluon sweep (${gm.configs} configs; cuBLAS ${fmt.fixed(gm.others.cublas.ms * 1e3, 1)} µs, ` +
+                `matmul's dispatch ${fmt.fixed(gm.others.default.ms * 1e3, 1)} µs in that run; ${gm.file}, ${gm.gpu}, ${gm.date.slice(0, 10)})` : "")),
+            el("table", { class: "kv advice", dataset: { k: "adv-gluon-table" } },
+              el("tr", {}, ["#", "Gluon config", "predicted", "measured (sweep)", "binds"].map((h) => el("th", {}, h))),
+              d.gluon.map((a, i) => el("tr", { dataset: { k: `adv-gluon-row-${i}` } },
+                el("td", {}, String(i + 1)),
+                el("td", { class: "mono", title: cfg(a.config), dataset: { k: `adv-gluon-tag-${i}` } }, a.tag),
+                el("td", {}, `${fmt.fixed(a.predicted_ms * 1e3, 1)} µs`),
+                el("td", { dataset: { k: `adv-gluon-measured-${i}` } }, a.measured_ms === null || a.measured_ms === undefined ? "—"
+                  : `${fmt.fixed(a.measured_ms * 1e3, 1)} µs (#${a.measured_rank} of ${gm.configs})`),
+                el("td", {}, a.binding))))]
+          : []);
         const m = d.measured;
         TW.mount(meas, m
           ? TW.measuredBox({
