@@ -90,6 +90,19 @@ def tag_key(family: str, rec, tag: str) -> str:
     return tag
 
 
+def fit_row(p, ms: float, pw: float) -> tuple:
+    """One prediction at rates 1 as `fit_config`'s row (tc, hbm, l2, fixed, rest, measured_ms, p, tc_extra): the
+    terms each rate scales, the main terms no rate scales (l2, and the per-program latency where a family has it)
+    and the remainder."""
+    t = p.terms
+    # tc_extra: the part of the tensor term no rate scales (a family that reports one in its detail)
+    extra = p.detail.get("tc_extra", 0.0) * 1e3
+    tc, hbm, fx = t["tensor_core"] - extra, t["hbm"], t["prologue_epilogue"]
+    l2 = M.overlap([t[k] for k in p.detail["main_terms"] if k not in ("tensor_core", "hbm")], pw)
+    rest = p.ms - M.overlap((tc + extra, hbm, l2), pw) - fx
+    return (tc, hbm, l2, fx, rest, ms, pw, extra)
+
+
 def raw_terms(family: str, recs: dict, consts: dict, gpu: str, split: str | None) -> dict:
     """{table key: [(tc, hbm, l2, fixed, rest, measured_ms), ...]} at efficiency 1."""
     out: dict = {}
@@ -99,15 +112,8 @@ def raw_terms(family: str, recs: dict, consts: dict, gpu: str, split: str | None
             continue
         for tag, ms in rec.space.items():
             p = M.predict(family, rec.problem, rec.configs[tag], gpu, efficiency=one, constants=consts)
-            t = p.terms
-            # tc_extra: the part of the tensor term no rate scales (a family that reports one in its detail)
-            extra = p.detail.get("tc_extra", 0.0) * 1e3
-            tc, hbm, fx = t["tensor_core"] - extra, t["hbm"], t["prologue_epilogue"]
-            # the main terms no rate scales (l2, and the per-program latency where a family has it)
             pw = M.machine(gpu, tuple(sorted(consts.items()))).overlap_p
-            l2 = M.overlap([t[k] for k in p.detail["main_terms"] if k not in ("tensor_core", "hbm")], pw)
-            rest = p.ms - M.overlap((tc + extra, hbm, l2), pw) - fx
-            out.setdefault(tag_key(family, rec, tag), []).append((tc, hbm, l2, fx, rest, ms, pw, extra))
+            out.setdefault(tag_key(family, rec, tag), []).append(fit_row(p, ms, pw))
     return out
 
 

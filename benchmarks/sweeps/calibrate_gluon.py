@@ -34,7 +34,7 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "src"))
 
-from calibrate import FIXED, STREAM, fit_config  # noqa: E402  (the same folder: the Triton kernel's fit)
+from calibrate import FIXED, STREAM, fit_config, fit_row  # noqa: E402  (the same folder: the Triton kernel's fit)
 
 from tilewise.model import predict as M  # noqa: E402
 from tilewise.model.tiles import gemm_gluon_tag  # noqa: E402
@@ -87,16 +87,8 @@ def load(sweep: str) -> tuple[dict, dict, dict]:
 def raw_terms(rows: list[dict], gpu: str, misaligned: float) -> list[tuple]:
     """`calibrate.fit_config`'s rows: the model's terms at rates 1 (and this misaligned cost), and the time."""
     one = {"mma": 1.0, "stream": 1.0, "fixed": 1.0, "misaligned": misaligned}
-    out = []
-    for r in rows:
-        p = M.gemm_gluon(r["problem"], r["config"], gpu, efficiency=one)
-        t = p.terms
-        pw = M.machine(gpu).overlap_p
-        tc, hbm, fx = t["tensor_core"], t["hbm"], t["prologue_epilogue"]
-        l2 = M.overlap([t[k] for k in p.detail["main_terms"] if k not in ("tensor_core", "hbm")], pw)
-        rest = p.ms - M.overlap((tc, hbm, l2), pw) - fx
-        out.append((tc, hbm, l2, fx, rest, r["ms"], pw, 0.0))
-    return out
+    pw = M.machine(gpu).overlap_p
+    return [fit_row(M.gemm_gluon(r["problem"], r["config"], gpu, efficiency=one), r["ms"], pw) for r in rows]
 
 
 def fit(rows: list[dict], gpu: str) -> dict:

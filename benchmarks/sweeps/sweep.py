@@ -179,20 +179,14 @@ def make_inputs(torch, family: str, p: dict, device, copies: int, seed: int = 0)
 
 def make_call(torch, family: str, p: dict, source: str, cfg: dict | None):
     """fn(inputs) -> output tensor, for one config."""
-    if family == "gemm":
+    if family in ("gemm", "gemm_gluon"):
         from tilewise.kernels.gemm import Config, matmul
-
-        if source == "cublas":
-            return lambda s: torch.matmul(s[0], s[1], out=s[2])
-        conf = None if cfg is None else Config(**cfg)
-        return lambda s: matmul(s[0], s[1], out=s[2], config=conf)
-    if family == "gemm_gluon":
-        from tilewise.kernels.gemm import matmul
         from tilewise.kernels.gemm_gluon import config_from_dict
 
         if source == "cublas":
             return lambda s: torch.matmul(s[0], s[1], out=s[2])
-        conf = None if cfg is None else config_from_dict(cfg)
+        pin = config_from_dict if family == "gemm_gluon" else (lambda c: Config(**c))
+        conf = None if cfg is None else pin(cfg)
         return lambda s: matmul(s[0], s[1], out=s[2], config=conf)
     if family == "attention":
         from tilewise.kernels.flash_attention import ForwardConfig, attention

@@ -133,20 +133,13 @@ def row(file: str, index: int) -> dict[str, Any] | None:
     return None
 
 
-def sweep_best(kernel: str, problem: dict[str, Any], gpu_key: str) -> dict[str, Any] | None:
-    """The fastest config the committed sweeps (tests/data/sweeps/) measured for this exact problem, if any."""
+def sweep_best(kernel: str, problem: dict[str, Any], gpu_key: str, family: str | None = None) -> dict[str, Any] | None:
+    """The fastest config the committed sweeps (tests/data/sweeps/) measured for this exact problem, if any, with
+    every config's time. `family`: the sweep, where it is not the kernel's own ("gemm_gluon": the Gluon GEMM's
+    space on a GEMM problem, with cuBLAS and matmul's dispatch of that run)."""
     if gpu_key != MEASURED_GPU:
         return None
-    hit = load()["sweeps"]["table"].get(sweep_key(kernel, normalize(kernel, problem)))
-    return None if hit is None else {**hit, "times": dict(hit["times"])}
-
-
-def gluon_sweep(problem: dict[str, Any], gpu_key: str) -> dict[str, Any] | None:
-    """The committed Gluon GEMM sweep's timings of this GEMM problem (tests/data/sweeps/h200/gemm_gluon.jsonl): every
-    Gluon config's time, the fastest, cuBLAS and matmul's dispatch of that run; None off the H200 or unswept."""
-    if gpu_key != MEASURED_GPU:
-        return None
-    hit = load()["sweeps"]["table"].get(sweep_key("gemm_gluon", normalize("gemm", problem)))
+    hit = load()["sweeps"]["table"].get(sweep_key(family or kernel, normalize(kernel, problem)))
     return None if hit is None else {**hit, "times": dict(hit["times"])}
 
 

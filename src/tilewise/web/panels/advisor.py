@@ -94,14 +94,7 @@ def advisor_panel(p: Params) -> dict[str, Any]:
     # The sweep's timings of this exact problem on the H200, if the committed sweeps have it: the measured
     # best, and beside each advised config its own measured time and rank among every config timed.
     sweep = measured.sweep_best(kernel, prob, g.key)
-    advice = []
-    for a in ranked:
-        d = a.to_dict()
-        ms = sweep["times"].get(a.tag) if sweep else None
-        d["measured_ms"] = ms
-        # rank = 1 + the configs measured strictly faster (ties share a rank)
-        d["measured_rank"] = 1 + sum(t < ms for t in sweep["times"].values()) if sweep and ms is not None else None
-        advice.append(d)
+    advice = [{**a.to_dict(), **_measured(sweep, a.tag)} for a in ranked]
     return {
         "gpu": gpu_summary(g),
         "kernel": kernel,
@@ -112,6 +105,13 @@ def advisor_panel(p: Params) -> dict[str, Any]:
     }
 
 
+def _measured(sweep: dict[str, Any] | None, tag: str) -> dict[str, Any]:
+    """A config's time in the sweep and its rank there: 1 + the configs measured strictly faster (ties share it)."""
+    ms = sweep["times"].get(tag) if sweep else None
+    rank = 1 + sum(t < ms for t in sweep["times"].values()) if sweep and ms is not None else None
+    return {"measured_ms": ms, "measured_rank": rank}
+
+
 def _gluon(prob: dict[str, Any], gpu_key: str, top_k: int) -> dict[str, Any]:
     """The Gluon GEMM's configs that fit (none off Hopper or for rows TMA cannot read), ranked by the model, each
     with its time and rank in the committed Gluon sweep where that timed the problem."""
@@ -119,11 +119,7 @@ def _gluon(prob: dict[str, Any], gpu_key: str, top_k: int) -> dict[str, Any]:
     if not space:
         return {"gluon": [], "gluon_measured": None}
     ranked = sorted(((gemm_gluon(prob, c, gpu_key), gemm_gluon_tag(c), c) for c in space), key=lambda x: x[0].ms)
-    sweep = measured.gluon_sweep(prob, gpu_key)
-    rows = []
-    for pred, tag, c in ranked[:top_k]:
-        ms = sweep["times"].get(tag) if sweep else None
-        rows.append({"tag": tag, "config": c, "predicted_ms": pred.ms, "binding": pred.binding, "measured_ms": ms,
-                     "measured_rank": 1 + sum(t < ms for t in sweep["times"].values())
-                     if sweep and ms is not None else None})  # fmt: skip
+    sweep = measured.sweep_best("gemm", prob, gpu_key, family="gemm_gluon")
+    rows = [{"tag": tag, "config": c, "predicted_ms": pred.ms, "binding": pred.binding, **_measured(sweep, tag)}
+            for pred, tag, c in ranked[:top_k]]  # fmt: skip
     return {"gluon": rows, "gluon_measured": {k: v for k, v in sweep.items() if k != "times"} if sweep else None}
