@@ -24,12 +24,23 @@ and tag of a config are computed by `tilewise.model.tiles`, which the time model
   = 128 tiles: 9.9 us against 11.8 for the pointer kernel; benchmarks/sweeps/gemm_ab_h200.jsonl).
   Both layouts: for `a @ w.T` the kernel describes w [N, K] itself (8192^3 fp16 nt: 1615 us against
   1833 for the best pointer tile, cuBLAS 1626);
-* split-K only where each split keeps >= 4 BLOCK_K steps (the kernel's fix-up is serial).
+* split-K only where each split keeps >= 4 BLOCK_K steps (the kernel's fix-up is serial);
+* spills: a pointer config whose sm_90 build for the problem's C rows spills registers is left out. C rows
+  that are not 16-byte aligned (N odd or N = 2, 4 mod 8 at 16 bits) are stored one element per address, and
+  the big tiles then spill (sm90_gemm_compiled.json, "spill" by C-row bytes): 1023 x 1025 x 1027 bf16 ran
+  43.4 us on 128 x 128 x 64 with 4 warps (488 B spilled at 2-byte rows) against 21.7 on 8 warps (none), cuBLAS
+  31.0; 333 x 7777 x 2049 136 us on 256 x 128 (216 B) against 90-82 on tiles that do not spill
+  (tests/data/sweeps/h200/gemm.jsonl). The split-K configs whose unrolled fix-up spills at any alignment
+  (128 x 128 split 8: ~1 KB) go too: 127 x 1000 x 4096 ran 13.1 us on 64 x 64 split 8 (96 B) against 10.8 on
+  split 4 (none). A spill of SPILL_MAX_BYTES or less stays: 256^3 ran 1.04x cuBLAS on 16 x 64 x 256 at 3 stages
+  (8 B), 0.93x on the 4-stage build that does not spill. A config the table lacks is kept.
 """
 
 from __future__ import annotations
 
 import functools
+import json
+import os
 import re
 from typing import Any
 
@@ -87,6 +98,12 @@ GEMM_SPLITS = (2, 4, 8, 16)
 GEMM_GROUP1_TILES = ((128, 128, 64, 8, 4), (128, 256, 64, 8, 3))
 # stream B (evict B first, keep A in L2): the skinny tiles, where B is the stream
 GEMM_STREAM_B_TILES = ((16, 64, 512, 4, 3), (16, 128, 256, 4, 4), (64, 256, 64, 4, 4))
+# deep rings of small tiles (block_m, block_n, block_k, warps, stages), for 64-128 rows over a long K: more
+# programs, each with 6-7 loads in flight. nvidia-matmul-heuristics proposed them (benchmarks/sweeps/nmh_gemm.json)
+# and they beat every config of the grid there: 128 x 4096 x 14336 bf16 a @ w.T 36.5 us on 64 x 64 x 128 at 7
+# stages against 43.3 (cuBLAS 37.1), 64 x 4096 x 4096 11.8 on 64 x 32 x 128 at 8 against 14.2 (cuBLAS 11.6)
+# (tests/data/sweeps/h200/gemm.jsonl, "nmh" rows)
+GEMM_DEEP_TILES = ((64, 32, 128, 4, 8), (64, 64, 128, 4, 7))
 # persistent TMA kernel: (block_m, block_n, block_k, warps, stages, warp_specialize)
 GEMM_PERSISTENT = (
     (64, 128, 64, 4, 4, False),
@@ -129,6 +146,37 @@ def _gemm_cfg(
     }
 
 
+# spilled bytes per thread a config may have (two registers' worth; the module docstring has the rows)
+SPILL_MAX_BYTES = 8
+
+
+@functools.lru_cache(maxsize=1)
+def _compiled_sm90() -> dict[str, Any]:
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "sm90_gemm_compiled.json")) as f:
+        configs: dict[str, Any] = json.load(f)["configs"]
+    return configs
+
+
+def c_row_bytes(n: int, e: int) -> int:
+    """The alignment in bytes (2, 4, 8 or 16) the pointer kernel knows C's rows of n elements of e bytes have:
+    the largest power of two dividing the pitch, up to 16 (kernels.gemm passes the stride divided by it)."""
+    w = e
+    while w < 16 and (n * e) % (2 * w) == 0:
+        w *= 2
+    return w
+
+
+def gemm_spill_bytes(c: dict[str, Any], n: int, k: int, dtype: str) -> int | None:
+    """Bytes per thread the sm_90 build of pointer config `c` spills for C rows of n elements and this K (the
+    K-remainder step is its own build), from sm90_gemm_compiled.json; None when the table lacks the build."""
+    e = _gpus.element_bytes(dtype)
+    row = _compiled_sm90().get(f"{'fp32' if e == 4 else 'bf16'}:{gemm_tag(c)}", {})
+    builds = row.get("spill", {}).get(str(c_row_bytes(n, e)))
+    if builds is None:
+        return None
+    return int(builds["even_k" if k % c["block_k"] == 0 else "k_tail"])
+
+
 def gemm_fits(c: dict[str, Any], m: int, n: int, k: int, dtype: str, gpu: str | _gpus.GPU, layout: str = "nn") -> str:
     """'' when `c` fits the GPU and the problem, else the reason it does not."""
     g = _gpus.get(gpu)
@@ -150,6 +198,10 @@ def gemm_fits(c: dict[str, Any], m: int, n: int, k: int, dtype: str, gpu: str | 
         return f"split-K {c['split_k']} leaves < 4 BLOCK_K steps per split"
     if e == 4 and c["block_k"] > 128:
         return "fp32 tiles take BLOCK_K <= 128"
+    if not c["persistent"]:
+        spill = gemm_spill_bytes(c, n, k, dtype)
+        if spill and spill > SPILL_MAX_BYTES:
+            return f"spills {spill} B of registers per thread (sm_90 build, {c_row_bytes(n, e)}-byte C rows)"
     return ""
 
 
@@ -166,6 +218,8 @@ def gemm_grid() -> list[dict[str, Any]]:
         out.append(_gemm_cfg(bm, bn, bk, w, st, group_m=1))
     for bm, bn, bk, w, st in GEMM_STREAM_B_TILES:
         out.append(_gemm_cfg(bm, bn, bk, w, st, stream_b=True))
+    for bm, bn, bk, w, st in GEMM_DEEP_TILES:
+        out.append(_gemm_cfg(bm, bn, bk, w, st))
     for bm, bn, bk, w, st, ws in GEMM_PERSISTENT:
         out.append(_gemm_cfg(bm, bn, bk, w, st, persistent=True, ws=ws))
     return out
@@ -382,6 +436,7 @@ __all__ = [
     "GEMM_SPLIT_TILES",
     "GEMM_STAGES",
     "GEMM_STREAM_B_TILES",
+    "GEMM_DEEP_TILES",
     "GEMM_TILES",
     "GROUPED_SCHEDULES",
     "GROUPED_STAGES",

@@ -289,6 +289,15 @@ if _IMPORT_ERROR is None:
         return acc, count
 
     @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
+    def _tma_store(part, c_buf, c_desc, om, on):  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
+        """One part of the tile out through c_buf: wait until the TMA engine has read c_buf's previous contents,
+        write it, fence the generic-proxy writes for the async proxy, start the store."""
+        tma.store_wait(0)
+        c_buf.store(part.to(c_desc.dtype))
+        fence_async_shared()
+        tma.async_copy_shared_to_global(c_desc, [om, on], c_buf)
+
+    @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
     def _store_tile(acc, c_buf, c_desc, bias_ptr, om, on, N, ACC_LAYOUT: gl.constexpr, BLOCK_N: gl.constexpr,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
                     HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr, EPI_PARTS: gl.constexpr):  # fmt: skip
         """The epilogue: bias and activation, the tile through the consumer's buffer and out by TMA stores
@@ -297,22 +306,13 @@ if _IMPORT_ERROR is None:
         high bit is a register index of the wgmma layout, so the split moves no data)."""
         acc = _epilogue_math(acc, bias_ptr, on, N, ACC_LAYOUT, BLOCK_N, HAS_BIAS, ACTIVATION)
         if EPI_PARTS == 1:
-            tma.store_wait(0)  # the previous tile's store has left c_buf
-            c_buf.store(acc.to(c_desc.dtype))
-            fence_async_shared()
-            tma.async_copy_shared_to_global(c_desc, [om, on], c_buf)
+            _tma_store(acc, c_buf, c_desc, om, on)  # waits for the previous tile's store to leave c_buf
         else:
             gl.static_assert(EPI_PARTS == 2)
             half: gl.constexpr = BLOCK_N // 2
             left, right = acc.reshape([acc.shape[0], 2, half]).permute(0, 2, 1).split()
-            tma.store_wait(0)
-            c_buf.store(left.to(c_desc.dtype))
-            fence_async_shared()
-            tma.async_copy_shared_to_global(c_desc, [om, on], c_buf)
-            tma.store_wait(0)  # the TMA engine has read the left half out of c_buf
-            c_buf.store(right.to(c_desc.dtype))
-            fence_async_shared()
-            tma.async_copy_shared_to_global(c_desc, [om, on + half], c_buf)
+            _tma_store(left, c_buf, c_desc, om, on)
+            _tma_store(right, c_buf, c_desc, om, on + half)  # waits for the left half to leave c_buf
 
     @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
     def _sk_slot(ws_ptr, flag_ptr, cta, C: gl.constexpr, CONSUMERS: gl.constexpr, SUB_M: gl.constexpr,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
