@@ -165,11 +165,13 @@ def test_choose_kernel_takes_gluon_where_the_model_prefers_it(gemm_mod, monkeypa
 
 
 def test_stream_k_is_taken_only_past_its_margin(gemm_mod):
-    """384 x 6144 x 4096 nt: stream-K predicted 22% ahead of the best data-parallel config, taken (in the sweep it
-    ran 0.69x cuBLAS, that data-parallel config 0.65x); 2000 x 3000 x 4000 nn: 11% ahead, inside STREAM_K_MARGIN,
-    so the data-parallel config runs (the sweep: 0.55x stream-K, 0.71x data-parallel)."""
+    """128 x 1024 x 32768 nn (8 tiles of 128 x 128 on 132 SMs): stream-K predicted 3x ahead of the best
+    data-parallel config, taken; 384 x 6144 x 4096 nt: 22% ahead and 2000 x 3000 x 4000 nn: 11%, both inside
+    STREAM_K_MARGIN, so the data-parallel config runs (the sweep: 384 x 6144 x 4096 ran 40.8 us on stream-K
+    against 38.0 on the Triton kernel)."""
     gemm, _ = gemm_mod
-    for (m, n, k, layout), want_sk in (((384, 6144, 4096, "nt"), True), ((2000, 3000, 4000, "nn"), False)):
+    cases = (((128, 1024, 32768, "nn"), True), ((384, 6144, 4096, "nt"), False), ((2000, 3000, 4000, "nn"), False))
+    for (m, n, k, layout), want_sk in cases:
         p = {"m": m, "n": n, "k": k, "dtype": "bf16", "layout": layout}
         cs = space.gemm_gluon_space(**p)
         sk = min(predict.gemm_gluon(p, c).ms for c in cs if c.get("stream_k"))
