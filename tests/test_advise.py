@@ -154,6 +154,9 @@ BAD = [
     (["advise", "decode", "--heads", "32", "--kv-heads", "5"], "multiple of --kv-heads"),
     (["advise", "gemm", "--layout", "tt"], "layout must be"),
     (["advise", "--validate", "--sweep", "/no/such/dir"], "must exist"),
+    (["advise", "gemm", "--why", "128x128x64_g8_s1_w4_st9"], "--why takes a config tag of the GEMM grid"),
+    (["advise", "attention", "--why", "128x128x64_g8_s1_w4_st4"], "got --why, which it does not use"),
+    (["advise", "--validate", "--why", "128x128x64_g8_s1_w4_st4"], "--validate takes only"),
 ]
 
 
@@ -185,6 +188,22 @@ def test_cli_answers_and_json(capsys):
     assert cli.main(["advise", "decode", "--gpu", "h100", "--top", "2"]) == 0
     out = capsys.readouterr().out
     assert "datasheet-only" in out
+
+
+def test_cli_why_names_the_rule_or_the_rank(capsys):
+    """--why TAG: a config the spill rule leaves out is named with the rule's reason; one that is offered gets its
+    rank among the advisor's list and its predicted time, the same as `advise` ranks it."""
+    argv = ["advise", "gemm", "--m", "1023", "--n", "1025", "--k", "1027"]
+    assert cli.main([*argv, "--why", "128x128x64_g8_s1_w4_st4"]) == 0
+    out = capsys.readouterr().out
+    assert "not offered" in out and "spills" in out and "2-byte C rows" in out
+    assert cli.main([*argv, "--why", "64x128x64_g8_s1_w4_st4", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    p = {"m": 1023, "n": 1025, "k": 1027, "dtype": "bf16", "layout": "nn"}
+    ranked = [x.tag for x in advise("gemm", p, "h200", top_k=1000)]
+    assert d["offered"] and d["reason"] == "" and d["rank"] == ranked.index("64x128x64_g8_s1_w4_st4") + 1
+    assert d["of"] == len(ranked) and d["top1"] == ranked[0]
+    assert d["predicted_ms"] == predict("gemm", p, space.gemm_config_from_tag("64x128x64_g8_s1_w4_st4")).ms
 
 
 def test_api_bad_input():

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from tilewise import gpus as _gpus
-from tilewise.advise import advise, validate
+from tilewise.advise import advise, space, validate
 from tilewise.advise import calibrate as C
 from tilewise.advise.attention_backward import advise_backward, render, shipped
 from tilewise.advise.problems import normalize
@@ -35,12 +35,12 @@ TF32_NOTE = "dtype fp32: the GEMM runs on the Tensor Cores as tf32 (fp32 storage
 
 # Options each use of the command takes beyond its kernel's sizes; anything else given is refused.
 _EXTRA = {
-    "gemm": ("dtype", "layout"),
+    "gemm": ("dtype", "layout", "why"),
     "attention": ("dtype", "causal", "backward"),
     "decode": ("dtype",),
     "grouped": ("dtype",),
 }
-_PROBLEM_OPTS = {name for args in ARGS.values() for name, _ in args} | {"dtype", "layout", "causal", "backward"}
+_PROBLEM_OPTS = {name for args in ARGS.values() for name, _ in args} | {"dtype", "layout", "causal", "backward", "why"}
 
 
 def _refuse_unused(a: argparse.Namespace) -> None:
@@ -113,6 +113,8 @@ def _run(a: argparse.Namespace) -> int:
     prob = normalize(a.kind, _problem(a.kind, a))  # the values as the model reads them: ints as ints
     if getattr(a, "backward", False):
         return _backward(a, prob)
+    if getattr(a, "why", None) is not None:
+        return _why(a, prob)
     out = advise(a.kind, prob, gpu=a.gpu, top_k=a.top)
     note = TF32_NOTE if a.kind == "gemm" and prob["dtype"] == "fp32" else None
     if a.json:
@@ -131,6 +133,36 @@ def _run(a: argparse.Namespace) -> int:
     print()
     for i, x in enumerate(out, 1):
         print(f"{i:>2} {x.reason}")
+    return 0
+
+
+def _why(a: argparse.Namespace, prob: dict[str, Any]) -> int:
+    """Where one config of the GEMM grid stands for this problem: its rank and predicted time, or the fit rule
+    (`advise.space.gemm_fits`) that leaves it out: shared memory, registers, spills, TMA rows, split-K steps."""
+    grid = {space.gemm_tag(c): c for c in space.gemm_grid()}
+    if a.why not in grid:
+        close = sorted(t for t in grid if t.split("_")[0] == str(a.why).split("_")[0]) or sorted(grid)[:3]
+        raise InputError(f"--why takes a config tag of the GEMM grid (such as {', '.join(close[:3])}), got {a.why!r}")
+    g = _gpus.get(a.gpu)
+    reason = space.gemm_fits(grid[a.why], prob["m"], prob["n"], prob["k"], prob["dtype"], g, prob["layout"])
+    ranked = advise("gemm", prob, gpu=a.gpu, top_k=len(grid))
+    rank = next((i for i, x in enumerate(ranked, 1) if x.tag == a.why), None)
+    out: dict[str, Any] = {"kernel": "gemm", "problem": prob, "gpu": g.key, "config": a.why, "offered": not reason,
+                           "reason": reason, "rank": rank, "of": len(ranked)}  # fmt: skip
+    if rank is not None:
+        x = ranked[rank - 1]
+        out.update(predicted_ms=x.prediction.ms, binding=x.prediction.binding, top1=ranked[0].tag,
+                   top1_ms=ranked[0].prediction.ms)  # fmt: skip
+    if a.json:
+        print(json.dumps(out, indent=1, allow_nan=False))
+        return 0
+    shape = f"{prob['m']}x{prob['n']}x{prob['k']} {prob['dtype']} {prob['layout']}"
+    if reason:
+        print(f"{a.why} is not offered for {shape} on {g.key}: {reason}")
+    else:
+        print(f"{a.why} on {shape} ({g.key}): rank {rank} of {len(ranked)}, predicted "
+              f"{out['predicted_ms'] * 1e3:.1f} us ({out['binding']} binds); the top-1, {out['top1']}, "
+              f"{out['top1_ms'] * 1e3:.1f} us")  # fmt: skip
     return 0
 
 
@@ -243,6 +275,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "and print the top k with predicted time, TFLOP/s, TB/s, the binding term and a reason.",
         epilog="examples:\n  tilewise advise gemm --m 1000 --n 1000 --k 1000\n"
         "  tilewise advise gemm --m 1024 --n 4096 --k 4096 --layout nt --json\n"
+        "  tilewise advise gemm --m 1023 --n 1025 --k 1027 --why 128x128x64_g8_s1_w4_st4   # why not offered\n"
         "  tilewise advise decode --batch 8 --seq-len 32768 --gpu h100\n  tilewise advise --validate",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -258,6 +291,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--layout", default=None, help="gemm: nn (B [K, N]) or nt (a @ w.T, w [N, K]); default nn")
     p.add_argument("--causal", action="store_true", help="attention: causal mask")
     p.add_argument("--backward", action="store_true", help="attention: the backward's tiles (dK/dV, dQ)")
+    p.add_argument(
+        "--why", default=None, metavar="TAG", help="gemm: one config's rank, or the fit rule that leaves it out"
+    )
     p.add_argument(
         "--gpu",
         default=_gpus.DEFAULT_GPU,
