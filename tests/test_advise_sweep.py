@@ -11,6 +11,7 @@ import sys
 import pytest
 from helpers import interpreting
 
+from tilewise.advise import space
 from tilewise.model import predict as M
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -90,3 +91,22 @@ def test_sweep_runs_on_the_interpreter(tmp_path):
         assert {r["source"] for r in rows} >= {"space", "hand"}
     meta = json.loads((tmp_path / "meta.json").read_text())
     assert meta["shard"] == "0/3" and meta["triton"] and meta["command"]
+
+
+@pytest.mark.skipif(not interpreting(), reason="needs TRITON_INTERPRET=1")
+def test_sweep_tags_keep_only_those_space_configs(tmp_path):
+    """--tags times only the space configs spelled by each family's own tag (here a decode tile); the other
+    sources still run."""
+    pytest.importorskip("torch")
+    sweep = _module("sweep")
+    problems = _module("problems")
+    p = problems.FAMILIES["decode"][0]()[0]
+    q = sweep.small_problem("decode", p)
+    timed = [space.TAGS["decode"](c) for src, c in sweep.configs_for("decode", q, {}, True) if src == "space"]
+    assert len(timed) > 1
+    want = timed[-1]
+    argv = ["--out", str(tmp_path), "--small", "--limit", "1", "--family", "decode", "--tags", want]
+    assert sweep.main(argv) == 0
+    rows = [json.loads(x) for x in (tmp_path / "decode.jsonl").read_text().splitlines()]
+    assert {r["tag"] for r in rows if r["source"] == "space"} == {want}
+    assert any(r["source"] == "hand" for r in rows)

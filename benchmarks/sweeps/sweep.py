@@ -501,7 +501,12 @@ def main(argv=None) -> int:
         help="fresh: problems.fresh_problems (random, seeded) instead of the sweep's list",
     )
     ap.add_argument("--sources", default="", help="time only these sources (space,hand,cublas,nmh,sdpa); default all")
-    ap.add_argument("--tags", default="", help="time only the space configs of these tags (a comma list); others all")
+    ap.add_argument(
+        "--tags",
+        default="",
+        help="time only the space configs of these tags (a comma list; each family's "
+        "own spelling, advise.space.TAGS); the other sources all",
+    )
     ap.add_argument(
         "--rows-file", default="", help="every family's rows into this one file (default DIR/<family>.jsonl)"
     )
@@ -540,7 +545,7 @@ def main(argv=None) -> int:
                 cfgs = [x for x in cfgs if x[0] in a.sources.split(",")]
             if a.tags:
                 tags = set(a.tags.split(","))
-                cfgs = [x for x in cfgs if x[0] != "space" or S.gemm_tag(x[1]) in tags]
+                cfgs = [x for x in cfgs if x[0] != "space" or S.TAGS[fam](x[1]) in tags]
             items.append((fam, keyf(p), q, cfgs))
         per_fam.append(items)
     # interleave the families in proportion, so a run cut short still covers every one of them
