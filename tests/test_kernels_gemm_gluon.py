@@ -94,6 +94,7 @@ def test_model_error_on_the_held_out_sweep_rows():
     the median error is within 10% (measured 6.4%) and each data-parallel config's within 12% (3.6-9.6%)."""
     by = _sweep_rows()
     tables = ((False, 1, space.GEMM_GLUON), (False, 2, space.GEMM_GLUON_SPLIT_EPILOGUE),
+              (False, 1, space.GEMM_GLUON_THREE), (False, 2, space.GEMM_GLUON_THREE_SPLIT_EPILOGUE),
               (True, 1, space.GEMM_GLUON_STREAM_K))  # fmt: skip
     assert set(by) == {space.gemm_gluon_tag({"schedule": s, "block_m": bm, "block_n": bn, "block_k": bk,
                                              "num_stages": st, "group_m": g, "stream_k": sk, "epilogue_parts": e})

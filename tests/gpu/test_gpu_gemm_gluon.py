@@ -29,10 +29,13 @@ CONFIGS = [
     GluonGemmConfig(128, 128, 64, 4, "pingpong"),
     GluonGemmConfig(64, 128, 64, 6, "single"),
     GluonGemmConfig(128, 256, 64, 4, "cooperative", epilogue_parts=2),  # C stored in two halves
+    GluonGemmConfig(192, 128, 64, 4, "cooperative"),  # three consumer warpgroups
+    GluonGemmConfig(192, 128, 64, 5, "cooperative", epilogue_parts=2),
 ]
 # stream-K: the last waves' K steps dealt out, tiles summed by several CTAs through fp32 partials
 SK_CONFIGS = [
     GluonGemmConfig(128, 256, 64, 3, "cooperative", stream_k=True),
+    GluonGemmConfig(192, 128, 64, 4, "cooperative", stream_k=True),
     GluonGemmConfig(128, 128, 64, 4, "cooperative", stream_k=True),
     GluonGemmConfig(64, 256, 64, 4, "single", stream_k=True),
 ]

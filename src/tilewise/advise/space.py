@@ -267,13 +267,21 @@ GEMM_GLUON = (
 # 32 KB it frees holds a 4th 48 KB stage of the 128 x 256 ring (229,592 B compiled for sm_90a, no spills), more
 # bytes in flight where 3 stages bind (docs/kernels.md: 384 x 6144 x 4096)
 GEMM_GLUON_SPLIT_EPILOGUE = (("cooperative", 128, 256, 64, 4, 8),)
+# 192-row cooperative tiles: three 64-row consumer warpgroups (kernels/gemm_gluon.py), 3/4 of a 128 x 256 tile's
+# work, so a grid whose 128 x 256 tiles leave a wave partly idle fills it (2000 x 3000: 264 tiles = 2 full waves of
+# 132 SMs where 128 x 256 gives 192 = 1.45; cuBLAS runs 192 x 128 there). sm_90a builds (triton 3.6): 128
+# registers, no spills; 213,212 B at 4 stages, 229,620 B at 5 with the C tile stored in halves
+GEMM_GLUON_THREE = (("cooperative", 192, 128, 64, 4, 8),)
+GEMM_GLUON_THREE_SPLIT_EPILOGUE = (("cooperative", 192, 128, 64, 5, 8),)
 # stream-K twins (kernels/gemm_gluon.py, `stream_k=True`): the configs benchmarks/probes/gemm_stream_k.py measured
+# (and the 192-row tile's)
 GEMM_GLUON_STREAM_K = (
     ("cooperative", 128, 256, 64, 3, 8),
     ("cooperative", 128, 128, 64, 4, 8),
     ("cooperative", 128, 128, 64, 6, 8),
     ("single", 64, 256, 64, 4, 8),
     ("single", 64, 128, 64, 6, 8),
+    ("cooperative", 192, 128, 64, 4, 8),
 )
 
 
@@ -304,6 +312,7 @@ def gemm_gluon_space(
     """The Gluon GEMM configurations that fit `gpu` for an M x N x K problem (each a fresh dict)."""
     out = []
     for sk, parts, table in ((False, 1, GEMM_GLUON), (False, 2, GEMM_GLUON_SPLIT_EPILOGUE),
+                             (False, 1, GEMM_GLUON_THREE), (False, 2, GEMM_GLUON_THREE_SPLIT_EPILOGUE),
                              (True, 1, GEMM_GLUON_STREAM_K)):  # fmt: skip
         for sched, bm, bn, bk, st, g in table:
             c = {"schedule": sched, "block_m": bm, "block_n": bn, "block_k": bk, "num_stages": st, "group_m": g}

@@ -16,8 +16,9 @@ pieces: mainloop, epilogue, tile scheduler), one `gl.warp_specialize` partition 
   (both operands from shared memory), wait until at most one wgmma group is in flight and release
   the previous step's stage (arrive on its "empty" barrier): the Tensor Cores always have the next
   MMA queued while the warps wait on the barrier.
-  - "cooperative": both consumers work on one CTA tile, each on its own SUB_M rows (two 64-row
-    halves of a 128 x 256 tile): a stage is released when both have arrived.
+  - "cooperative": the consumers work on one CTA tile, each on its own SUB_M rows (two 64-row
+    halves of a 128 x 256 tile, or three 64-row thirds of a 192 x 128 one): a stage is released when all
+    have arrived.
   - "pingpong": the consumers alternate whole tiles (each SUB_M x BLOCK_N), so one warpgroup's
     epilogue runs while the other's main loop keeps the Tensor Cores busy.
   - "single": one consumer (small problems: 64-row tiles give 4x the CTAs of 128 x 256).
@@ -51,7 +52,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tilewise.errors import InputError
-from tilewise.model.tiles import gemm_gluon_smem_bytes, gemm_gluon_tag
+from tilewise.model.tiles import gemm_gluon_consumers, gemm_gluon_smem_bytes, gemm_gluon_sub_m, gemm_gluon_tag
 from tilewise.model.waves import stream_k_split
 from tilewise.util import cdiv
 
@@ -110,7 +111,8 @@ class GluonGemmConfig:
     """One launch of the Gluon GEMM.
 
     block_m x block_n is what one consumer computes per tile times the consumers sharing it:
-    cooperative block_m = 2 x sub_m (two warpgroups on one tile), pingpong and single block_m = sub_m.
+    cooperative block_m = consumers x sub_m (two warpgroups on one tile, three for 192 rows), pingpong and single
+    block_m = sub_m.
     """
 
     block_m: int
@@ -136,18 +138,19 @@ class GluonGemmConfig:
         if self.epilogue_parts not in (1, 2) or self.block_n % (8 * self.epilogue_parts):
             raise InputError(f"GluonGemmConfig.epilogue_parts must be 1 or 2 (dividing block_n into multiples of 8), "
                              f"got {self.epilogue_parts} with block_n {self.block_n}")  # fmt: skip
-        if self.stages < 2 or (self.schedule == "cooperative" and self.block_m % 2):
-            raise InputError(f"GluonGemmConfig needs stages >= 2 and an even cooperative block_m, got stages "
+        if self.stages < 2 or (self.schedule == "cooperative" and self.block_m % 64):
+            raise InputError(f"GluonGemmConfig needs stages >= 2 and a cooperative block_m of 64-row warpgroups, got stages "
                              f"{self.stages}, block_m {self.block_m} ({self.schedule})")  # fmt: skip
 
     @property
     def consumers(self) -> int:
-        return 1 if self.schedule == "single" else 2
+        """Consumer warpgroups (`tilewise.model.tiles.gemm_gluon_consumers`: cooperative 192-row tiles take 3)."""
+        return gemm_gluon_consumers(self.as_dict())
 
     @property
     def sub_m(self) -> int:
         """Rows of one consumer's accumulator."""
-        return self.block_m // 2 if self.schedule == "cooperative" else self.block_m
+        return gemm_gluon_sub_m(self.as_dict())
 
     def as_dict(self) -> dict[str, Any]:
         """The advisor's spelling (`tilewise.advise.space.gemm_gluon_space` entries)."""
@@ -173,9 +176,11 @@ def config_from_dict(c: dict[str, Any]) -> GluonGemmConfig:
 
 
 # Registers: setmaxnreg moves them per warpgroup; the producer's single warp counts as one. 65,536 per SM
-# less 128 x 40 for the producer over the 2 consumer warpgroups' 256 threads = 236 -> 232 (a multiple of 8).
+# less 128 x 40 for the producer over the 2 consumer warpgroups' 256 threads = 236 -> 232 (a multiple of 8);
+# over 3 warpgroups' 384 threads 157 -> 152 (a 64 x 128 accumulator is 64 of them).
 PRODUCER_REGS = 40
 CONSUMER_REGS = 232
+CONSUMER_REGS_3 = 152
 
 
 # ------------------------------------------------------------------------ kernel
@@ -416,12 +421,13 @@ if _IMPORT_ERROR is None:
                            PINGPONG: gl.constexpr, B_T: gl.constexpr, HAS_BIAS: gl.constexpr,
                            ACTIVATION: gl.constexpr, STREAM_K: gl.constexpr, EPI_PARTS: gl.constexpr,
                            PRODUCER_REGS: gl.constexpr, CONSUMER_REGS: gl.constexpr):  # fmt: skip
-        gl.static_assert(CONSUMERS == 1 or CONSUMERS == 2)
+        gl.static_assert(CONSUMERS >= 1 and CONSUMERS <= 3)
+        gl.static_assert(not (PINGPONG and CONSUMERS != 2))
         gl.static_assert(STAGES >= 2)
         gl.static_assert(not (STREAM_K and PINGPONG))  # stream-K deals steps to CTAs, pingpong tiles to consumers
         dtype: gl.constexpr = a_desc.dtype
         # cooperative: the CTA tile is CONSUMERS x SUB_M rows, loaded as that many SUB_M-row parts
-        A_PARTS: gl.constexpr = CONSUMERS if (CONSUMERS == 2 and not PINGPONG) else 1
+        A_PARTS: gl.constexpr = CONSUMERS if (CONSUMERS >= 2 and not PINGPONG) else 1
         a_smem = gl.allocate_shared_memory(dtype, [STAGES * A_PARTS] + a_desc.block_type.shape, a_desc.layout)  # noqa: RUF005
         b_smem = gl.allocate_shared_memory(dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)  # noqa: RUF005
         c_smem = gl.allocate_shared_memory(dtype, [CONSUMERS] + c_desc.block_type.shape, c_desc.layout)  # noqa: RUF005
@@ -440,7 +446,26 @@ if _IMPORT_ERROR is None:
         # (tuples are written out: Gluon 3.6 keeps constexprs only in literal argument tuples)
         zero: gl.constexpr = 0
         one: gl.constexpr = 1
-        if CONSUMERS == 2:
+        two: gl.constexpr = 2
+        if CONSUMERS == 3:
+            gl.warp_specialize(
+                [
+                    (_consumer, (a_smem, b_smem, c_smem, full, empty, turn, c_desc, bias_ptr, ws_ptr, flag_ptr, N, tiles_m,
+                                 tiles_n, k_steps, dp_tiles, per_lane, zero, SUB_M, BLOCK_N, A_PARTS, STAGES, GROUP_M,
+                                 PINGPONG, B_T, HAS_BIAS, ACTIVATION, STREAM_K, CONSUMERS, EPI_PARTS)),
+                    (_consumer, (a_smem, b_smem, c_smem, full, empty, turn, c_desc, bias_ptr, ws_ptr, flag_ptr, N, tiles_m,
+                                 tiles_n, k_steps, dp_tiles, per_lane, one, SUB_M, BLOCK_N, A_PARTS, STAGES, GROUP_M,
+                                 PINGPONG, B_T, HAS_BIAS, ACTIVATION, STREAM_K, CONSUMERS, EPI_PARTS)),
+                    (_consumer, (a_smem, b_smem, c_smem, full, empty, turn, c_desc, bias_ptr, ws_ptr, flag_ptr, N, tiles_m,
+                                 tiles_n, k_steps, dp_tiles, per_lane, two, SUB_M, BLOCK_N, A_PARTS, STAGES, GROUP_M,
+                                 PINGPONG, B_T, HAS_BIAS, ACTIVATION, STREAM_K, CONSUMERS, EPI_PARTS)),
+                    (_producer, (a_desc, b_desc, a_smem, b_smem, full, empty, tiles_m, tiles_n, k_steps, dp_tiles,
+                                 per_lane, SUB_M, BLOCK_N, BLOCK_K, A_PARTS, STAGES, GROUP_M, B_T, STREAM_K)),
+                ],
+                [4, 4, 1],
+                [CONSUMER_REGS, CONSUMER_REGS, PRODUCER_REGS],
+            )  # fmt: skip
+        elif CONSUMERS == 2:
             gl.warp_specialize(
                 [
                     (_consumer, (a_smem, b_smem, c_smem, full, empty, turn, c_desc, bias_ptr, ws_ptr, flag_ptr, N, tiles_m,
@@ -576,8 +601,8 @@ def _flags(device: torch.device, count: int) -> torch.Tensor:
         return have
     if torch.cuda.is_current_stream_capturing():
         return torch.zeros(count, dtype=torch.int32, device=device)
-    # room for a full grid of two-consumer CTAs, so a later launch with more CTAs does not reallocate
-    _FLAGS[key] = torch.zeros(max(count, _sm_count(key[0]) * 2 * 128), dtype=torch.int32, device=device)
+    # room for a full grid of three-consumer CTAs, so a later launch with more CTAs does not reallocate
+    _FLAGS[key] = torch.zeros(max(count, _sm_count(key[0]) * 3 * 128), dtype=torch.int32, device=device)
     return _FLAGS[key]
 
 
@@ -603,7 +628,7 @@ def kernel_constexprs(cfg: GluonGemmConfig, b_t: bool, has_bias: bool, activatio
         STREAM_K=bool(cfg.stream_k),
         EPI_PARTS=int(cfg.epilogue_parts),
         PRODUCER_REGS=PRODUCER_REGS,
-        CONSUMER_REGS=CONSUMER_REGS,
+        CONSUMER_REGS=CONSUMER_REGS_3 if cfg.consumers == 3 else CONSUMER_REGS,
     )
 
 

@@ -69,14 +69,28 @@ def gemm_gluon_tag(c: dict[str, Any]) -> str:
     )
 
 
+def gemm_gluon_consumers(c: dict[str, Any]) -> int:
+    """Consumer warpgroups of one Gluon GEMM CTA: single 1, pingpong 2, cooperative 2, or 3 when block_m is a
+    multiple of 3 (192 rows = three 64-row warpgroups: 25% less work per tile than 128 x 256, which fills the
+    waves of shapes whose 128 x 256 tiles leave SMs idle, e.g. 2000 x 3000: 264 tiles = 2 full waves)."""
+    if c["schedule"] == "single":
+        return 1
+    return 3 if c["schedule"] == "cooperative" and c["block_m"] % 3 == 0 else 2
+
+
+def gemm_gluon_sub_m(c: dict[str, Any]) -> int:
+    """Rows of one consumer's accumulator: the CTA tile's rows shared by the cooperative consumers, else all."""
+    return c["block_m"] // gemm_gluon_consumers(c) if c["schedule"] == "cooperative" else c["block_m"]
+
+
 def gemm_gluon_smem_bytes(c: dict[str, Any], e: int = 2) -> int:
     """Shared memory of one CTA of the Gluon GEMM: the ring (A and B tiles per stage), one C tile per consumer
     (the epilogue's TMA-store buffer; 1/epilogue_parts of it where the epilogue stores the tile in parts),
     16 bytes of barriers per stage. sm_90a builds (triton 3.6) of
     cooperative 128x256 st3, pingpong 128x128 st4 and single 64x128 st4 reserved 160, 184 and 116 B more
     (the compiler's scratch; the fit rule keeps 1 KB)."""
-    consumers = 1 if c["schedule"] == "single" else 2
-    sub_m = c["block_m"] // 2 if c["schedule"] == "cooperative" else c["block_m"]
+    consumers = gemm_gluon_consumers(c)
+    sub_m = gemm_gluon_sub_m(c)
     a_rows = c["block_m"] if c["schedule"] == "cooperative" else sub_m
     ring = c["num_stages"] * (a_rows + c["block_n"]) * c["block_k"]
     c_tile = sub_m * c["block_n"] // int(c.get("epilogue_parts", 1))
@@ -203,7 +217,9 @@ __all__ = [
     "decode_smem_compiled",
     "decode_tag",
     "gemm_acc_regs",
+    "gemm_gluon_consumers",
     "gemm_gluon_smem_bytes",
+    "gemm_gluon_sub_m",
     "gemm_gluon_tag",
     "gemm_smem_bytes",
     "gemm_tag",
