@@ -76,9 +76,10 @@ def test_shared_memory_rule_equals_the_compiler():
     assert checked >= 40
 
 
-def test_c_row_bytes_is_the_pitch_alignment():
-    assert [space.c_row_bytes(n, 2) for n in (1025, 1026, 1028, 1032, 7777, 4096)] == [2, 4, 8, 16, 2, 16]
-    assert [space.c_row_bytes(n, 4) for n in (1001, 1002, 1004)] == [4, 8, 16]
+def test_c_row_alignment_is_the_pitch_alignment():
+    """The spill rule reads the build for C rows of n elements at row_load_bytes(n x e) bytes of alignment."""
+    assert [space.row_load_bytes(n * 2) for n in (1025, 1026, 1028, 1032, 7777, 4096)] == [2, 4, 8, 16, 2, 16]
+    assert [space.row_load_bytes(n * 4) for n in (1001, 1002, 1004)] == [4, 8, 16]
 
 
 def test_configs_that_spill_are_left_out():

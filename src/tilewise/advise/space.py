@@ -63,6 +63,7 @@ from tilewise.model.tiles import (
     gemm_tag,
     grouped_space,
     grouped_tag,
+    row_load_bytes,
 )
 from tilewise.util import cdiv
 
@@ -161,21 +162,12 @@ def _compiled_sm90() -> dict[str, Any]:
     return configs
 
 
-def c_row_bytes(n: int, e: int) -> int:
-    """The alignment in bytes (2, 4, 8 or 16) the pointer kernel knows C's rows of n elements of e bytes have:
-    the largest power of two dividing the pitch, up to 16 (kernels.gemm passes the stride divided by it)."""
-    w = e
-    while w < 16 and (n * e) % (2 * w) == 0:
-        w *= 2
-    return w
-
-
 def gemm_spill_bytes(c: dict[str, Any], n: int, k: int, dtype: str) -> int | None:
     """Bytes per thread the sm_90 build of pointer config `c` spills for C rows of n elements and this K (the
     K-remainder step is its own build), from sm90_gemm_compiled.json; None when the table lacks the build."""
     e = _gpus.element_bytes(dtype)
     row = _compiled_sm90().get(f"{'fp32' if e == 4 else 'bf16'}:{gemm_tag(c)}", {})
-    builds = row.get("spill", {}).get(str(c_row_bytes(n, e)))
+    builds = row.get("spill", {}).get(str(row_load_bytes(n * e)))
     if builds is None:
         return None
     return int(builds["even_k" if k % c["block_k"] == 0 else "k_tail"])
@@ -207,7 +199,7 @@ def gemm_fits(c: dict[str, Any], m: int, n: int, k: int, dtype: str, gpu: str | 
     if not c["persistent"]:
         spill = gemm_spill_bytes(c, n, k, dtype)
         if spill and spill > SPILL_MAX_BYTES:
-            return f"spills {spill} B of registers per thread (sm_90 build, {c_row_bytes(n, e)}-byte C rows)"
+            return f"spills {spill} B of registers per thread (sm_90 build, {row_load_bytes(n * e)}-byte C rows)"
     return ""
 
 
@@ -464,7 +456,6 @@ __all__ = [
     "attention_smem_bytes",
     "attention_space",
     "attention_tag",
-    "c_row_bytes",
     "decode_smem_bytes",
     "decode_space",
     "decode_tag",

@@ -520,9 +520,8 @@ def _load_extents(a: torch.Tensor, b: torch.Tensor) -> tuple[int, int] | None:
         return None  # the checks refuse it
     cap = max(1, 16 // a.element_size())
     m, n = a.shape[0], b.shape[1]
-    if (m % cap == 0 or a.stride(0) != 1) and (n % cap == 0 or b.stride(1) != 1):
-        return None
-    return _load_extent(a, 0, m, cap), _load_extent(b, 1, n, cap)
+    extents = _load_extent(a, 0, m, cap), _load_extent(b, 1, n, cap)
+    return None if extents == (m, n) else extents
 
 
 def _split_stride(stride: int, cap: int) -> tuple[int, int]:

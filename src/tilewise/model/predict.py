@@ -48,6 +48,7 @@ from tilewise.model import compose, traffic, waves
 from tilewise.model import tiles as _tiles
 from tilewise.model.occupancy import occupancy
 from tilewise.model.prediction import Prediction
+from tilewise.model.tiles import row_load_bytes
 from tilewise.model.waves import StreamKSplit
 from tilewise.util import cdiv
 
@@ -492,15 +493,6 @@ def _gemm_operand_copy(g: _GemmLaunch, mach: _Machine, useful: float) -> float:
 
 # rows read at least this many bytes per lane are wide enough for the narrow-load term to leave out
 NARROW_LOAD_MIN_BYTES = 8
-
-
-def row_load_bytes(pitch_bytes: int) -> int:
-    """Bytes one lane loads at a time from rows of this pitch: its largest power-of-two divisor, up to 16 (the
-    kernel passes each stride divided by that power, so the compiler knows it; kernels.gemm)."""
-    w = 1
-    while w < 16 and pitch_bytes % (2 * w) == 0:
-        w *= 2
-    return w
 
 
 def _gemm_narrow_loads(g: _GemmLaunch, mach: _Machine, useful: float) -> float:

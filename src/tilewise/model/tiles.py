@@ -48,6 +48,15 @@ def gemm_smem_bytes(c: dict[str, Any], e: int) -> int:
     return int((c["num_stages"] if c["block_m"] >= 64 else max(1, c["num_stages"] - 1)) * tile)
 
 
+def row_load_bytes(pitch_bytes: int) -> int:
+    """Bytes one lane loads at a time from rows of this pitch: its largest power-of-two divisor, up to 16 (the
+    kernel passes each stride divided by that power, so the compiler knows it; kernels.gemm)."""
+    w = 1
+    while w < 16 and pitch_bytes % (2 * w) == 0:
+        w *= 2
+    return w
+
+
 def gemm_acc_regs(c: dict[str, Any]) -> float:
     """fp32 accumulator registers per thread of a GEMM tile."""
     return float(c["block_m"] * c["block_n"] / (32 * c["num_warps"]))
@@ -226,4 +235,5 @@ __all__ = [
     "grouped_smem_bytes",
     "grouped_space",
     "grouped_tag",
+    "row_load_bytes",
 ]
