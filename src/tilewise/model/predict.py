@@ -530,13 +530,24 @@ def _gemm_hot_rows(g: _GemmLaunch, mach: _Machine) -> float:
     return 0.0
 
 
-def _gemm_misaligned(g: _GemmLaunch, mach: _Machine) -> float:
-    """The slowdown of the load path on rows whose pitch is not a multiple of the 128-byte L2 line (DEFAULTS'
-    misaligned_cost): 1 + misaligned_cost x the share of the loaded tile rows that straddle a line."""
+def _misaligned_cost(mach: _Machine, tag: str, forced: dict[str, Any] | None) -> float:
+    """A config's cost of rows that straddle L2 lines: the forced value (the Gluon kernel's own, or a fit's trial),
+    else the config's own (`configs["gemm"]["misaligned"][tag]`, which benchmarks/sweeps/calibrate.py fits per
+    config), else the family's constant (DEFAULTS' misaligned_cost; `tilewise.advise.kernel` forces it for another
+    kernel's configs, whose tiles may share our tags: the table describes our kernel's loads, not theirs)."""
+    if forced is not None and "misaligned" in forced:
+        return float(forced["misaligned"])
+    v = mach.cal.get("configs", {}).get("gemm", {}).get("misaligned", {}).get(tag)
+    return float(mach.misaligned_cost if v is None else v)
+
+
+def _gemm_misaligned(g: _GemmLaunch, cost: float) -> float:
+    """The slowdown of the load path on rows whose pitch is not a multiple of the 128-byte L2 line: 1 + cost x the
+    share of the loaded tile rows that straddle a line (`_misaligned_cost`)."""
     rows_a = g.k * g.e  # A [M, K] row-major; B [K, N] (nn) or w [N, K] (nt)
     rows_b = g.k * g.e if g.nt else g.n * g.e
     mis = (g.bm * (rows_a % 128 != 0) + g.bn * (rows_b % 128 != 0)) / (g.bm + g.bn)
-    return 1.0 + mach.misaligned_cost * mis
+    return 1.0 + cost * mis
 
 
 def _gemm(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str, Any] | None = None) -> Prediction:
@@ -554,7 +565,7 @@ def _gemm(p: dict[str, Any], c: dict[str, Any], mach: _Machine, eff: dict[str, A
     t_l2 = req_bytes / mach.l2_bps
     t_lat = _gemm_latency(g, mach)
     t_hot = _gemm_hot_rows(g, mach)
-    slow = _gemm_misaligned(g, mach)
+    slow = _gemm_misaligned(g, _misaligned_cost(mach, tag, eff))
 
     terms = {
         "wave_tail": max(0.0, t_tc - t_even),
@@ -608,8 +619,8 @@ def gemm_gluon(
     the deal of `waves.stream_k_split` and its fix-up), at the Gluon config's own rates: its MMA and stream
     efficiencies, fixed-cost scale and cost of rows that are not 128-byte aligned, fitted on the calibration
     split of the sweep of the Gluon space (benchmarks/sweeps/calibrate_gluon.py from
-    tests/data/sweeps/h200/gemm_gluon.jsonl). A cooperative CTA tile is 2 consumer warpgroups (8 warps),
-    pingpong and single 1 at a time.
+    tests/data/sweeps/h200/gemm_gluon.jsonl). A cooperative CTA tile is 2 consumer warpgroups (8 warps; 3, 12 warps,
+    for 192 rows), pingpong and single 1 at a time.
     """
     key = _gpus.get(gpu).key
     cal = gluon_calibration(key) or gluon_calibration("h200")  # dimensionless rates carry over, like machine()'s
@@ -629,9 +640,10 @@ def gemm_gluon(
                     "(benchmarks/sweeps/calibrate_gluon.py writes it), got none"
                 )
             eff[kind] = rates.get(kind, med.get(kind))
-    # TMA reads rows that are 16- but not 128-byte aligned at each config's own cost, not the pointer kernel's
-    mach = machine(key, (("misaligned_cost", float(eff["misaligned"])),))
-    warps = 8 if c["schedule"] == "cooperative" else 4
+    # TMA reads rows that are 16- but not 128-byte aligned at each config's own cost (eff["misaligned"], which
+    # `_misaligned_cost` takes before the pointer kernel's table)
+    mach = machine(key)
+    warps = 4 * _tiles.gemm_gluon_consumers(c) if c["schedule"] == "cooperative" else 4
     tc = {"block_m": c["block_m"], "block_n": c["block_n"], "block_k": c["block_k"], "group_m": c.get("group_m", 8),
           "num_warps": warps, "num_stages": c["num_stages"], "persistent": True,
           "stream_k": bool(c.get("stream_k"))}  # fmt: skip
@@ -892,8 +904,8 @@ def predict(
 
     problem / config are dicts with the keys `tilewise.advise` uses (the kernels' own config
     field names); `tilewise.advise.problems.normalize` checks them. Raises InputError for an
-    unknown kernel or GPU. `efficiency` ({"mma": x, "stream": y}) and `constants` (names of
-    DEFAULTS) override the calibration: benchmarks/sweeps/calibrate.py measures with them.
+    unknown kernel or GPU. `efficiency` ({"mma": x, "stream": y, "fixed": z, "misaligned": w}: the GEMM's) and
+    `constants` (names of DEFAULTS) override the calibration: benchmarks/sweeps/calibrate.py measures with them.
     """
     if kernel not in KERNELS:
         raise InputError(f"kernel must be one of {', '.join(KERNELS)}, got {shown(kernel)}")
@@ -901,7 +913,7 @@ def predict(
         _check_problem(kernel, problem)
         _check_config(kernel, config)
     for what, given, keys in (
-        ("efficiency", efficiency, ("mma", "stream", "fixed")),
+        ("efficiency", efficiency, ("mma", "stream", "fixed", "misaligned")),
         ("constants", constants, tuple(DEFAULTS)),
     ):
         if given is not None:

@@ -89,7 +89,7 @@ def gemm_gluon_consumers(c: dict[str, Any]) -> int:
 
 def gemm_gluon_sub_m(c: dict[str, Any]) -> int:
     """Rows of one consumer's accumulator: the CTA tile's rows shared by the cooperative consumers, else all."""
-    return c["block_m"] // gemm_gluon_consumers(c) if c["schedule"] == "cooperative" else c["block_m"]
+    return int(c["block_m"]) // gemm_gluon_consumers(c) if c["schedule"] == "cooperative" else int(c["block_m"])
 
 
 def gemm_gluon_smem_bytes(c: dict[str, Any], e: int = 2) -> int:
