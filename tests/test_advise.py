@@ -156,6 +156,7 @@ BAD = [
     (["advise", "gemm", "--layout", "tt"], "layout must be"),
     (["advise", "--validate", "--sweep", "/no/such/dir"], "must exist"),
     (["advise", "gemm", "--why", "128x128x64_g8_s1_w4_st9"], "--why takes a config tag of the GEMM grid"),
+    (["advise", "gemm", "--why", "gco192x128x64_g8_st9"], "or of the Gluon kernel's space"),
     (["advise", "attention", "--why", "128x128x64_g8_s1_w4_st4"], "got --why, which it does not use"),
     (["advise", "--validate", "--why", "128x128x64_g8_s1_w4_st4"], "--validate takes only"),
 ]
@@ -205,6 +206,31 @@ def test_cli_why_names_the_rule_or_the_rank(capsys):
     assert d["offered"] and d["reason"] == "" and d["rank"] == ranked.index("64x128x64_g8_s1_w4_st4") + 1
     assert d["of"] == len(ranked) and d["top1"] == ranked[0]
     assert d["predicted_ms"] == predict("gemm", p, space.gemm_config_from_tag("64x128x64_g8_s1_w4_st4")).ms
+
+
+def test_cli_lists_the_gluon_kernel_and_explains_its_configs(capsys):
+    """advise gemm on the H200 ranks the Gluon kernel's configs beside the Triton grid (matmul dispatches across
+    both): the list is `predict.gemm_gluon` over `space.gemm_gluon_space`, fastest first; --why takes a Gluon tag
+    and gives its rank, or the fit rule that leaves it out (TMA needs 16-byte rows: N = 3001 bf16 has 6002-byte
+    rows); off Hopper (an A100) the list is empty."""
+    from tilewise.model.predict import gemm_gluon
+
+    argv = ["advise", "gemm", "--m", "2000", "--n", "3000", "--k", "4000"]
+    assert cli.main([*argv, "--json", "--top", "3"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    p = {"m": 2000, "n": 3000, "k": 4000, "dtype": "bf16", "layout": "nn"}
+    want = sorted((gemm_gluon(p, c).ms, space.gemm_gluon_tag(c)) for c in space.gemm_gluon_space(**p))[:3]
+    assert [(g["predicted_ms"], g["tag"]) for g in d["gluon"]] == want
+    assert cli.main(argv) == 0
+    assert f" 1 {want[0][1]}" in capsys.readouterr().out
+    assert cli.main([*argv, "--why", want[1][1], "--json"]) == 0
+    w = json.loads(capsys.readouterr().out)
+    assert w["offered"] and w["rank"] == 2 and w["top1"] == want[0][1] and w["predicted_ms"] == want[1][0]
+    assert cli.main([*argv[:-4], "--n", "3001", "--k", "4000", "--why", want[0][1]]) == 0
+    out = capsys.readouterr().out
+    assert "not offered" in out and "16-byte aligned rows" in out
+    assert cli.main([*argv, "--gpu", "a100", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["gluon"] == []
 
 
 def test_api_bad_input():

@@ -12,7 +12,7 @@ from tilewise.advise import calibrate as C
 from tilewise.advise.attention_backward import advise_backward, render, shipped
 from tilewise.advise.problems import normalize
 from tilewise.errors import InputError, cli_int
-from tilewise.model.predict import calibration
+from tilewise.model.predict import calibration, gemm_gluon
 
 ARGS = {
     "gemm": (("m", 1024), ("n", 4096), ("k", 4096)),
@@ -117,10 +117,14 @@ def _run(a: argparse.Namespace) -> int:
         return _why(a, prob)
     out = advise(a.kind, prob, gpu=a.gpu, top_k=a.top)
     note = TF32_NOTE if a.kind == "gemm" and prob["dtype"] == "fp32" else None
+    glu = _gluon_ranked(prob, a.gpu)[: a.top] if a.kind == "gemm" else []
     if a.json:
-        print(json.dumps({"kernel": a.kind, "problem": prob, "gpu": _gpus.get(a.gpu).key, "status": _status(a.gpu),
-                          "notes": [note] if note else [], "advice": [x.to_dict() for x in out]},
-                         indent=1, allow_nan=False))  # fmt: skip
+        doc: dict[str, Any] = {"kernel": a.kind, "problem": prob, "gpu": _gpus.get(a.gpu).key,
+                               "status": _status(a.gpu), "notes": [note] if note else [],
+                               "advice": [x.to_dict() for x in out]}  # fmt: skip
+        if a.kind == "gemm":
+            doc["gluon"] = [{"tag": t, "config": c, "predicted_ms": pr.ms, "binding": pr.binding} for t, c, pr in glu]
+        print(json.dumps(doc, indent=1, allow_nan=False))
         return 0
     print(f"tilewise advise {a.kind} on {_status(a.gpu)}")
     if note:
@@ -133,16 +137,33 @@ def _run(a: argparse.Namespace) -> int:
     print()
     for i, x in enumerate(out, 1):
         print(f"{i:>2} {x.reason}")
+    if glu:
+        flops = 2.0 * prob["m"] * prob["n"] * prob["k"]
+        print("\nthe Gluon kernel (kernels/gemm_gluon.py, Hopper; matmul runs its best where it is predicted faster "
+              "than the Triton top-1, stream-K only by a margin; matmul_plan says which ran):")  # fmt: skip
+        for i, (tag, _c, pr) in enumerate(glu, 1):
+            print(f"{i:>2} {tag:<34} {pr.ms * 1e3:>9.1f} {flops / pr.ms / 1e9:>8.1f} {'':>6}  {pr.binding}")
     return 0
+
+
+def _gluon_ranked(prob: dict[str, Any], gpu: str) -> list[tuple[str, dict[str, Any], Any]]:
+    """The Gluon GEMM's configs that fit the problem on `gpu`, ranked by `tilewise.model.predict.gemm_gluon`
+    ([] off Hopper or for fp32: `advise.space.gemm_gluon_space` is then empty)."""
+    cs = space.gemm_gluon_space(prob["m"], prob["n"], prob["k"], prob["dtype"], gpu, prob["layout"])
+    ranked = [(space.gemm_gluon_tag(c), c, gemm_gluon(prob, c, gpu)) for c in cs]
+    return sorted(ranked, key=lambda r: (r[2].ms, r[0]))
 
 
 def _why(a: argparse.Namespace, prob: dict[str, Any]) -> int:
     """Where one config of the GEMM grid stands for this problem: its rank and predicted time, or the fit rule
     (`advise.space.gemm_fits`) that leaves it out: shared memory, registers, spills, TMA rows, split-K steps."""
     grid = {space.gemm_tag(c): c for c in space.gemm_grid()}
+    if a.why in _gluon_tags():
+        return _why_gluon(a, prob)
     if a.why not in grid:
         close = sorted(t for t in grid if t.split("_")[0] == str(a.why).split("_")[0]) or sorted(grid)[:3]
-        raise InputError(f"--why takes a config tag of the GEMM grid (such as {', '.join(close[:3])}), got {a.why!r}")
+        raise InputError(f"--why takes a config tag of the GEMM grid (such as {', '.join(close[:3])}) or of the "
+                         f"Gluon kernel's space (such as {sorted(_gluon_tags())[0]}), got {a.why!r}")  # fmt: skip
     g = _gpus.get(a.gpu)
     reason = space.gemm_fits(grid[a.why], prob["m"], prob["n"], prob["k"], prob["dtype"], g, prob["layout"])
     ranked = advise("gemm", prob, gpu=a.gpu, top_k=len(grid))
@@ -162,6 +183,37 @@ def _why(a: argparse.Namespace, prob: dict[str, Any]) -> int:
     else:
         print(f"{a.why} on {shape} ({g.key}): rank {rank} of {len(ranked)}, predicted "
               f"{out['predicted_ms'] * 1e3:.1f} us ({out['binding']} binds); the top-1, {out['top1']}, "
+              f"{out['top1_ms'] * 1e3:.1f} us")  # fmt: skip
+    return 0
+
+
+def _gluon_tags() -> dict[str, dict[str, Any]]:
+    """{tag: config} of every Gluon GEMM config `advise.space.gemm_gluon_space` can offer (an 8192^3 bf16 problem on
+    the H200 fits them all)."""
+    return {space.gemm_gluon_tag(c): c for c in space.gemm_gluon_space(8192, 8192, 8192, "bf16", "h200")}
+
+
+def _why_gluon(a: argparse.Namespace, prob: dict[str, Any]) -> int:
+    """--why for a Gluon config: its rank in the Gluon space by the model, or the fit rule that leaves it out."""
+    c = _gluon_tags()[a.why]
+    g = _gpus.get(a.gpu)
+    reason = space.gemm_gluon_fits(c, prob["m"], prob["n"], prob["k"], prob["dtype"], g, prob["layout"])
+    ranked = _gluon_ranked(prob, a.gpu)
+    rank = next((i for i, r in enumerate(ranked, 1) if r[0] == a.why), None)
+    out: dict[str, Any] = {"kernel": "gemm_gluon", "problem": prob, "gpu": g.key, "config": a.why,
+                           "offered": not reason, "reason": reason, "rank": rank, "of": len(ranked)}  # fmt: skip
+    if rank is not None:
+        pr = ranked[rank - 1][2]
+        out.update(predicted_ms=pr.ms, binding=pr.binding, top1=ranked[0][0], top1_ms=ranked[0][2].ms)
+    if a.json:
+        print(json.dumps(out, indent=1, allow_nan=False))
+        return 0
+    shape = f"{prob['m']}x{prob['n']}x{prob['k']} {prob['dtype']} {prob['layout']}"
+    if reason:
+        print(f"{a.why} (the Gluon kernel) is not offered for {shape} on {g.key}: {reason}")
+    else:
+        print(f"{a.why} (the Gluon kernel) on {shape} ({g.key}): rank {rank} of {len(ranked)} Gluon configs, predicted "
+              f"{out['predicted_ms'] * 1e3:.1f} us ({out['binding']} binds); the Gluon top-1, {out['top1']}, "
               f"{out['top1_ms'] * 1e3:.1f} us")  # fmt: skip
     return 0
 
@@ -276,6 +328,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         epilog="examples:\n  tilewise advise gemm --m 1000 --n 1000 --k 1000\n"
         "  tilewise advise gemm --m 1024 --n 4096 --k 4096 --layout nt --json\n"
         "  tilewise advise gemm --m 1023 --n 1025 --k 1027 --why 128x128x64_g8_s1_w4_st4   # why not offered\n"
+        "  tilewise advise gemm --m 2000 --n 3000 --k 4000 --why gco192x128x64_g8_st5_e2   # a Gluon config\n"
         "  tilewise advise decode --batch 8 --seq-len 32768 --gpu h100\n  tilewise advise --validate",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -292,7 +345,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--causal", action="store_true", help="attention: causal mask")
     p.add_argument("--backward", action="store_true", help="attention: the backward's tiles (dK/dV, dQ)")
     p.add_argument(
-        "--why", default=None, metavar="TAG", help="gemm: one config's rank, or the fit rule that leaves it out"
+        "--why",
+        default=None,
+        metavar="TAG",
+        help="gemm: one config's rank (Triton grid or Gluon space), or the fit rule that leaves it out",
     )
     p.add_argument(
         "--gpu",
