@@ -610,7 +610,9 @@ def test_advisor_panel_ranks_and_measures(page):
 
     ranked = sorted((gemm_gluon(problem, c).ms, gemm_gluon_tag(c)) for c in gemm_gluon_space(**problem))[:5]
     assert [text(pg, f"adv-gluon-tag-{i}") for i in range(len(ranked))] == [t for _, t in ranked]
-    assert text(pg, "adv-gluon-measured-0").endswith("of 16)")
+    glu_rows = [json.loads(r) for r in (ROOT / "tests/data/sweeps/h200/gemm_gluon.jsonl").read_text().splitlines()]
+    timed = {r["tag"] for r in glu_rows if r.get("ms") and r["key"] == "1x6144x4096_bf16_nt" and r["source"] == "space"}
+    assert text(pg, "adv-gluon-measured-0").endswith(f"of {len(timed)})") and len(timed) == 19
     # another problem through the controls, then back: the URL carries it
     before = pg.locator("#panel-advisor").get_attribute("data-updates")
     pg.locator("select[data-k='adv-kernel']").select_option("decode")
