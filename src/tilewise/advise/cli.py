@@ -174,17 +174,7 @@ def _why(a: argparse.Namespace, prob: dict[str, Any]) -> int:
         x = ranked[rank - 1]
         out.update(predicted_ms=x.prediction.ms, binding=x.prediction.binding, top1=ranked[0].tag,
                    top1_ms=ranked[0].prediction.ms)  # fmt: skip
-    if a.json:
-        print(json.dumps(out, indent=1, allow_nan=False))
-        return 0
-    shape = f"{prob['m']}x{prob['n']}x{prob['k']} {prob['dtype']} {prob['layout']}"
-    if reason:
-        print(f"{a.why} is not offered for {shape} on {g.key}: {reason}")
-    else:
-        print(f"{a.why} on {shape} ({g.key}): rank {rank} of {len(ranked)}, predicted "
-              f"{out['predicted_ms'] * 1e3:.1f} us ({out['binding']} binds); the top-1, {out['top1']}, "
-              f"{out['top1_ms'] * 1e3:.1f} us")  # fmt: skip
-    return 0
+    return _say_why(a, out, "", "")
 
 
 def _gluon_tags() -> dict[str, dict[str, Any]]:
@@ -205,15 +195,22 @@ def _why_gluon(a: argparse.Namespace, prob: dict[str, Any]) -> int:
     if rank is not None:
         pr = ranked[rank - 1][2]
         out.update(predicted_ms=pr.ms, binding=pr.binding, top1=ranked[0][0], top1_ms=ranked[0][2].ms)
+    return _say_why(a, out, " (the Gluon kernel)", " Gluon configs")
+
+
+def _say_why(a: argparse.Namespace, out: dict[str, Any], who: str, among: str) -> int:
+    """--why's answer: the JSON object, or one line: the fit rule's reason, or the rank and predicted time."""
     if a.json:
         print(json.dumps(out, indent=1, allow_nan=False))
         return 0
-    shape = f"{prob['m']}x{prob['n']}x{prob['k']} {prob['dtype']} {prob['layout']}"
-    if reason:
-        print(f"{a.why} (the Gluon kernel) is not offered for {shape} on {g.key}: {reason}")
+    p = out["problem"]
+    shape = f"{p['m']}x{p['n']}x{p['k']} {p['dtype']} {p['layout']}"
+    if out["reason"]:
+        print(f"{a.why}{who} is not offered for {shape} on {out['gpu']}: {out['reason']}")
     else:
-        print(f"{a.why} (the Gluon kernel) on {shape} ({g.key}): rank {rank} of {len(ranked)} Gluon configs, predicted "
-              f"{out['predicted_ms'] * 1e3:.1f} us ({out['binding']} binds); the Gluon top-1, {out['top1']}, "
+        top = "the Gluon top-1" if among else "the top-1"
+        print(f"{a.why}{who} on {shape} ({out['gpu']}): rank {out['rank']} of {out['of']}{among}, predicted "
+              f"{out['predicted_ms'] * 1e3:.1f} us ({out['binding']} binds); {top}, {out['top1']}, "
               f"{out['top1_ms'] * 1e3:.1f} us")  # fmt: skip
     return 0
 
