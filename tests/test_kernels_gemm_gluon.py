@@ -39,12 +39,31 @@ def test_space_fits_hopper_only_16_bit_and_tma_rows():
 def test_space_shared_memory_matches_the_compiled_kernels():
     """sm_90a builds of the three schedules (triton 3.6) reserved 213200, 196856 and 114868 B: the count is
     the allocations less the compiler's 96-184 B of scratch (the fit rule keeps 1 KB for it)."""
-    compiled = {"gco128x256x64_g8_st3": 213200, "gpp128x128x64_g8_st4": 196856, "gsg64x128x64_g8_st4": 114868}
+    compiled = {"gco128x256x64_g8_st3": 213200, "gpp128x128x64_g8_st4": 196856, "gsg64x128x64_g8_st4": 114868,
+                "gco192x128x64_g8_st4": 213212}  # fmt: skip
     for sched, bm, bn, bk, st, g in [("cooperative", 128, 256, 64, 3, 8), ("pingpong", 128, 128, 64, 4, 8),
-                                     ("single", 64, 128, 64, 4, 8)]:  # fmt: skip
+                                     ("single", 64, 128, 64, 4, 8), ("cooperative", 192, 128, 64, 4, 8)]:  # fmt: skip
         c = {"schedule": sched, "block_m": bm, "block_n": bn, "block_k": bk, "num_stages": st, "group_m": g}
         got = space.gemm_gluon_smem_bytes(c)
         assert 0 <= compiled[space.gemm_gluon_tag(c)] - got <= 1024
+
+
+def test_consumers_and_their_rows():
+    """One rule (model.tiles) for how many consumer warpgroups a CTA runs and how many rows each owns: cooperative
+    128 and 256 rows are two warpgroups (64 / 128 rows each), 192 three of 64; pingpong two, single one, each the
+    whole block_m; the kernel's config reads the same rule."""
+    from tilewise.model.tiles import gemm_gluon_consumers, gemm_gluon_sub_m
+
+    want = {("cooperative", 128): (2, 64), ("cooperative", 256): (2, 128), ("cooperative", 192): (3, 64),
+            ("pingpong", 128): (2, 128), ("pingpong", 64): (2, 64), ("single", 64): (1, 64)}  # fmt: skip
+    for (sched, bm), (consumers, rows) in want.items():
+        c = {"schedule": sched, "block_m": bm}
+        assert (gemm_gluon_consumers(c), gemm_gluon_sub_m(c)) == (consumers, rows), (sched, bm)
+    gg = pytest.importorskip("tilewise.kernels.gemm_gluon")
+    cfg = gg.GluonGemmConfig(192, 128, 64, 4, "cooperative")
+    assert (cfg.consumers, cfg.sub_m) == (3, 64) and gg.blocks(cfg, False)[0] == [64, 64]
+    assert gg.kernel_constexprs(cfg, False, False, "none")["CONSUMER_REGS"] == gg.CONSUMER_REGS_3
+    assert 3 * 128 * gg.CONSUMER_REGS_3 + 128 * gg.PRODUCER_REGS <= 65536  # the register file, warpgroup-granular
 
 
 def test_tags_round_trip_with_the_kernel_config():
