@@ -317,6 +317,18 @@ def test_config_refuses_what_the_kernel_does_not_build():
                            ({"stages": 1}, "stages >= 2")):  # fmt: skip
         with pytest.raises(InputError, match=needle.replace("(", r"\(").replace(")", r"\)")):
             gg.GluonGemmConfig(128, 128, 64, **{"stages": 4, **kwargs})
+    # what a wgmma and a TMA box take: 64-row warpgroups, at most 256 rows each, power-of-two N and K tiles
+    for (bm, bn, bk, sched), needle in (((320, 128, 64, "cooperative"), "multiple of 64 rows"),
+                                        ((96, 128, 64, "single"), "multiple of 64 rows"),
+                                        ((512, 128, 64, "pingpong"), "at most 256"),
+                                        ((128, 96, 64, "cooperative"), "block_n must be a power of two"),
+                                        ((128, 512, 64, "cooperative"), "block_n must be a power of two"),
+                                        ((128, 128, 8, "cooperative"), "block_k must be a power of two")):  # fmt: skip
+        with pytest.raises(InputError, match=needle):
+            gg.GluonGemmConfig(bm, bn, bk, 4, sched)
+    for bm, sched in ((128, "cooperative"), (192, "cooperative"), (256, "cooperative"), (384, "cooperative"),
+                      (64, "pingpong"), (128, "single")):  # fmt: skip
+        gg.GluonGemmConfig(bm, 128, 64, 4, sched)  # the shapes the kernel builds are accepted
 
 
 def test_launch_split_matches_the_model_deal():

@@ -138,9 +138,18 @@ class GluonGemmConfig:
         if self.epilogue_parts not in (1, 2) or self.block_n % (8 * self.epilogue_parts):
             raise InputError(f"GluonGemmConfig.epilogue_parts must be 1 or 2 (dividing block_n into multiples of 8), "
                              f"got {self.epilogue_parts} with block_n {self.block_n}")  # fmt: skip
-        if self.stages < 2 or (self.schedule == "cooperative" and self.block_m % 64):
-            raise InputError(f"GluonGemmConfig needs stages >= 2 and a cooperative block_m of 64-row warpgroups, got stages "
-                             f"{self.stages}, block_m {self.block_m} ({self.schedule})")  # fmt: skip
+        if self.stages < 2:
+            raise InputError(f"GluonGemmConfig needs stages >= 2, got {self.stages}")
+        # what a wgmma and a TMA box take, checked here so that a pinned config is one line, not a compiler error
+        # that would turn the Gluon path off for the process (`gluon_failed`): each consumer's rows a multiple of
+        # 64 (one warpgroup's wgmma M) and at most 256 (a TMA box), block_n and block_k powers of two in 16..256
+        sub = self.block_m // self.consumers if self.schedule == "cooperative" else self.block_m
+        if self.block_m <= 0 or self.block_m % self.consumers or sub % 64 or sub > 256:
+            raise InputError(f"GluonGemmConfig.block_m must give each of the {self.consumers} consumer warpgroups a "
+                             f"multiple of 64 rows, at most 256 ({self.schedule}), got block_m {self.block_m}")  # fmt: skip
+        for name, v in (("block_n", self.block_n), ("block_k", self.block_k)):
+            if not (16 <= v <= 256 and v & (v - 1) == 0):
+                raise InputError(f"GluonGemmConfig.{name} must be a power of two from 16 to 256, got {v}")
 
     @property
     def consumers(self) -> int:
