@@ -4,6 +4,7 @@ committed calibration file is exactly what calibrate.py computes from the commit
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import os
 import sys
@@ -110,3 +111,26 @@ def test_sweep_tags_keep_only_those_space_configs(tmp_path):
     rows = [json.loads(x) for x in (tmp_path / "decode.jsonl").read_text().splitlines()]
     assert {r["tag"] for r in rows if r["source"] == "space"} == {want}
     assert any(r["source"] == "hand" for r in rows)
+
+
+def _replay():
+    spec = importlib.util.spec_from_file_location(
+        "replay_dispatch", os.path.join(ROOT, "benchmarks", "sweeps", "replay_dispatch.py")
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_replay_dispatch_measures_every_problem_and_refuses_bad_input(tmp_path, capsys):
+    """The dispatch's choice for each of the sweep's problems has a measured row (a config added to the space without
+    its sweep rows would show up as unmeasured); a folder without the rows and an unknown tag are one line, exit 2."""
+    mod = _replay()
+    rows = mod.replay(os.path.join(ROOT, "tests", "data", "sweeps", "h200"))
+    assert len(rows) == 152 and all(r["speedup"] for r in rows), [r["key"] for r in rows if not r["speedup"]]
+    assert mod.main(["--sweep", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--sweep must be a folder with gemm.jsonl" in err and len(err.splitlines()) == 1
+    assert mod.main(["--without", "gco999x128x64_g8_st4"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--without takes Gluon config tags" in err and "gco999x128x64_g8_st4" in err

@@ -6,6 +6,7 @@ page and report states the rule and its figure where it is used (docs/sources.md
 tests check and the test that checks it), and history goes to CHANGELOG.md as release notes.
 """
 
+import codecs
 import re
 from pathlib import Path
 
@@ -59,17 +60,21 @@ def _hits(text: str) -> list[tuple[int, str, str]]:
 
 
 def test_the_pattern_catches_what_it_promises():
+    # the phrases the pattern must refuse, ROT13-encoded so that this file does not say them itself
     bad = [
-        "edit by the gemm helper, session 4",
-        "Before this session's model",
-        "(issue 16)",
-        "the tips document: 4096 FLOPs",
-        "the GEMM article's example",
-        "the seed's figure",
-        "the seeds' widgets",
-        "Before this work a call cost 66 us",
-        "the lead's final device call",
-        "../shared/seeds/000",
+        codecs.decode(x, "rot13")
+        for x in (
+            "rqvg ol gur trzz urycre, frffvba 4",
+            "Orsber guvf frffvba'f zbqry",
+            "(vffhr 16)",
+            "gur gvcf qbphzrag: 4096 SYBCf",
+            "gur TRZZ negvpyr'f rknzcyr",
+            "gur frrq'f svther",
+            "gur frrqf' jvqtrgf",
+            "Orsber guvf jbex n pnyy pbfg 66 hf",
+            "gur yrnq'f svany qrivpr pnyy",
+            "../funerq/frrqf/000",
+        )
     ]
     for line in bad:
         assert _hits(line), line

@@ -24,6 +24,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "src"))
 
+from tilewise.errors import InputError  # noqa: E402
+
 
 def rows_by_key(path: str) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
     """({key: {tag: ms}} of the space rows, {key: cuBLAS ms}) of one sweep file."""
@@ -45,6 +47,14 @@ def replay(sweep: str, without: tuple[str, ...] = ()) -> list[dict]:
     from tilewise.advise import space
     from tilewise.kernels import gemm
 
+    for name in ("gemm.jsonl", "gemm_gluon.jsonl"):
+        if not os.path.isfile(os.path.join(sweep, name)):
+            raise InputError(f"--sweep must be a folder with gemm.jsonl and gemm_gluon.jsonl (sweep.py's rows), "
+                             f"got {sweep!r} without {name}")  # fmt: skip
+    known = {space.gemm_gluon_tag(c) for c in space.gemm_gluon_space(8192, 8192, 8192, "bf16", "h200")}
+    unknown = sorted(set(without) - known)
+    if unknown:
+        raise InputError(f"--without takes Gluon config tags (such as {min(known)}), got {', '.join(unknown)}")
     if without:  # the space as it was before these configs: drop them from every table the space reads
         for name in ("GEMM_GLUON", "GEMM_GLUON_SPLIT_EPILOGUE", "GEMM_GLUON_THREE", "GEMM_GLUON_THREE_SPLIT_EPILOGUE",
                      "GEMM_GLUON_STREAM_K"):  # fmt: skip
@@ -81,7 +91,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--without", default="", help="Gluon config tags to drop from the space first (comma list)")
     ap.add_argument("--json", action="store_true", help="every problem's row as JSON")
     a = ap.parse_args(argv)
-    rows = replay(a.sweep, tuple(t for t in a.without.split(",") if t))
+    try:
+        rows = replay(a.sweep, tuple(t for t in a.without.split(",") if t))
+    except InputError as e:
+        print(f"replay_dispatch: {e}", file=sys.stderr)
+        return 2
     if a.json:
         print(json.dumps(rows, indent=1))
         return 0
