@@ -237,6 +237,41 @@ def test_builds_for_sm90_without_spills():
     assert r["asm"]["ptx"].count("setmaxnreg") > 0
 
 
+def test_output_store_width_follows_the_shared_memory_left():
+    """16-byte O stores where 512 B a consumer warp fits beside Q, the ring and the barriers, else 8: D 128's three
+    64 KB stages and 32 KB of Q leave 2.6 KB of the 227 KB, under the 4 KB its two consumers' stmatrix round trip
+    takes; with two Q buffers the ring drops to 2 stages and 16 fits again."""
+    from tilewise.model.tensorcore import smem_budget
+
+    for d in ag.HEAD_DIMS:
+        for design in ag.DESIGNS:
+            cfg = ag.gluon_config(d, design)
+            sm = smem_budget(d, cfg.block_n, cfg.rows_per_consumer, cfg.stages, "bf16", "h100-sxm", cfg.consumers)
+            left = sm.limit_bytes - sm.total_bytes - 512
+            want = 16 if left >= 512 * cfg.consumers * cfg.consumer_warps else 8
+            assert cfg.store_bytes == want, (d, design, left)
+    assert ag.gluon_config(128, "pingpong").store_bytes == 8
+    assert ag.gluon_config(64, "pingpong").store_bytes == ag.gluon_config(256, "pingpong").store_bytes == 16
+    assert ag.gluon_config(128, "pingpong", q_bufs=2).store_bytes == 16
+    assert ag.kernel_constexprs(ag.gluon_config(128, "pingpong"), causal=False)["STORE_BYTES"] == 8
+
+
+@pytest.mark.skipif(not ag.gluon_available() or triton.__version__ != "3.6.0", reason="sm_90a build needs triton 3.6")
+@pytest.mark.parametrize("d", [64, 128, 256])
+def test_sm90_build_stores_o_in_the_chosen_width(d):
+    """The offline sm_90a build of each head dim's default: O leaves in st.global of the chosen width (v4 = 16 B,
+    v2 = 8 B a thread), the shared memory stays under 227 KB, and nothing spills."""
+    import re
+
+    cfg = ag.gluon_config(d, "pingpong")
+    r = ag.compile_sm90("pingpong", d, "bf16", causal=False)
+    ops = [re.sub(r"^@!?%p\d+\s+", "", ln.strip()).split()[0] for ln in r["asm"]["ptx"].splitlines() if "st.global" in ln]
+    wide = {16: "st.global.v4.b32", 8: "st.global.v2.b32"}[cfg.store_bytes]
+    assert ops.count(wide) == cfg.consumers * 64 * d * 2 // (128 * cfg.store_bytes)  # O: 64 x d a consumer
+    assert r["shared_bytes"] <= 232448
+    assert r["stack_bytes"] == 0 or d == 256  # D 256 keeps a 16-byte frame in every build, the 4-byte store's too
+
+
 def _cta_loads(sched, nprog, weigh):
     off, tiles = sched[: nprog + 1], sched[nprog + 1 :]
     return [sum(weigh(t) for t in tiles[off[p] : off[p + 1]]) for p in range(nprog)]

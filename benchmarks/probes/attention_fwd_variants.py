@@ -9,7 +9,9 @@ every column is captured as a CUDA graph of the same calls over input copies and
 in alternating rounds (`tilewise.bench.timing` through `attention_sweep.time_columns`: medians, p20/p80).
 
 With `--xtile`: `cudnn`, `ours` and `xtile_q{1,2}`, the dispatch's build with the overlapped loop run across CTA
-tiles, one or two Q buffers. Otherwise: `cudnn` (SDPA's default backend), `ours` (the dispatch), and
+tiles, one or two Q buffers. With `--store`: `cudnn`, `ours` and `store{4,8,16}`, the dispatch's build with each
+way the epilogue stores O (`attention_gluon._epilogue`: bytes a thread stores at once; 16 only where its shared
+memory fits), on FA3's grid where the dispatch runs the Gluon kernel. Otherwise: `cudnn` (SDPA's default backend), `ours` (the dispatch), and
 `c{consumers}q{q_bufs}[_noturn][_g{heads}]`:
 the ping-pong kernel with 2 or 3 consumer warpgroups (3 only at D 64, whose registers allow it), one or two Q
 buffers per consumer, with or without the consumers' turn order, and the persistent order's head group
@@ -77,7 +79,25 @@ def xtile_variants(B: int, H: int, Hk: int, S: int, D: int, causal: bool, dtype:
     return out
 
 
-def columns(B, H, Hk, S, D, causal, dtype, copies=2, xtile=False):
+def store_variants(B: int, H: int, Hk: int, S: int, D: int, causal: bool, dtype: str) -> dict[str, ag.GluonConfig]:
+    """The dispatch's own build with each O store width its shared memory allows."""
+    shipped = ag.problem_busiest(B * H, S, D, causal, dtype, 132, H // Hk)[0]
+    widths = (4, 8, 16) if shipped.store_bytes == 16 else (4, 8)
+    return {f"store{w}": dataclasses.replace(shipped, store_bytes=w) for w in widths}
+
+
+def store_problems() -> list[tuple]:
+    """FA3's grid (B*S = 16k, H*D = 2048) at S 512 - 16k, bf16, where the dispatch runs the Gluon kernel."""
+    out = []
+    for d in (64, 128, 256):
+        for s in (512, 1024, 2048, 4096, 16384):
+            for causal in (False, True):
+                if ag.dispatches(d, s, causal):
+                    out.append((16384 // s, 2048 // d, 2048 // d, s, d, causal, "bf16"))
+    return out
+
+
+def columns(B, H, Hk, S, D, causal, dtype, copies=2, xtile=False, store=False):
     dt = DT[dtype]
     g = torch.Generator(device="cuda").manual_seed(S + D + causal)
     qs = [torch.randn(B, H, S, D, device="cuda", dtype=dt, generator=g) for _ in range(copies)]
@@ -93,8 +113,9 @@ def columns(B, H, Hk, S, D, causal, dtype, copies=2, xtile=False):
         "cudnn": cudnn,
         "ours": lambda i: fa.attention(qs[i % copies], ks[i % copies], vs[i % copies], causal=causal),
     }
-    if xtile:  # only the dispatch beside its cross-tile builds
-        for name, cfg in xtile_variants(B, H, Hk, S, D, causal, dtype).items():
+    if xtile or store:  # only the dispatch beside its cross-tile builds / its store widths
+        builds = xtile_variants if xtile else store_variants
+        for name, cfg in builds(B, H, Hk, S, D, causal, dtype).items():
             cols[name] = lambda i, cfg=cfg: ag.gluon_attention(qs[i % copies], ks[i % copies], vs[i % copies],
                                                                causal=causal, config=cfg)  # fmt: skip
         return cols
@@ -121,17 +142,18 @@ def main() -> None:
     ap.add_argument("--warm", default=None, help="i/n: compile shard i of n, no timing")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--xtile", action="store_true", help="time the dispatch beside its cross-tile builds only")
+    ap.add_argument("--store", action="store_true", help="time the dispatch beside its O store widths only")
     a = ap.parse_args()
     shard = tuple(int(x) for x in a.warm.split("/")) if a.warm else None
     meta = env_tags()
     rows = []
     t0 = time.time()
-    for n, (B, H, Hk, S, D, causal, dtype) in enumerate(problems()):
+    for n, (B, H, Hk, S, D, causal, dtype) in enumerate(store_problems() if a.store else problems()):
         if shard is not None and n % shard[1] != shard[0]:
             continue
         if a.xtile and not ag.dispatches(D, S, causal):
             continue
-        cols = columns(B, H, Hk, S, D, causal, dtype, copies=1 if shard else 2, xtile=a.xtile)
+        cols = columns(B, H, Hk, S, D, causal, dtype, copies=1 if shard else 2, xtile=a.xtile, store=a.store)
         if shard is not None:
             for fn in cols.values():
                 try:

@@ -276,3 +276,24 @@ def test_gluon_builds_under_graph_capture(build):
     g.replay()
     torch.cuda.synchronize()
     check(out, lse, *reference64(q, k, v, True), torch.bfloat16)
+
+
+@pytest.mark.parametrize("d, store_bytes", [(64, 4), (64, 8), (64, 16), (128, 4), (128, 8), (256, 4), (256, 8),
+                                            (256, 16)])  # fmt: skip
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_gluon_output_store_widths(d, store_bytes, causal, shape):
+    """Each way the epilogue stores O (4: the wgmma layout's pairs; 8: warp shuffles to 4 elements a thread; 16:
+    stmatrix to 8 elements a thread) writes every element and only the rows below Sq: NaN-poisoned outputs
+    against float64 (16 bytes at D 128 needs shared memory the 3-stage ring does not leave)."""
+    import dataclasses
+
+    from tilewise.kernels import attention_gluon as ag
+
+    dtype = torch.bfloat16 if causal else torch.float16
+    cfg = dataclasses.replace(ag.gluon_config(d, "pingpong", "bf16" if causal else "fp16"), store_bytes=store_bytes)
+    B, H, Hk, Sq, Sk = shape
+    q, k, v = make(B, H, Hk, Sq, Sk, d, dtype, seed=hash((d, store_bytes, causal, shape)) % 2**31)
+    poison(B * H * Sq * d)
+    out, lse = ag.gluon_attention(q, k, v, causal=causal, config=cfg)
+    check(out, lse, *reference64(q, k, v, causal), dtype)

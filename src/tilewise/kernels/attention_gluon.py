@@ -140,6 +140,7 @@ class GluonConfig:
     lpt: bool = True  # causal: CTAs follow the host's longest-first table (`lpt_schedule`), not every grid-th tile
     q_bufs: int = 1  # Q buffers per consumer: 2 loads the next CTA tile's Q while this one's last K/V tiles run
     xtile: bool = False  # overlap across CTA tiles: a tile's last P V with the next one's first Q K^T (ping-pong)
+    store_bytes: int = 16  # bytes of O one thread stores at once: 4 (the wgmma layout), 8 or 16 (see `_epilogue`)
 
     @property
     def rows_per_cta(self) -> int:
@@ -155,6 +156,10 @@ _BLOCK_N = {64: 128, 128: 128, 256: 64}
 # Shared memory kept free of the ring for barriers and the compiler's layout-conversion scratch.
 _SMEM_RESERVE = 2 * 1024  # the compiled kernels use 344 B beyond Q and the ring (sm_90a, triton 3.6)
 _MAX_STAGES = 4
+# The 16-byte O store (`_epilogue`) moves O through 512 bytes of shared memory a consumer warp; it is taken where
+# that fits beside Q, the ring and the barriers (D 64 and D 256; D 128's 3 stages leave 2.6 KB), else the 8-byte one.
+_STORE_SCRATCH_PER_WARP = 512
+_BARRIER_BYTES = 512  # the compiled kernels use 472 B beyond Q and the ring (sm_90a, triton 3.6)
 # Consumer warpgroups per head dim in ping-pong. Each takes 64 query rows; three let two softmaxes run while
 # one consumer's GEMMs occupy the Tensor Cores, which D 64 needs (its GEMMs per K/V tile are half D 128's for
 # the same softmax work); they leave 160 registers a thread, too few above D 64.
@@ -218,11 +223,14 @@ def gluon_config(
     if design != "serial" and room < 2:
         raise InputError(f"{q_bufs} Q buffers at head_dim {head_dim} leave room for {room} K/V stages; 2 are needed")
     stages = 1 if design == "serial" else min(_MAX_STAGES, room)
+    warps = consumers * (4 if two else 8)
+    left = sm.limit_bytes - q_bytes - stages * sm.kv_stage_bytes - _BARRIER_BYTES
+    store_bytes = 16 if left >= warps * _STORE_SCRATCH_PER_WARP else 8
     reason = (
         f"N={bn}: registers per consumer thread {regs.total:.0f} of {split['consumer_regs']} "
         f"(S {regs.s:.0f} + P {regs.p:.0f} + O {regs.o:.0f}); shared memory Q {q_bytes // 1024} KB + "
         f"{stages} x {sm.kv_stage_bytes // 1024} KB K/V stages of {sm.limit_bytes // 1024} KB "
-        f"({_SMEM_RESERVE // 1024} KB kept for barriers and scratch)"
+        f"({_SMEM_RESERVE // 1024} KB kept for barriers and scratch); O stored {store_bytes} bytes a thread at once"
     )
     return GluonConfig(
         design=design,
@@ -242,6 +250,7 @@ def gluon_config(
         lpt=LPT if lpt is None else bool(lpt),
         q_bufs=q_bufs,
         xtile=bool(xtile),
+        store_bytes=store_bytes,
     )
 
 
@@ -376,22 +385,40 @@ if _IMPORT_ERROR is None:
     @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
     def _epilogue(acc, l_i, m_i, row0, bh, o_ptr, lse_ptr, stride_ob, stride_oh, stride_om, num_heads, seq_q,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
                   BLOCK_M: gl.constexpr, HEAD_DIM: gl.constexpr, S_LAYOUT: gl.constexpr,
-                  O_LAYOUT: gl.constexpr):  # fmt: skip
-        """A consumer's rows of one CTA tile: O / l and lse = (m + log2 l) ln 2; rows past Sq are not stored."""
+                  O_LAYOUT: gl.constexpr, STORE_BYTES: gl.constexpr):  # fmt: skip
+        """A consumer's rows of one CTA tile: O / l and lse = (m + log2 l) ln 2; rows past Sq are not stored.
+
+        STORE_BYTES: how O leaves the wgmma layout. There (4) a thread holds 2-element pairs 8 columns apart, so
+        one store instruction writes 16 bytes of each of 8 rows, half of every 32-byte sector: 32 stores a thread
+        at D 128. Nsight Compute at S 512 (B32 H16 D128): 50% excess sectors, and the consumers stalled on the
+        store queue in 8-12% of their samples, against 1% at S 4096, where a CTA tile has 8x the keys. 16: each
+        thread holds 8 contiguous elements of a row, 16 rows x 2 threads a warp, so one instruction fills 16
+        whole sectors, 8 stores a thread. The warps keep their 16 rows; the compiler moves the values with
+        stmatrix / ldmatrix through 512 bytes of shared memory a warp (sm_90a, triton 3.6), which D 128's
+        3-stage ring leaves no room for. 8: 4 elements a thread, moved by warp shuffles alone (16 stores a
+        thread, half sectors)."""
         row_s: gl.constexpr = gl.SliceLayout(1, S_LAYOUT)
         row_o: gl.constexpr = gl.SliceLayout(1, O_LAYOUT)
-        col_o: gl.constexpr = gl.SliceLayout(0, O_LAYOUT)
         b = bh // num_heads
         h = bh % num_heads
         l_o = gl.convert_layout(l_i, row_o)
         has_o = l_o > 0.0
-        out = acc * gl.expand_dims(1.0 / gl.where(has_o, l_o, 1.0), 1)  # 2 divisions per thread, not 64
-        offs_m = row0 + gl.arange(0, BLOCK_M, layout=row_o)
-        offs_d = gl.arange(0, HEAD_DIM, layout=col_o)
+        out = (acc * gl.expand_dims(1.0 / gl.where(has_o, l_o, 1.0), 1)).to(o_ptr.dtype.element_ty)  # 2 divisions a thread
         o_base = o_ptr + b.to(gl.int64) * stride_ob + h.to(gl.int64) * stride_oh
+        if STORE_BYTES > 4:
+            st_layout: gl.constexpr = gl.BlockedLayout(
+                size_per_thread=[1, STORE_BYTES // 2], threads_per_warp=[16, 2], warps_per_cta=[BLOCK_M // 16, 1],
+                order=[1, 0],
+            )
+            out = gl.convert_layout(out, st_layout)
+            offs_m = row0 + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, st_layout))
+            offs_d = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, st_layout))
+        else:
+            offs_m = row0 + gl.arange(0, BLOCK_M, layout=row_o)
+            offs_d = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, O_LAYOUT))
         o_ptrs = o_base + gl.expand_dims(offs_m, 1) * stride_om + gl.expand_dims(offs_d, 0)
         o_mask = gl.expand_dims(offs_m < seq_q, 1) & gl.expand_dims(offs_d < HEAD_DIM, 0)
-        gl.store(o_ptrs, out.to(o_ptr.dtype.element_ty), mask=o_mask)
+        gl.store(o_ptrs, out, mask=o_mask)
         rows = row0 + gl.arange(0, BLOCK_M, layout=row_s)
         has = l_i > 0.0
         lse = gl.where(has, (m_i + gl.log2(gl.where(has, l_i, 1.0))) * 0.6931471805599453, float("-inf"))
@@ -405,7 +432,7 @@ if _IMPORT_ERROR is None:
                   STAGES: gl.constexpr, CONSUMERS: gl.constexpr, WARPS: gl.constexpr, OVERLAP: gl.constexpr,
                   PINGPONG: gl.constexpr, SPLIT_RELEASE: gl.constexpr, CAUSAL: gl.constexpr,
                   TABLE: gl.constexpr, Q_BUFS: gl.constexpr, NEXT: gl.constexpr, FIRST: gl.constexpr,
-                  XTILE: gl.constexpr):  # fmt: skip
+                  XTILE: gl.constexpr, STORE_BYTES: gl.constexpr):  # fmt: skip
         """A consumer partition: `_consumer_xtile` (XTILE) or `_consumer_tiles`. NEXT: the consumer whose turn
         follows this one's; FIRST: 1 for the consumer that starts (its first wait passes on the barrier's initial
         phase)."""
@@ -414,13 +441,13 @@ if _IMPORT_ERROR is None:
                            o_ptr, lse_ptr, stride_ob, stride_oh, stride_om,
                            num_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale, sched_ptr,
                            C, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CONSUMERS, WARPS, OVERLAP, PINGPONG, SPLIT_RELEASE,
-                           CAUSAL, TABLE, Q_BUFS, NEXT, FIRST)  # fmt: skip
+                           CAUSAL, TABLE, Q_BUFS, NEXT, FIRST, STORE_BYTES)  # fmt: skip
         else:
             _consumer_tiles(q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, turn,
                            o_ptr, lse_ptr, stride_ob, stride_oh, stride_om,
                            num_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale, sched_ptr,
                            C, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, CONSUMERS, WARPS, OVERLAP, PINGPONG, SPLIT_RELEASE,
-                           CAUSAL, TABLE, Q_BUFS, NEXT, FIRST)  # fmt: skip
+                           CAUSAL, TABLE, Q_BUFS, NEXT, FIRST, STORE_BYTES)  # fmt: skip
 
     @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
     def _consumer_xtile(q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, turn,  # type: ignore[no-untyped-def]  # a Gluon kernel: Gluon types its arguments
@@ -429,7 +456,8 @@ if _IMPORT_ERROR is None:
                         C: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
                         STAGES: gl.constexpr, CONSUMERS: gl.constexpr, WARPS: gl.constexpr, OVERLAP: gl.constexpr,
                         PINGPONG: gl.constexpr, SPLIT_RELEASE: gl.constexpr, CAUSAL: gl.constexpr,
-                        TABLE: gl.constexpr, Q_BUFS: gl.constexpr, NEXT: gl.constexpr, FIRST: gl.constexpr):  # fmt: skip
+                        TABLE: gl.constexpr, Q_BUFS: gl.constexpr, NEXT: gl.constexpr, FIRST: gl.constexpr,
+                        STORE_BYTES: gl.constexpr):  # fmt: skip
         """The overlapped loop run across CTA tiles: a tile's last P V is issued with the next tile's first Q K^T
         (whose Q the second buffer already holds), and its epilogue runs while that S is the next softmax's input,
         so a short tile no longer pays its first Q K^T and last P V alone. Tiles without keys keep the plain path."""
@@ -572,7 +600,7 @@ if _IMPORT_ERROR is None:
                     kv_count += 1
                     st = nt
                     _epilogue(acc, l_i, m_i, row0, bh, o_ptr, lse_ptr, stride_ob, stride_oh, stride_om, num_heads,
-                              seq_q, BLOCK_M, HEAD_DIM, s_layout, o_layout)  # fmt: skip
+                              seq_q, BLOCK_M, HEAD_DIM, s_layout, o_layout, STORE_BYTES)  # fmt: skip
                     acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, layout=o_layout)
                     m_i = m2
                     l_i = l2
@@ -590,10 +618,10 @@ if _IMPORT_ERROR is None:
                     mbarrier.arrive(v_empty.index(st))
                     kv_count += 1
                     _epilogue(acc, l_i, m_i, row0, bh, o_ptr, lse_ptr, stride_ob, stride_oh, stride_om, num_heads,
-                              seq_q, BLOCK_M, HEAD_DIM, s_layout, o_layout)  # fmt: skip
+                              seq_q, BLOCK_M, HEAD_DIM, s_layout, o_layout, STORE_BYTES)  # fmt: skip
             else:
                 _epilogue(acc, l_i, m_i, row0, bh, o_ptr, lse_ptr, stride_ob, stride_oh, stride_om, num_heads,
-                          seq_q, BLOCK_M, HEAD_DIM, s_layout, o_layout)  # fmt: skip
+                          seq_q, BLOCK_M, HEAD_DIM, s_layout, o_layout, STORE_BYTES)  # fmt: skip
             tile_count += 1
 
     @gluon.jit  # type: ignore[untyped-decorator]  # gluon is read as Any (unchecked)
@@ -603,7 +631,8 @@ if _IMPORT_ERROR is None:
                         C: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
                         STAGES: gl.constexpr, CONSUMERS: gl.constexpr, WARPS: gl.constexpr, OVERLAP: gl.constexpr,
                         PINGPONG: gl.constexpr, SPLIT_RELEASE: gl.constexpr, CAUSAL: gl.constexpr,
-                        TABLE: gl.constexpr, Q_BUFS: gl.constexpr, NEXT: gl.constexpr, FIRST: gl.constexpr):  # fmt: skip
+                        TABLE: gl.constexpr, Q_BUFS: gl.constexpr, NEXT: gl.constexpr, FIRST: gl.constexpr,
+                        STORE_BYTES: gl.constexpr):  # fmt: skip
         """One CTA tile after another: its first Q K^T and last P V run alone (the designs a-c of the module)."""
         dtype: gl.constexpr = q_smem.dtype
         s_layout: gl.constexpr = gl.NVMMADistributedLayout(
@@ -746,7 +775,7 @@ if _IMPORT_ERROR is None:
                 mbarrier.arrive(q_empty.index(qi))  # no key: Q is not read
 
             _epilogue(acc, l_i, m_i, row0, bh, o_ptr, lse_ptr, stride_ob, stride_oh, stride_om, num_heads, seq_q,
-                      BLOCK_M, HEAD_DIM, s_layout, o_layout)  # fmt: skip
+                      BLOCK_M, HEAD_DIM, s_layout, o_layout, STORE_BYTES)  # fmt: skip
             tile_count += 1
 
     # sizes are not specialized (a new Sq would otherwise recompile whenever its divisibility by 16 changes)
@@ -758,7 +787,7 @@ if _IMPORT_ERROR is None:
                         STAGES: gl.constexpr, CONSUMERS: gl.constexpr, OVERLAP: gl.constexpr,
                         PINGPONG: gl.constexpr, SPLIT_RELEASE: gl.constexpr, Q_LATE: gl.constexpr,
                         CAUSAL: gl.constexpr, PRODUCER_REGS: gl.constexpr, CONSUMER_REGS: gl.constexpr,
-                        TABLE: gl.constexpr, Q_BUFS: gl.constexpr, XTILE: gl.constexpr):  # fmt: skip
+                        TABLE: gl.constexpr, Q_BUFS: gl.constexpr, XTILE: gl.constexpr, STORE_BYTES: gl.constexpr):  # fmt: skip
         gl.static_assert(CONSUMERS >= 1 and CONSUMERS <= 3)
         gl.static_assert(not XTILE or OVERLAP)  # the cross-tile loop is the overlapped one
         gl.static_assert(STAGES >= 2 or not OVERLAP)  # the overlapped loop holds two stages at once
@@ -802,17 +831,17 @@ if _IMPORT_ERROR is None:
                                  o_ptr, lse_ptr, stride_ob, stride_oh, stride_om,
                                  num_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale, sched_ptr,
                                  zero, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, three, four, OVERLAP, PINGPONG, SPLIT_RELEASE, CAUSAL,
-                                 TABLE, Q_BUFS, one, one, XTILE)),
+                                 TABLE, Q_BUFS, one, one, XTILE, STORE_BYTES)),
                     (_consumer, (q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, turn,
                                  o_ptr, lse_ptr, stride_ob, stride_oh, stride_om,
                                  num_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale, sched_ptr,
                                  one, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, three, four, OVERLAP, PINGPONG, SPLIT_RELEASE, CAUSAL,
-                                 TABLE, Q_BUFS, two, zero, XTILE)),
+                                 TABLE, Q_BUFS, two, zero, XTILE, STORE_BYTES)),
                     (_consumer, (q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, turn,
                                  o_ptr, lse_ptr, stride_ob, stride_oh, stride_om,
                                  num_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale, sched_ptr,
                                  two, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, three, four, OVERLAP, PINGPONG, SPLIT_RELEASE, CAUSAL,
-                                 TABLE, Q_BUFS, zero, zero, XTILE)),
+                                 TABLE, Q_BUFS, zero, zero, XTILE, STORE_BYTES)),
                     (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full,
                                  k_empty, v_empty, num_heads, num_kv_heads, seq_q, seq_k, num_m, group, total,
                                  snake, sched_ptr, BLOCK_M, BLOCK_N, STAGES, CONSUMERS, Q_LATE, CAUSAL, TABLE, Q_BUFS)),
@@ -827,12 +856,12 @@ if _IMPORT_ERROR is None:
                                  o_ptr, lse_ptr, stride_ob, stride_oh, stride_om,
                                  num_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale, sched_ptr,
                                  zero, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, two, four, OVERLAP, PINGPONG, SPLIT_RELEASE, CAUSAL,
-                                 TABLE, Q_BUFS, one, one, XTILE)),
+                                 TABLE, Q_BUFS, one, one, XTILE, STORE_BYTES)),
                     (_consumer, (q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full, k_empty, v_empty, turn,
                                  o_ptr, lse_ptr, stride_ob, stride_oh, stride_om,
                                  num_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale, sched_ptr,
                                  one, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, two, four, OVERLAP, PINGPONG, SPLIT_RELEASE, CAUSAL,
-                                 TABLE, Q_BUFS, zero, zero, XTILE)),
+                                 TABLE, Q_BUFS, zero, zero, XTILE, STORE_BYTES)),
                     (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full,
                                  k_empty, v_empty, num_heads, num_kv_heads, seq_q, seq_k, num_m, group, total,
                                  snake, sched_ptr, BLOCK_M, BLOCK_N, STAGES, CONSUMERS, Q_LATE, CAUSAL, TABLE, Q_BUFS)),
@@ -847,7 +876,7 @@ if _IMPORT_ERROR is None:
                                  o_ptr, lse_ptr, stride_ob, stride_oh, stride_om,
                                  num_heads, seq_q, seq_k, num_m, group, total, snake, qk_scale, sched_ptr,
                                  zero, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, one, eight, OVERLAP, PINGPONG, SPLIT_RELEASE, CAUSAL,
-                                 TABLE, Q_BUFS, zero, one, XTILE)),
+                                 TABLE, Q_BUFS, zero, one, XTILE, STORE_BYTES)),
                     (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_full, q_empty, k_full, v_full,
                                  k_empty, v_empty, num_heads, num_kv_heads, seq_q, seq_k, num_m, group, total,
                                  snake, sched_ptr, BLOCK_M, BLOCK_N, STAGES, CONSUMERS, Q_LATE, CAUSAL, TABLE, Q_BUFS)),
@@ -955,6 +984,7 @@ def kernel_constexprs(cfg: GluonConfig, causal: bool, table: bool | None = None)
         TABLE=bool(cfg.lpt and causal) if table is None else bool(table),
         Q_BUFS=cfg.q_bufs,
         XTILE=cfg.xtile,
+        STORE_BYTES=cfg.store_bytes,
     )
 
 
@@ -1314,7 +1344,7 @@ def _resource_usage(cubin: bytes) -> tuple[int, int]:
 
 
 def compile_sm90(design: str, head_dim: int, dtype: str = "bf16", causal: bool = False, consumers: int | None = None,
-                 q_bufs: int = 1, xtile: bool = False) -> dict[str, Any]:  # fmt: skip
+                 q_bufs: int = 1, xtile: bool = False, store_bytes: int | None = None) -> dict[str, Any]:  # fmt: skip
     """Build the kernel for sm_90a without a GPU; returns registers, spills and shared memory per CTA.
 
     Uses only Triton (no torch, no device): the PyPI wheel carries ptxas.
@@ -1323,6 +1353,8 @@ def compile_sm90(design: str, head_dim: int, dtype: str = "bf16", causal: bool =
     from triton.experimental.gluon._runtime import GluonASTSource  # (as above)
 
     cfg = gluon_config(head_dim, design, dtype, consumers=consumers, q_bufs=q_bufs, xtile=xtile)
+    if store_bytes is not None:
+        cfg = dataclasses.replace(cfg, store_bytes=store_bytes)
     tname = {"bf16": "bf16", "fp16": "fp16"}[dtype]
     bits = 16
 
@@ -1345,7 +1377,11 @@ def compile_sm90(design: str, head_dim: int, dtype: str = "bf16", causal: bool =
     sig["qk_scale"] = "fp32"
     for name in consts:
         sig[name] = "constexpr"
-    src = GluonASTSource(_fa3_fwd_kernel, sig, consts)
+    # what a launch specializes: 16-byte-aligned pointers and strides divisible by 16 elements (contiguous heads)
+    names = list(_fa3_fwd_kernel.arg_names)
+    attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in ("o_ptr", "lse_ptr", "stride_ob", "stride_oh",
+                                                                    "stride_om")}  # fmt: skip
+    src = GluonASTSource(_fa3_fwd_kernel, sig, consts, attrs)
     k = triton.compile(src, target=GPUTarget("cuda", 90, 128), options={"num_warps": num_warps_for(cfg)})
     regs, stack = _resource_usage(k.asm["cubin"])
     return {
