@@ -53,3 +53,13 @@ def test_convert_refuses_a_short_csv(tmp_path):
     _csv(tmp_path / "ncu.csv", len(mod.RUNS) - 1)
     with pytest.raises(SystemExit, match="profiled kernels"):
         mod.convert(str(tmp_path / "ncu.csv"), {})
+
+
+def test_missing_csv_or_meta_is_one_line_exit_2(tmp_path, capsys):
+    mod = _probe()
+    assert mod.main(["--csv", str(tmp_path / "absent.csv")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("gemm_ncu_peers: --csv expects an existing file") and "\n" not in err
+    _csv(tmp_path / "ncu.csv", len(mod.RUNS))
+    assert mod.main(["--csv", str(tmp_path / "ncu.csv"), "--meta", str(tmp_path / "absent.json")]) == 2
+    assert "--meta expects an existing file" in capsys.readouterr().err

@@ -16,6 +16,7 @@ rows 16- but not 128-byte aligned; 192 tiles of 128 x 256 = 1.45 waves, 264 of 1
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
 import os
@@ -116,7 +117,12 @@ def main(argv: list[str] | None = None) -> int:
     if a.csv is None:
         run()
         return 0
-    meta = json.load(open(a.meta)) if a.meta else {}
+    for flag, path in (("--csv", a.csv), ("--meta", a.meta)):
+        if path and not os.path.isfile(path):
+            print(f"gemm_ncu_peers: {flag} expects an existing file, got {path!r}", file=sys.stderr)
+            return 2
+    with open(a.meta) if a.meta else contextlib.nullcontext(None) as f:
+        meta = json.load(f) if f else {}
     doc = convert(a.csv, meta)
     text = json.dumps(doc, indent=1) + "\n"
     if a.out:

@@ -73,11 +73,9 @@ def replay(sweep: str, without: tuple[str, ...] = ()) -> list[dict]:
     for key in sorted(tri_cublas):
         shape, dt, layout = key.split("_")
         m, n, k = (int(x) for x in shape.split("x"))
-        tcfg = gemm.choose_config(m, n, k, dt, None, layout)
-        t_ms = gemm._triton_ms(tcfg, m, n, k, dt, "h200", layout)
-        best = gemm._gluon_cached(m, n, k, dt, "h200", layout) if dt != "fp32" else None
-        if best is not None and best[1] < t_ms:
-            kernel, tag, ms, ref = "gluon", best[0].tag(), glu.get(key, {}).get(best[0].tag()), glu_cublas.get(key)
+        tcfg, t_ms, g, g_ms = gemm.model_candidates(m, n, k, dt, layout, None, "h200")
+        if g is not None and g_ms is not None and g_ms < t_ms:
+            kernel, tag, ms, ref = "gluon", g.tag(), glu.get(key, {}).get(g.tag()), glu_cublas.get(key)
         else:
             kernel, tag, ms, ref = "triton", tcfg.tag(), tri.get(key, {}).get(tcfg.tag()), tri_cublas[key]
         out.append({"key": key, "kernel": kernel, "tag": tag, "ms": ms, "cublas_ms": ref,

@@ -198,6 +198,18 @@ def _triton_ms(cfg: Config, m: int, n: int, k: int, dtype: str, key: str, layout
 GLUON_EAGER_MIN_MS = 0.15
 
 
+def model_candidates(
+    m: int, n: int, k: int, dtype: str, layout: str, device: torch.device | None, key: str
+) -> tuple[Config, float, gemm_gluon.GluonGemmConfig | None, float | None]:
+    """The two kernels' candidates the dispatch compares for a problem, before any tensor is checked: (the Triton
+    kernel's advised top-1, its predicted ms, the Gluon kernel's best or None (fp32, or no config fits), its ms).
+    `device` picks the Triton config as `choose_config` does; `key` is the GPU whose model predicts."""
+    tcfg = choose_config(m, n, k, dtype, device, layout)
+    t_ms = _triton_ms(tcfg, m, n, k, dtype, key, layout)
+    best = _gluon_cached(m, n, k, dtype, key, layout) if dtype != "fp32" else None
+    return tcfg, t_ms, (best[0] if best else None), (best[1] if best else None)
+
+
 def _layout(b: torch.Tensor) -> str:
     return "nn" if b.stride(1) == 1 else "nt"
 
@@ -215,15 +227,12 @@ def choose_kernel(
     n = b.shape[1]
     layout = "nn" if b.stride(1) == 1 else "nt"
     dt = _DTYPES[a.dtype]
-    tcfg = choose_config(m, n, k, dt, a.device, layout)
+    key = gpu_key(a.device)
+    tcfg, t_ms, g, g_ms = model_candidates(int(m), int(n), int(k), dt, layout, a.device, key)
     if a.dtype == torch.float32:
         return tcfg, None, f"triton {tcfg.tag()}: the Gluon kernel takes fp16/bf16"
-    key = gpu_key(a.device)
-    best = _gluon_cached(int(m), int(n), int(k), dt, key, layout)
-    t_ms = _triton_ms(tcfg, int(m), int(n), int(k), dt, key, layout)
-    if best is None:
+    if g is None or g_ms is None:
         return tcfg, None, f"triton {tcfg.tag()}: no Gluon config fits {m}x{n}x{k} {dt} {layout} on {key}"
-    g, g_ms = best
     if g_ms >= t_ms:
         return tcfg, None, (f"triton {tcfg.tag()}: predicted {t_ms * 1e3:.1f} us, the Gluon kernel's best "
                             f"{g.tag()} {g_ms * 1e3:.1f} us")  # fmt: skip
@@ -878,6 +887,7 @@ def matmul_plan(
     }
 
 
-__all__ = ["ACTIVATIONS", "Config", "choose_config", "choose_kernel", "choose_split_k", "matmul", "matmul_plan"]
+__all__ = ["ACTIVATIONS", "Config", "choose_config", "choose_kernel", "choose_split_k", "matmul", "matmul_plan",
+           "model_candidates"]
 
 check_matmul = _check  # public: tilewise.kernels.custom_ops runs it in the fake impls

@@ -143,7 +143,7 @@ class GluonGemmConfig:
         # what a wgmma and a TMA box take, checked here so that a pinned config is one line, not a compiler error
         # that would turn the Gluon path off for the process (`gluon_failed`): each consumer's rows a multiple of
         # 64 (one warpgroup's wgmma M) and at most 256 (a TMA box), block_n and block_k powers of two in 16..256
-        sub = self.block_m // self.consumers if self.schedule == "cooperative" else self.block_m
+        sub = self.sub_m  # the one rule, `tilewise.model.tiles.gemm_gluon_sub_m`
         if self.block_m <= 0 or self.block_m % self.consumers or sub % 64 or sub > 256:
             raise InputError(f"GluonGemmConfig.block_m must give each of the {self.consumers} consumer warpgroups a "
                              f"multiple of 64 rows, at most 256 ({self.schedule}), got block_m {self.block_m}")  # fmt: skip
