@@ -11,7 +11,8 @@ in alternating rounds (`tilewise.bench.timing` through `attention_sweep.time_col
 With `--xtile`: `cudnn`, `ours` and `xtile_q{1,2}`, the dispatch's build with the overlapped loop run across CTA
 tiles, one or two Q buffers. With `--store`: `cudnn`, `ours` and `store{4,8,16}`, the dispatch's build with each
 way the epilogue stores O (`attention_gluon._epilogue`: bytes a thread stores at once; 16 only where its shared
-memory fits), on FA3's grid where the dispatch runs the Gluon kernel. Otherwise: `cudnn` (SDPA's default backend), `ours` (the dispatch), and
+memory fits, and where it does not, `s{stages}store{8,16}` with one K/V stage fewer), on FA3's grid where the
+dispatch runs the Gluon kernel (`--head-dim` keeps one head dim). Otherwise: `cudnn` (SDPA's default backend), `ours` (the dispatch), and
 `c{consumers}q{q_bufs}[_noturn][_g{heads}]`:
 the ping-pong kernel with 2 or 3 consumer warpgroups (3 only at D 64, whose registers allow it), one or two Q
 buffers per consumer, with or without the consumers' turn order, and the persistent order's head group
@@ -83,13 +84,18 @@ def store_variants(B: int, H: int, Hk: int, S: int, D: int, causal: bool, dtype:
     """The dispatch's own build with each O store width its shared memory allows."""
     shipped = ag.problem_busiest(B * H, S, D, causal, dtype, 132, H // Hk)[0]
     widths = (4, 8, 16) if shipped.store_bytes == 16 else (4, 8)
-    return {f"store{w}": dataclasses.replace(shipped, store_bytes=w) for w in widths}
+    out = {f"store{w}": dataclasses.replace(shipped, store_bytes=w) for w in widths}
+    if shipped.store_bytes != 16:  # a K/V stage fewer leaves the 16-byte store its shared memory (D 128)
+        fewer = shipped.stages - 1
+        out[f"s{fewer}store16"] = dataclasses.replace(shipped, stages=fewer, store_bytes=16)
+        out[f"s{fewer}store8"] = dataclasses.replace(shipped, stages=fewer, store_bytes=8)
+    return out
 
 
-def store_problems() -> list[tuple]:
+def store_problems(head_dims: tuple[int, ...] = (64, 128, 256)) -> list[tuple]:
     """FA3's grid (B*S = 16k, H*D = 2048) at S 512 - 16k, bf16, where the dispatch runs the Gluon kernel."""
     out = []
-    for d in (64, 128, 256):
+    for d in head_dims:
         for s in (512, 1024, 2048, 4096, 16384):
             for causal in (False, True):
                 if ag.dispatches(d, s, causal):
@@ -143,12 +149,15 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--xtile", action="store_true", help="time the dispatch beside its cross-tile builds only")
     ap.add_argument("--store", action="store_true", help="time the dispatch beside its O store widths only")
+    ap.add_argument("--head-dim", type=int, default=None, help="--store: one head dim only")
     a = ap.parse_args()
     shard = tuple(int(x) for x in a.warm.split("/")) if a.warm else None
     meta = env_tags()
     rows = []
     t0 = time.time()
-    for n, (B, H, Hk, S, D, causal, dtype) in enumerate(store_problems() if a.store else problems()):
+    for n, (B, H, Hk, S, D, causal, dtype) in enumerate(
+        (store_problems((a.head_dim,) if a.head_dim else (64, 128, 256))) if a.store else problems()
+    ):
         if shard is not None and n % shard[1] != shard[0]:
             continue
         if a.xtile and not ag.dispatches(D, S, causal):
