@@ -216,7 +216,8 @@ def test_config_fits_the_model_budgets(d, design):
         assert cfg.stages == 1
     else:
         deeper = smem_budget(d, cfg.block_n, cfg.rows_per_consumer, cfg.stages + 1, "bf16", "h100-sxm", cfg.consumers)
-        assert cfg.stages == 4 or deeper.total_bytes > deeper.limit_bytes - 2048
+        scratch = ag.store_scratch_bytes(cfg.consumers * cfg.consumer_warps, cfg.store_bytes)
+        assert cfg.stages == 4 or deeper.total_bytes > deeper.limit_bytes - 2048 - scratch
     assert register_budget(d, cfg.block_n, 64, "bf16", "h100-sxm", limit=cfg.consumer_regs).fits
     assert (design == "pingpong") == (cfg.pingpong and cfg.consumers == 2)
 
@@ -237,23 +238,18 @@ def test_builds_for_sm90_without_spills():
     assert r["asm"]["ptx"].count("setmaxnreg") > 0
 
 
-def test_output_store_width_follows_the_shared_memory_left():
-    """16-byte O stores where 512 B a consumer warp fits beside Q, the ring and the barriers, else 8: D 128's three
-    64 KB stages and 32 KB of Q leave 2.6 KB of the 227 KB, under the 4 KB its two consumers' stmatrix round trip
-    takes; with two Q buffers the ring drops to 2 stages and 16 fits again."""
-    from tilewise.model.tensorcore import smem_budget
-
+def test_output_store_scratch_is_kept_out_of_the_ring():
+    """The 16-byte O store's 512 B a consumer warp come out of the ring's room: at D 128 Q (32 KB), the reserve and
+    the two consumers' 4 KB leave 2 stages of 64 KB in the 227 KB (the trade measured faster, STORE_BYTES'
+    comment), D 64 keeps 4 and D 256 2."""
     for d in ag.HEAD_DIMS:
         for design in ag.DESIGNS:
             cfg = ag.gluon_config(d, design)
-            sm = smem_budget(d, cfg.block_n, cfg.rows_per_consumer, cfg.stages, "bf16", "h100-sxm", cfg.consumers)
-            left = sm.limit_bytes - sm.total_bytes - 512
-            want = 16 if left >= 512 * cfg.consumers * cfg.consumer_warps else 8
-            assert cfg.store_bytes == want, (d, design, left)
-    assert ag.gluon_config(128, "pingpong").store_bytes == 8
-    assert ag.gluon_config(64, "pingpong").store_bytes == ag.gluon_config(256, "pingpong").store_bytes == 16
-    assert ag.gluon_config(128, "pingpong", q_bufs=2).store_bytes == 16
-    assert ag.kernel_constexprs(ag.gluon_config(128, "pingpong"), causal=False)["STORE_BYTES"] == 8
+            assert cfg.store_bytes == ag.STORE_BYTES == 16
+    assert [ag.gluon_config(d, "pingpong").stages for d in (64, 128, 256)] == [4, 2, 2]
+    assert ag.store_scratch_bytes(8) == 4096 and ag.store_scratch_bytes(8, 8) == 0
+    assert ag.gluon_config(128, "pingpong", q_bufs=2).stages == 2
+    assert ag.kernel_constexprs(ag.gluon_config(128, "pingpong"), causal=False)["STORE_BYTES"] == 16
 
 
 @pytest.mark.skipif(not ag.gluon_available() or triton.__version__ != "3.6.0", reason="sm_90a build needs triton 3.6")
@@ -351,7 +347,7 @@ def test_gluon_builds_consumers_and_q_buffers():
     assert (three.consumers, three.rows_per_cta, three.consumer_regs) == (3, 192, 160)
     assert ag.gluon_config(128, "pingpong").rows_per_cta == 128
     assert ag.gluon_config(128, "ring").rows_per_cta == 128
-    assert ag.gluon_config(128, "pingpong").stages == 3
+    assert ag.gluon_config(128, "pingpong").stages == 2
     assert ag.gluon_config(128, "pingpong", q_bufs=2).stages == 2
     assert ag.kernel_constexprs(ag.gluon_config(128, "pingpong", q_bufs=2), causal=False)["Q_BUFS"] == 2
     for bad in (

@@ -140,7 +140,7 @@ class GluonConfig:
     lpt: bool = True  # causal: CTAs follow the host's longest-first table (`lpt_schedule`), not every grid-th tile
     q_bufs: int = 1  # Q buffers per consumer: 2 loads the next CTA tile's Q while this one's last K/V tiles run
     xtile: bool = False  # overlap across CTA tiles: a tile's last P V with the next one's first Q K^T (ping-pong)
-    store_bytes: int = 16  # bytes of O one thread stores at once: 4 (the wgmma layout), 8 or 16 (see `_epilogue`)
+    store_bytes: int = 16  # bytes of O a thread stores at once: 4 (the wgmma layout), 8 or 16 (`_epilogue`, STORE_BYTES)
 
     @property
     def rows_per_cta(self) -> int:
@@ -156,10 +156,15 @@ _BLOCK_N = {64: 128, 128: 128, 256: 64}
 # Shared memory kept free of the ring for barriers and the compiler's layout-conversion scratch.
 _SMEM_RESERVE = 2 * 1024  # the compiled kernels use 344 B beyond Q and the ring (sm_90a, triton 3.6)
 _MAX_STAGES = 4
-# The 16-byte O store (`_epilogue`) moves O through 512 bytes of shared memory a consumer warp; it is taken where
-# that fits beside Q, the ring and the barriers (D 64 and D 256; D 128's 3 stages leave 2.6 KB), else the 8-byte one.
+# The 16-byte O store (`_epilogue`) moves O through 512 bytes of shared memory a consumer warp (sm_90a, triton 3.6),
+# kept out of the ring like the reserve above. At D 128 that costs the third K/V stage, and the trade wins: H200,
+# bf16, FA3's grid, CUDA graphs beside cuDNN, two runs (benchmarks/results/h200/attention_fwd_store.json), 2 stages
+# with the 16-byte store against 3 with the 8-byte one: S 512 +15-18%, 1k +8-16%, 2k +5-18%, 4k +1-4%, 16k -0.4 to
+# +0.3%; 2 stages with the 8-byte store ran within 1% of 3. At D 64 / D 256 (room to spare / 2 stages either way)
+# the 16-byte store against the wgmma layout's 4-byte pairs: D 256 S 512 +20-25%, 1k +12-18%, 4k +3-5%; D 64
+# S 512 +9.5%, 2k +2.4%, 16k +0.2%.
 _STORE_SCRATCH_PER_WARP = 512
-_BARRIER_BYTES = 512  # the compiled kernels use 472 B beyond Q and the ring (sm_90a, triton 3.6)
+STORE_BYTES = 16
 # Consumer warpgroups per head dim in ping-pong. Each takes 64 query rows; three let two softmaxes run while
 # one consumer's GEMMs occupy the Tensor Cores, which D 64 needs (its GEMMs per K/V tile are half D 128's for
 # the same softmax work); they leave 160 registers a thread, too few above D 64.
@@ -219,18 +224,17 @@ def gluon_config(
         )
     sm = smem_budget(head_dim, bn, rows, 1, dtype, "h100-sxm", consumers)
     q_bytes = sm.q_bytes * q_bufs
-    room = (sm.limit_bytes - _SMEM_RESERVE - q_bytes) // sm.kv_stage_bytes
+    store = store_scratch_bytes(consumers * (4 if two else 8))
+    room = (sm.limit_bytes - _SMEM_RESERVE - store - q_bytes) // sm.kv_stage_bytes
     if design != "serial" and room < 2:
         raise InputError(f"{q_bufs} Q buffers at head_dim {head_dim} leave room for {room} K/V stages; 2 are needed")
     stages = 1 if design == "serial" else min(_MAX_STAGES, room)
-    warps = consumers * (4 if two else 8)
-    left = sm.limit_bytes - q_bytes - stages * sm.kv_stage_bytes - _BARRIER_BYTES
-    store_bytes = 16 if left >= warps * _STORE_SCRATCH_PER_WARP else 8
     reason = (
         f"N={bn}: registers per consumer thread {regs.total:.0f} of {split['consumer_regs']} "
         f"(S {regs.s:.0f} + P {regs.p:.0f} + O {regs.o:.0f}); shared memory Q {q_bytes // 1024} KB + "
         f"{stages} x {sm.kv_stage_bytes // 1024} KB K/V stages of {sm.limit_bytes // 1024} KB "
-        f"({_SMEM_RESERVE // 1024} KB kept for barriers and scratch); O stored {store_bytes} bytes a thread at once"
+        f"({_SMEM_RESERVE // 1024} KB kept for barriers and scratch, {store // 1024} KB for the {STORE_BYTES}-byte "
+        f"O store)"
     )
     return GluonConfig(
         design=design,
@@ -250,8 +254,14 @@ def gluon_config(
         lpt=LPT if lpt is None else bool(lpt),
         q_bufs=q_bufs,
         xtile=bool(xtile),
-        store_bytes=store_bytes,
+        store_bytes=STORE_BYTES,
     )
+
+
+def store_scratch_bytes(consumer_warps: int, store_bytes: int = STORE_BYTES) -> int:
+    """Shared memory the epilogue's O store takes beyond Q and the ring: 512 B a consumer warp for the 16-byte
+    store's stmatrix round trip, none for the 8- and 4-byte ones (registers and shuffles only)."""
+    return consumer_warps * _STORE_SCRATCH_PER_WARP if store_bytes == 16 else 0
 
 
 # ------------------------------------------------------------------------------ kernel
@@ -394,9 +404,9 @@ if _IMPORT_ERROR is None:
         store queue in 8-12% of their samples, against 1% at S 4096, where a CTA tile has 8x the keys. 16: each
         thread holds 8 contiguous elements of a row, 16 rows x 2 threads a warp, so one instruction fills 16
         whole sectors, 8 stores a thread. The warps keep their 16 rows; the compiler moves the values with
-        stmatrix / ldmatrix through 512 bytes of shared memory a warp (sm_90a, triton 3.6), which D 128's
-        3-stage ring leaves no room for. 8: 4 elements a thread, moved by warp shuffles alone (16 stores a
-        thread, half sectors)."""
+        stmatrix / ldmatrix through 512 bytes of shared memory a warp (sm_90a, triton 3.6; `store_scratch_bytes`
+        keeps them out of the ring). 8: 4 elements a thread, moved by warp shuffles alone (16 stores a thread,
+        half sectors; measured no faster than 4)."""
         row_s: gl.constexpr = gl.SliceLayout(1, S_LAYOUT)
         row_o: gl.constexpr = gl.SliceLayout(1, O_LAYOUT)
         b = bh // num_heads
@@ -1402,6 +1412,7 @@ def compile_sm90(design: str, head_dim: int, dtype: str = "bf16", causal: bool =
 __all__ = [
     "DESIGNS",
     "GLUON_VERIFIED",
+    "STORE_BYTES",
     "GluonConfig",
     "busiest_cta",
     "cta_rows",
@@ -1414,6 +1425,7 @@ __all__ = [
     "head_group",
     "lpt_schedule",
     "problem_busiest",
+    "store_scratch_bytes",
     "shape_config",
     "shape_consumers",
     "tile_key_tiles",
