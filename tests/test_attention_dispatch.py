@@ -261,7 +261,9 @@ def test_sm90_build_stores_o_in_the_chosen_width(d):
 
     cfg = ag.gluon_config(d, "pingpong")
     r = ag.compile_sm90("pingpong", d, "bf16", causal=False)
-    ops = [re.sub(r"^@!?%p\d+\s+", "", ln.strip()).split()[0] for ln in r["asm"]["ptx"].splitlines() if "st.global" in ln]
+    ops = [
+        re.sub(r"^@!?%p\d+\s+", "", ln.strip()).split()[0] for ln in r["asm"]["ptx"].splitlines() if "st.global" in ln
+    ]
     wide = {16: "st.global.v4.b32", 8: "st.global.v2.b32"}[cfg.store_bytes]
     assert ops.count(wide) == cfg.consumers * 64 * d * 2 // (128 * cfg.store_bytes)  # O: 64 x d a consumer
     assert r["shared_bytes"] <= 232448

@@ -42,7 +42,10 @@ KINDS = (
     (r"^MUFU", "exp2 / reciprocal (MUFU)"),
     (r"^BAR|^BSYNC|^BSSY|^NANOSLEEP|^YIELD", "barrier / branch sync"),
     (r"^(FMUL|FADD|FFMA|FMNMX|F2FP|FSEL|FSETP|F2F)", "fp32 math"),
-    (r"^(IMAD|IADD|ISETP|LOP|SHF|LEA|MOV|SEL|S2R|S2UR|R2UR|UMOV|ULDC|UIADD|ULOP|USHF|ISETP|PLOP|P2R|R2P)", "integer / moves"),
+    (
+        r"^(IMAD|IADD|ISETP|LOP|SHF|LEA|MOV|SEL|S2R|S2UR|R2UR|UMOV|ULDC|UIADD|ULOP|USHF|ISETP|PLOP|P2R|R2P)",
+        "integer / moves",
+    ),
     (r"^(BRA|EXIT|RET|CALL|BRX|JMP)", "branch"),
 )
 

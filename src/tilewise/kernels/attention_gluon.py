@@ -140,7 +140,9 @@ class GluonConfig:
     lpt: bool = True  # causal: CTAs follow the host's longest-first table (`lpt_schedule`), not every grid-th tile
     q_bufs: int = 1  # Q buffers per consumer: 2 loads the next CTA tile's Q while this one's last K/V tiles run
     xtile: bool = False  # overlap across CTA tiles: a tile's last P V with the next one's first Q K^T (ping-pong)
-    store_bytes: int = 16  # bytes of O a thread stores at once: 4 (the wgmma layout), 8 or 16 (`_epilogue`, STORE_BYTES)
+    store_bytes: int = (
+        16  # bytes of O a thread stores at once: 4 (the wgmma layout), 8 or 16 (`_epilogue`, STORE_BYTES)
+    )
 
     @property
     def rows_per_cta(self) -> int:
@@ -413,11 +415,15 @@ if _IMPORT_ERROR is None:
         h = bh % num_heads
         l_o = gl.convert_layout(l_i, row_o)
         has_o = l_o > 0.0
-        out = (acc * gl.expand_dims(1.0 / gl.where(has_o, l_o, 1.0), 1)).to(o_ptr.dtype.element_ty)  # 2 divisions a thread
+        out = (acc * gl.expand_dims(1.0 / gl.where(has_o, l_o, 1.0), 1)).to(
+            o_ptr.dtype.element_ty
+        )  # 2 divisions a thread
         o_base = o_ptr + b.to(gl.int64) * stride_ob + h.to(gl.int64) * stride_oh
         if STORE_BYTES > 4:
             st_layout: gl.constexpr = gl.BlockedLayout(
-                size_per_thread=[1, STORE_BYTES // 2], threads_per_warp=[16, 2], warps_per_cta=[BLOCK_M // 16, 1],
+                size_per_thread=[1, STORE_BYTES // 2],
+                threads_per_warp=[16, 2],
+                warps_per_cta=[BLOCK_M // 16, 1],
                 order=[1, 0],
             )
             out = gl.convert_layout(out, st_layout)
@@ -1425,9 +1431,9 @@ __all__ = [
     "head_group",
     "lpt_schedule",
     "problem_busiest",
-    "store_scratch_bytes",
     "shape_config",
     "shape_consumers",
+    "store_scratch_bytes",
     "tile_key_tiles",
     "use_gluon",
     "use_lpt",

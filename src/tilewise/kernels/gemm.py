@@ -887,7 +887,15 @@ def matmul_plan(
     }
 
 
-__all__ = ["ACTIVATIONS", "Config", "choose_config", "choose_kernel", "choose_split_k", "matmul", "matmul_plan",
-           "model_candidates"]
+__all__ = [
+    "ACTIVATIONS",
+    "Config",
+    "choose_config",
+    "choose_kernel",
+    "choose_split_k",
+    "matmul",
+    "matmul_plan",
+    "model_candidates",
+]
 
 check_matmul = _check  # public: tilewise.kernels.custom_ops runs it in the fake impls
