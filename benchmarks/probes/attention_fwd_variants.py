@@ -149,7 +149,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--xtile", action="store_true", help="time the dispatch beside its cross-tile builds only")
     ap.add_argument("--store", action="store_true", help="time the dispatch beside its O store widths only")
-    ap.add_argument("--head-dim", type=int, default=None, help="--store: one head dim only")
+    ap.add_argument("--head-dim", type=int, choices=(64, 128, 256), default=None, help="--store: one head dim only")
     a = ap.parse_args()
     shard = tuple(int(x) for x in a.warm.split("/")) if a.warm else None
     meta = env_tags()

@@ -9,9 +9,9 @@ at S 4096 (B4 H16, 32 key tiles) 0.99x, and the fitted model puts a CTA tile's f
 periods. Stall samples say which instructions that time is spent at. `--profile` runs
 `ncu --clock-control none --section SourceCounters --section WarpStateStats` on one launch of each shape (the
 kernel compiled and warmed before, `--launch-skip 2`), then exports the report's SASS page and details page as
-CSV. `--csv` groups the samples: by the partition the code belongs to (the producer warp, or a consumer
-warpgroup, told apart by the instruction ranges between the kernel's partition entry points), and by what the
-instruction is (an mbarrier wait, a wgmma wait, a global store, the exp2 unit, ...).
+CSV. `--csv` groups the samples by what the instruction is (an mbarrier wait, a wgmma wait, a global store, the
+exp2 unit, ...) and lists the 25 costliest instructions with their index; the stall reasons per partition in
+attention_stall_ncu.json's meta were summed by hand over the SASS ranges of each partition in the CSV.
 """
 
 from __future__ import annotations
@@ -131,13 +131,13 @@ def summarize(path: str) -> dict:
     }
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--launch", type=int, choices=sorted(SHAPES), help="run one shape (under ncu)")
     ap.add_argument("--profile", metavar="DIR", help="run ncu over every shape, CSVs into DIR")
     ap.add_argument("--csv", metavar="DIR", help="summarize the CSVs of DIR (no GPU)")
     ap.add_argument("--out", default="attention_stall_ncu.json")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     if a.launch:
         launch(a.launch)
         return 0
